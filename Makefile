@@ -1,0 +1,46 @@
+# Instatic: `make run` to try it, `make test` to check it. See README.md.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+
+.PHONY: run test lint format bench ha-demo chaos clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+# mysqlclient is only needed for MySQL/MariaDB; install it when the client headers exist.
+$(DEV_STAMP): requirements-dev.txt requirements-mysql.txt $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@if pkg-config --exists libmariadb 2>/dev/null || pkg-config --exists mysqlclient 2>/dev/null; then \
+		$(PY) -m pip install --quiet -r requirements-mysql.txt; \
+	else echo "NOTICE: MySQL client headers not found; MariaDB tests will be skipped (apt-get install libmariadb-dev pkg-config)."; fi
+	touch $@
+
+run: $(STAMP)
+	$(PY) -m devtools.run_local
+
+test: $(DEV_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m devtools.testsuite $(PYTEST_ARGS)
+
+lint: $(DEV_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(DEV_STAMP)
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+bench: $(DEV_STAMP)
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) var staticfiles

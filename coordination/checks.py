@@ -1,0 +1,131 @@
+"""System checks for scheduler misconfiguration (``manage.py check``, ``runscheduler``)."""
+
+from pathlib import Path
+
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from coordination.conf import settings
+from coordination.keys import format_key, normalize_key
+
+NETWORK_FILESYSTEMS = {"nfs", "nfs4", "cifs", "smbfs", "smb3", "sshfs", "fuse.sshfs", "9p", "afs"}
+
+
+def register() -> None:
+    checks.register(check_job_declarations, "coordination")
+    checks.register(check_lock_keys, "coordination")
+    checks.register(check_database_vendor, "coordination", checks.Tags.database)
+    checks.register(check_timing, "coordination")
+
+
+def check_job_declarations(app_configs=None, **kwargs):
+    from coordination.registry import registry
+
+    return [
+        checks.Error(
+            message,
+            hint="Fix the declaration in the jobs.py module named above.",
+            id="coordination.E001",
+        )
+        for message in registry.errors
+    ]
+
+
+def check_lock_keys(app_configs=None, **kwargs):
+    from coordination.registry import registry
+
+    errors = []
+    users: dict[int, str] = {}
+    for group_name in registry.groups():
+        try:
+            key = normalize_key(settings.group_key(group_name))
+        except (TypeError, ValueError) as exc:
+            errors.append(
+                checks.Error(
+                    f"lock key for group {group_name!r} is invalid: {exc}",
+                    hint="INSTATIC_LOCK_KEYS maps group names to 64-bit integers or names.",
+                    id="coordination.E002",
+                )
+            )
+            continue
+        if key in users:
+            errors.append(
+                checks.Error(
+                    f"groups {users[key]!r} and {group_name!r} use the same lock key "
+                    f"{format_key(key)}; one would block the other.",
+                    hint="Give each group its own key in INSTATIC_LOCK_KEYS.",
+                    id="coordination.E003",
+                )
+            )
+        users[key] = group_name
+    return errors
+
+
+def _filesystem_type(path: Path) -> str | None:
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return None
+    best, fstype = "", None
+    for line in mounts:
+        parts = line.split()
+        if len(parts) >= 3 and str(path).startswith(parts[1]) and len(parts[1]) > len(best):
+            best, fstype = parts[1], parts[2]
+    return fstype
+
+
+def check_database_vendor(app_configs=None, databases=None, **kwargs):
+    from coordination.locks import backend_class
+    from coordination.locks.sqlite import database_path
+
+    try:
+        backend_class(DEFAULT_DB_ALIAS)
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="coordination.E004")]
+    if connections[DEFAULT_DB_ALIAS].vendor != "sqlite":
+        return []
+    path = database_path(DEFAULT_DB_ALIAS)
+    if path is None:
+        return [
+            checks.Warning(
+                "the SQLite database is in memory: scheduler replicas cannot be coordinated.",
+                hint="Use a SQLite file (sqlite:///path) or PostgreSQL for more than one process.",
+                id="coordination.W001",
+            )
+        ]
+    fstype = _filesystem_type(path.parent)
+    if fstype in NETWORK_FILESYSTEMS:
+        return [
+            checks.Warning(
+                f"the SQLite database {path} is on a network filesystem ({fstype}); file locks "
+                "there do not reliably exclude schedulers on other machines.",
+                hint="Keep SQLite on a local disk and run schedulers on one machine, or use "
+                "PostgreSQL for several machines.",
+                id="coordination.W002",
+            )
+        ]
+    return []
+
+
+def check_timing(app_configs=None, **kwargs):
+    errors = []
+    heartbeat, lease = float(settings.HEARTBEAT_INTERVAL), float(settings.LEASE)
+    if heartbeat <= 0 or lease <= 0 or float(settings.MAX_TICK) <= 0:
+        errors.append(
+            checks.Error(
+                "INSTATIC_HEARTBEAT_INTERVAL, INSTATIC_LEASE and INSTATIC_MAX_TICK must be "
+                "positive.",
+                id="coordination.E005",
+            )
+        )
+    elif lease < 2 * heartbeat:
+        errors.append(
+            checks.Error(
+                f"INSTATIC_LEASE ({lease}s) must be at least twice INSTATIC_HEARTBEAT_INTERVAL "
+                f"({heartbeat}s), or a healthy leader could be taken for dead.",
+                hint="The defaults are a 2s heartbeat and a 10s lease.",
+                id="coordination.E006",
+            )
+        )
+    return errors

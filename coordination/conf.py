@@ -1,0 +1,48 @@
+"""The coordination app's settings, read lazily from Django settings with ``INSTATIC_`` names.
+
+One object instead of ``getattr(settings, ...)`` scattered around: defaults and meanings live
+here, and tests can override any of them with ``override_settings``.
+"""
+
+import os
+import socket
+
+from django.conf import settings as django_settings
+
+DEFAULT_GROUP_KEYS = {"publishing": 0xDEADBEEF, "plugins": 0xCAFEBABE}
+
+_DEFAULTS = {
+    "NODE_NAME": "",
+    "HEARTBEAT_INTERVAL": 2.0,
+    "LEASE": 10.0,
+    "MAX_TICK": 5.0,
+    "SHUTDOWN_GRACE": 25.0,
+    "LOCK_WAIT": 30.0,
+    "LOCK_KEYS": {},
+    "LOCK_MODE": "session",
+    "MISFIRE_GRACE": 30.0,
+    "FAILURE_PAUSE_THRESHOLD": 5,
+    "RUN_RETENTION": 200,
+    "DB_RETRY_MAX": 5.0,
+}
+
+
+class CoordinationSettings:
+    """Attribute access to ``INSTATIC_<NAME>`` settings with the defaults above."""
+
+    def __getattr__(self, name: str):
+        if name not in _DEFAULTS:
+            raise AttributeError(name)
+        return getattr(django_settings, f"INSTATIC_{name}", _DEFAULTS[name])
+
+    def group_key(self, group: str) -> int | str:
+        """Return the configured lock key for ``group`` (explicit or a name to hash)."""
+        keys = {**DEFAULT_GROUP_KEYS, **self.LOCK_KEYS}
+        return keys.get(group, f"group:{group}")
+
+    def default_node_name(self) -> str:
+        """Return ``INSTATIC_NODE_NAME`` or host:pid, unique per process on one host."""
+        return self.NODE_NAME or f"{socket.gethostname()}:{os.getpid()}"
+
+
+settings = CoordinationSettings()

@@ -1,0 +1,222 @@
+"""Writes to the run ledger and job state: claiming slots, recording outcomes.
+
+The unique constraint on (job, slot) is what makes a slot run once: a claim is an INSERT that
+a second claimant cannot make, whoever thinks it leads.
+"""
+
+import logging
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Now
+
+from coordination.conf import settings
+from coordination.models import JobRun, JobState
+from coordination.registry import Job
+from coordination.selectors import live_instances
+
+logger = logging.getLogger(__name__)
+
+MAX_ERROR_LENGTH = 20_000
+
+
+def ensure_states(jobs: list[Job], states: dict[str, JobState], now: datetime) -> bool:
+    """Create missing job states and reschedule jobs whose schedule changed; return if any did."""
+    changed = False
+    missing = [job for job in jobs if job.name not in states]
+    if missing:
+        JobState.objects.bulk_create(
+            [
+                JobState(
+                    name=job.name,
+                    group=job.group,
+                    schedule=job.schedule.describe(),
+                    fingerprint=job.fingerprint,
+                    # A new periodic job starts at its next slot; a when-due job checks at once.
+                    next_due=job.schedule.next_after(now) if job.schedule.periodic else now,
+                )
+                for job in missing
+            ],
+            ignore_conflicts=True,
+        )
+        changed = True
+    for job in jobs:
+        state = states.get(job.name)
+        if state is None:
+            continue
+        if state.fingerprint != job.fingerprint or state.group != job.group:
+            next_due = job.schedule.next_after(now) if job.schedule.periodic else now
+            JobState.objects.filter(name=job.name).update(
+                group=job.group,
+                schedule=job.schedule.describe(),
+                fingerprint=job.fingerprint,
+                next_due=next_due,
+            )
+            logger.info(
+                "job %s schedule is now %s; next slot %s",
+                job.name,
+                job.schedule.describe(),
+                next_due.isoformat(),
+            )
+            changed = True
+        elif state.retired_at is not None:
+            JobState.objects.filter(name=job.name).update(retired_at=None)
+            changed = True
+    return changed
+
+
+def retire_undeclared(group: str, declared_here: set[str], declared_anywhere: set[str]) -> int:
+    """Mark jobs that no live node declares as retired (kept and visible, never run)."""
+    retired = (
+        JobState.objects.filter(group=group, retired_at__isnull=True)
+        .exclude(name__in=declared_here | declared_anywhere)
+        .update(retired_at=Now())
+    )
+    return retired
+
+
+def record_missed(job: Job, slots: list[datetime]) -> None:
+    """Record slots that will not run (policy), so nothing is silently lost."""
+    if not slots:
+        return
+    JobRun.objects.bulk_create(
+        [JobRun(job=job.name, slot=slot, status=JobRun.Status.MISSED) for slot in slots],
+        ignore_conflicts=True,
+    )
+    JobState.objects.filter(name=job.name).update(missed_count=F("missed_count") + len(slots))
+
+
+def claim(
+    job: Job,
+    slot: datetime,
+    *,
+    trigger: str,
+    node: str,
+    instance: str,
+    requested_by: str = "",
+) -> JobRun | None:
+    """Insert the ledger row for (job, slot) as running; return ``None`` if already claimed."""
+    try:
+        with transaction.atomic():
+            return JobRun.objects.create(
+                job=job.name,
+                slot=slot,
+                status=JobRun.Status.RUNNING,
+                trigger=trigger,
+                node=node,
+                node_instance=instance,
+                started_at=Now(),
+                requested_by=requested_by,
+            )
+    except IntegrityError:
+        return None
+
+
+def claim_retry(run: JobRun, *, node: str, instance: str) -> bool:
+    """Take an abandoned run for another attempt; return False if someone else did."""
+    return bool(
+        JobRun.objects.filter(pk=run.pk, status=JobRun.Status.ABANDONED).update(
+            status=JobRun.Status.RUNNING,
+            trigger=JobRun.Trigger.RETRY,
+            attempt=F("attempt") + 1,
+            node=node,
+            node_instance=instance,
+            started_at=Now(),
+            finished_at=None,
+        )
+    )
+
+
+def finish(run: JobRun, *, status: str, duration: float, error: str = "", instance: str) -> bool:
+    """Record a run's outcome unless it was meanwhile marked abandoned or timed out elsewhere."""
+    updated = JobRun.objects.filter(
+        pk=run.pk,
+        status__in=[JobRun.Status.RUNNING, JobRun.Status.TIMED_OUT],
+        node_instance=instance,
+    ).update(status=status, finished_at=Now(), duration=duration, error=error[:MAX_ERROR_LENGTH])
+    return bool(updated)
+
+
+def mark_timed_out(run: JobRun, *, instance: str) -> bool:
+    return bool(
+        JobRun.objects.filter(
+            pk=run.pk, status=JobRun.Status.RUNNING, node_instance=instance
+        ).update(status=JobRun.Status.TIMED_OUT, error="ran past its max_duration")
+    )
+
+
+def abandon_orphans(job_names: list[str], *, reason: str = "") -> int:
+    """Mark running rows of nodes that are no longer alive as abandoned."""
+    if not job_names:
+        return 0
+    return (
+        JobRun.objects.filter(job__in=job_names, status=JobRun.Status.RUNNING)
+        .exclude(node_instance__in=live_instances())
+        .update(
+            status=JobRun.Status.ABANDONED,
+            finished_at=Now(),
+            error=reason or "its node stopped heartbeating during the run",
+        )
+    )
+
+
+def abandon_own(instance: str, *, reason: str) -> int:
+    """Mark this node's unfinished runs abandoned (shutdown past the grace period)."""
+    return JobRun.objects.filter(status=JobRun.Status.RUNNING, node_instance=instance).update(
+        status=JobRun.Status.ABANDONED, finished_at=Now(), error=reason
+    )
+
+
+def update_state_after_run(
+    job: Job,
+    *,
+    slot: datetime,
+    status: str,
+    duration: float | None,
+    lateness: float | None,
+    error: str,
+    node: str,
+    next_due: datetime | None,
+    wake_before: datetime | None = None,
+    manual_requested_at: datetime | None = None,
+) -> bool:
+    """Record the outcome in the job's state; pause it after too many failures in a row.
+
+    Return True when this failure paused the job.
+    """
+    succeeded = status == JobRun.Status.SUCCEEDED
+    values = {
+        "last_slot": slot,
+        "last_status": status,
+        "last_error": error[:MAX_ERROR_LENGTH],
+        "last_duration": duration,
+        "last_lateness": lateness,
+        "last_finished_at": Now(),
+        "last_node": node,
+        "consecutive_failures": 0 if succeeded else F("consecutive_failures") + 1,
+    }
+    if next_due is not None:
+        values["next_due"] = next_due
+    JobState.objects.filter(name=job.name).update(**values)
+    if wake_before is not None:
+        JobState.objects.filter(name=job.name, wake_at__lte=wake_before).update(wake_at=None)
+    if manual_requested_at is not None:
+        JobState.objects.filter(name=job.name, run_requested_at=manual_requested_at).update(
+            run_requested_at=None, run_requested_by=""
+        )
+    if succeeded:
+        return False
+    threshold = int(settings.FAILURE_PAUSE_THRESHOLD)
+    if threshold <= 0:
+        return False
+    return bool(
+        JobState.objects.filter(
+            Q(name=job.name, paused=False, consecutive_failures__gte=threshold)
+        ).update(paused=True, paused_reason=f"paused after {threshold} failures in a row")
+    )
+
+
+def advance(job: Job, next_due: datetime) -> None:
+    """Move a job's next slot forward without recording a run (slot taken elsewhere)."""
+    JobState.objects.filter(name=job.name).update(next_due=next_due)

@@ -1,0 +1,198 @@
+"""The lock handle every vendor backend implements, and its fail-closed error handling."""
+
+import copy
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.utils import load_backend
+
+from coordination.keys import format_key, normalize_key
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """One held lock as the database (or lock file) reports it."""
+
+    key: int
+    pid: int | None
+    application_name: str | None
+    client_addr: str | None
+    since: datetime | None
+
+
+class LeaderLock:
+    """A lock on one key, held on a dedicated connection until released or closed.
+
+    Subclasses implement ``_acquire``, ``_still_held``, ``_release`` and ``_close_connection``.
+    Every database error while acquiring or checking means "not held": the handle never
+    reports leadership it cannot prove.
+    """
+
+    vendor = ""
+
+    def __init__(
+        self,
+        key_or_name: int | str,
+        *,
+        node_name: str = "",
+        using: str = DEFAULT_DB_ALIAS,
+        label: str = "",
+        raise_errors: bool = False,
+    ):
+        self.key = normalize_key(key_or_name)
+        self.name = key_or_name if isinstance(key_or_name, str) else None
+        self.node_name = node_name
+        self.using = using
+        self.label = label or "leader-lock"
+        self.raise_errors = raise_errors
+        self.acquired = False
+        self._conn = None
+        self._mutex = threading.RLock()
+
+    def __repr__(self) -> str:
+        state = "held" if self.acquired else "not held"
+        return f"<{type(self).__name__} key={format_key(self.key)} {state}>"
+
+    @property
+    def key_text(self) -> str:
+        return format_key(self.key)
+
+    # --- public API -----------------------------------------------------------------------
+    def acquire(self, wait: float = 0.0) -> bool:
+        """Take the lock, waiting up to ``wait`` seconds; return whether it is held."""
+        if self.acquired:
+            return True
+        try:
+            self.acquired = bool(self._acquire(max(0.0, wait)))
+        except Exception as exc:
+            logger.warning(
+                "[%s] could not take advisory lock key %s: %s; not leader",
+                self.label,
+                self.key_text,
+                _one_line(exc),
+            )
+            self._discard()
+            if self.raise_errors:
+                raise
+            return False
+        return self.acquired
+
+    def still_held(self) -> bool:
+        """Cheaply confirm the lock is still ours; on any doubt, report it lost."""
+        if not self.acquired:
+            return False
+        try:
+            held = bool(self._still_held())
+        except Exception as exc:
+            logger.error(
+                "[%s] lost advisory lock key %s: %s", self.label, self.key_text, _one_line(exc)
+            )
+            self._discard()
+            if self.raise_errors:
+                raise
+            return False
+        if not held:
+            logger.error("[%s] lost advisory lock key %s", self.label, self.key_text)
+            self.acquired = False
+        return held
+
+    def release(self) -> bool:
+        """Release the lock; return False (and log it as lost) if it was no longer held."""
+        if not self.acquired:
+            return False
+        self.acquired = False
+        try:
+            released = bool(self._release())
+        except Exception as exc:
+            logger.error(
+                "[%s] lost advisory lock key %s before release: %s",
+                self.label,
+                self.key_text,
+                _one_line(exc),
+            )
+            self._discard()
+            return False
+        if not released:
+            logger.error(
+                "[%s] lost advisory lock key %s: unlock found it not held",
+                self.label,
+                self.key_text,
+            )
+        return released
+
+    def close(self) -> None:
+        """Release if held and close the dedicated connection."""
+        with self._mutex:
+            if self.acquired:
+                self.release()
+            self._discard()
+
+    def session_id(self) -> int | None:
+        """Return the id of the session holding the lock (PostgreSQL pid, MySQL thread id)."""
+        return None
+
+    def cancel_wait(self) -> None:
+        """Interrupt a blocking ``acquire`` from another thread (best effort)."""
+
+    def wait_for_wakeup(self, timeout: float, event: threading.Event) -> None:
+        """Sleep up to ``timeout`` seconds or until ``event`` is set or a wake-up arrives."""
+        event.wait(timeout)
+
+    def listen(self, channel: str) -> None:
+        """Subscribe the lock connection to wake-ups on ``channel`` (PostgreSQL only)."""
+
+    # --- helpers for subclasses -----------------------------------------------------------
+    def _discard(self) -> None:
+        self.acquired = False
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                self._close_connection(conn)
+            except Exception:
+                logger.debug("[%s] closing a broken lock connection failed", self.label)
+
+    def _close_connection(self, conn) -> None:
+        conn.close()
+
+    def _new_raw_connection(self, extra_options: dict | None = None):
+        """Open a fresh, unpooled DB-API connection with the settings of ``self.using``.
+
+        Django's own connections can be closed, recycled or pooled by request handling or by
+        job code; a session lock on one of those could be released or leaked behind our back.
+        """
+        settings_dict = copy.deepcopy(connections[self.using].settings_dict)
+        options = settings_dict.setdefault("OPTIONS", {})
+        options.pop("pool", None)
+        options.update(extra_options or {})
+        wrapper = load_backend(settings_dict["ENGINE"]).DatabaseWrapper(
+            settings_dict, alias=f"{self.using}:lock"
+        )
+        return wrapper.get_new_connection(wrapper.get_connection_params())
+
+    # --- vendor hooks -------------------------------------------------------------------
+    def _acquire(self, wait: float) -> bool:
+        raise NotImplementedError
+
+    def _still_held(self) -> bool:
+        raise NotImplementedError
+
+    def _release(self) -> bool:
+        raise NotImplementedError
+
+    @classmethod
+    def list_holders(cls, *, using: str, keys=()) -> list[LockHolder]:
+        raise NotImplementedError
+
+    @classmethod
+    def terminate_holder(cls, key_or_name, *, pid: int | None, using: str) -> int | None:
+        raise NotImplementedError
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"

@@ -1,0 +1,159 @@
+"""PostgreSQL: session advisory locks on a dedicated connection named after the node.
+
+``pg_try_advisory_lock`` (or ``pg_advisory_lock`` bounded by ``lock_timeout`` when waiting) on
+a connection opened only for the lock, so nothing Django or job code does to its own
+connections can release or leak it. The session's ``application_name`` is the node name, so
+the holder shows up in ``pg_stat_activity``; TCP keepalives and ``tcp_user_timeout`` make a
+partitioned holder's session die within the lease.
+"""
+
+import logging
+import threading
+import time
+
+import psycopg
+from django.db import connections
+
+from coordination.conf import settings
+from coordination.keys import join_key, normalize_key, split_key
+from coordination.locks.base import LeaderLock, LockHolder
+
+logger = logging.getLogger(__name__)
+
+_HOLDERS_SQL = """
+SELECT l.classid::bigint, l.objid::bigint, a.pid, a.application_name,
+       host(a.client_addr), a.backend_start
+FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+"""
+_HOLDER_OF_KEY_SQL = _HOLDERS_SQL + " AND l.classid::bigint = %s AND l.objid::bigint = %s"
+
+
+def connection_options(application_name: str) -> dict:
+    """Return libpq options for a scheduler-owned connection: its name and liveness probes."""
+    lease = float(settings.LEASE)
+    return {
+        "application_name": application_name[:63],
+        "keepalives": 1,
+        "keepalives_idle": max(1, int(lease / 5)),
+        "keepalives_interval": max(1, int(lease / 10)),
+        "keepalives_count": 3,
+        "tcp_user_timeout": int(lease * 1000 / 2),
+        "connect_timeout": max(2, int(lease / 2)),
+    }
+
+
+class PostgresLeaderLock(LeaderLock):
+    vendor = "postgresql"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._lock_timeout_ms: int | None = None
+        self._listening: set[str] = set()
+
+    def _connection(self):
+        if self._conn is None:
+            name = f"{self.node_name or 'instatic'}/lock"
+            conn = self._new_raw_connection(connection_options(name))
+            conn.autocommit = True
+            self._conn = conn
+            self._lock_timeout_ms = None
+            self._listening = set()
+        return self._conn
+
+    def _acquire(self, wait: float) -> bool:
+        conn = self._connection()
+        if wait <= 0:
+            return conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()[0]
+        timeout_ms = max(1, int(wait * 1000))
+        if timeout_ms != self._lock_timeout_ms:
+            conn.execute(f"SET lock_timeout = {timeout_ms}")
+            self._lock_timeout_ms = timeout_ms
+        try:
+            conn.execute("SELECT pg_advisory_lock(%s)", (self.key,))
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
+            return False
+        return True
+
+    def _still_held(self) -> bool:
+        classid, objid = split_key(self.key)
+        row = self._conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"
+            " AND pid = pg_backend_pid() AND granted AND objsubid = 1"
+            " AND classid::bigint = %s AND objid::bigint = %s)",
+            (classid, objid),
+        ).fetchone()
+        return row[0]
+
+    def _release(self) -> bool:
+        return self._conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,)).fetchone()[0]
+
+    def session_id(self) -> int | None:
+        return self._conn.info.backend_pid if self._conn is not None else None
+
+    def cancel_wait(self) -> None:
+        conn = self._conn
+        if conn is not None:
+            try:
+                conn.cancel_safe(timeout=2.0)
+            except Exception:
+                logger.debug("[%s] cancelling a lock wait failed", self.label)
+
+    def listen(self, channel: str) -> None:
+        if self._conn is None or channel in self._listening:
+            return
+        self._conn.execute(f'LISTEN "{channel}"')
+        self._listening.add(channel)
+
+    def wait_for_wakeup(self, timeout: float, event: threading.Event) -> None:
+        """Wait on the lock connection's socket: a NOTIFY or the session's death wakes us."""
+        conn = self._conn
+        if conn is None or not self._listening:
+            event.wait(timeout)
+            return
+        deadline = time.monotonic() + timeout
+        try:
+            while not event.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                for _notify in conn.notifies(timeout=min(remaining, 0.25), stop_after=1):
+                    return
+        except psycopg.Error as exc:
+            logger.error(
+                "[%s] lost advisory lock key %s: connection closed (%s)",
+                self.label,
+                self.key_text,
+                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+            )
+            self._discard()
+
+    @classmethod
+    def list_holders(cls, *, using: str, keys=()) -> list[LockHolder]:
+        with connections[using].cursor() as cursor:
+            cursor.execute(_HOLDERS_SQL)
+            rows = cursor.fetchall()
+        return [
+            LockHolder(
+                key=join_key(classid, objid),
+                pid=pid,
+                application_name=app,
+                client_addr=addr,
+                since=since,
+            )
+            for classid, objid, pid, app, addr, since in rows
+        ]
+
+    @classmethod
+    def terminate_holder(cls, key_or_name, *, pid: int | None, using: str) -> int | None:
+        classid, objid = split_key(normalize_key(key_or_name))
+        with connections[using].cursor() as cursor:
+            cursor.execute(_HOLDER_OF_KEY_SQL, (classid, objid))
+            holders = [row[2] for row in cursor.fetchall()]
+            if not holders or (pid is not None and pid not in holders):
+                return None
+            victim = pid if pid is not None else holders[0]
+            # The two-argument form waits until the backend is gone, so the lock is free on return.
+            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", (victim,))
+        return victim

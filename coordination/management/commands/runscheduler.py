@@ -1,0 +1,78 @@
+"""``runscheduler``: the long-running scheduler that runs on every replica."""
+
+import logging
+
+from django.core.management.base import BaseCommand, CommandError
+
+from coordination.conf import settings
+from coordination.dberrors import ensure_connection
+from coordination.liveness import NodeNameInUse
+from coordination.registry import registry
+from coordination.scheduler import Scheduler
+from coordination.shutdown import graceful_signals
+
+logger = logging.getLogger("coordination.runscheduler")
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the scheduler: elect a leader per group through the database and run scheduled "
+        "work exactly once across all replicas. Run it on every replica."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--once",
+            action="store_true",
+            help="Run one tick per group (if this node can lead it), wait for its jobs, exit.",
+        )
+        parser.add_argument(
+            "--group",
+            action="append",
+            dest="groups",
+            metavar="GROUP",
+            help="Run only this group (repeatable). Default: every group.",
+        )
+        parser.add_argument(
+            "--node-name",
+            default="",
+            help="Name of this node in logs, status and pg_stat_activity (default: host:pid).",
+        )
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            default=None,
+            help="Serve Prometheus metrics on this port (127.0.0.1 unless --metrics-address).",
+        )
+        parser.add_argument("--metrics-address", default="127.0.0.1")
+
+    def handle(self, *args, **options):
+        known = registry.groups()
+        groups = options["groups"] or known
+        unknown = sorted(set(groups) - set(known))
+        if unknown:
+            raise CommandError(
+                f"unknown group(s): {', '.join(unknown)}. Known groups: {', '.join(known)}."
+            )
+        node_name = options["node_name"].strip() or settings.default_node_name()
+        if len(node_name) > 200:
+            raise CommandError("--node-name is longer than 200 characters.")
+        problem = ensure_connection()
+        if problem:
+            raise CommandError(problem)
+        metrics = None
+        if options["metrics_port"] is not None:
+            from coordination.metrics import SchedulerMetrics
+
+            metrics = SchedulerMetrics.serve(options["metrics_address"], options["metrics_port"])
+        scheduler = Scheduler(
+            groups=list(dict.fromkeys(groups)),
+            node_name=node_name,
+            once=options["once"],
+            metrics=metrics,
+        )
+        try:
+            with graceful_signals(scheduler.stop):
+                scheduler.run()
+        except NodeNameInUse as exc:
+            raise CommandError(str(exc)) from None

@@ -1,0 +1,90 @@
+"""``schedulerstatus``: who is alive, who leads each group, and how every job is doing."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from coordination.dberrors import ensure_connection
+from coordination.selectors import status_snapshot
+
+
+def _age(seconds) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.1f}s"
+
+
+class Command(BaseCommand):
+    help = "Show scheduler nodes, group leaders and job states (add --json for machines)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--json", action="store_true", help="Print JSON: nodes, leaders, jobs.")
+
+    def handle(self, *args, **options):
+        problem = ensure_connection()
+        if problem:
+            raise CommandError(problem)
+        snapshot = status_snapshot()
+        if options["json"]:
+            self.stdout.write(json.dumps(snapshot, indent=2, sort_keys=True))
+            return
+        self._table(
+            "Nodes",
+            ["node", "host", "pid", "alive", "heartbeat", "groups", "jobs"],
+            [
+                [
+                    n["name"],
+                    n["host"],
+                    str(n["pid"]),
+                    "yes" if n["alive"] else ("stopped" if n["stopped_at"] else "NO"),
+                    f"{_age(n['heartbeat_age'])} ago",
+                    ",".join(n["groups"]),
+                    f"{n['declared_jobs']}" + (" (differs)" if n["jobs_differ"] else ""),
+                ]
+                for n in snapshot["nodes"]
+            ],
+        )
+        self._table(
+            "Leaders",
+            ["group", "node", "alive", "since", "key"],
+            [
+                [
+                    row["group"],
+                    row["node"],
+                    "yes" if row["alive"] else "NO",
+                    row["since"],
+                    f"0x{row['key'] & 0xFFFFFFFFFFFFFFFF:x}",
+                ]
+                for row in snapshot["leaders"]
+            ],
+        )
+        self._table(
+            "Jobs",
+            ["job", "group", "schedule", "next slot", "last", "took", "late", "fails", "state"],
+            [
+                [
+                    j["name"],
+                    j["group"],
+                    j["schedule"],
+                    j["next_due"] or "-",
+                    j["last_status"] or "-",
+                    _age(j["last_duration"]),
+                    _age(j["last_lateness"]),
+                    str(j["consecutive_failures"]),
+                    "retired" if j["retired"] else ("paused" if j["paused"] else "active"),
+                ]
+                for j in snapshot["jobs"]
+            ],
+        )
+
+    def _table(self, title: str, header: list[str], rows: list[list[str]]) -> None:
+        self.stdout.write(self.style.MIGRATE_HEADING(f"{title} ({len(rows)})"))
+        if not rows:
+            self.stdout.write("  (none)\n")
+            return
+        widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
+        for row in [header, *rows]:
+            self.stdout.write(
+                "  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False))
+            )
+        self.stdout.write("")

@@ -1,0 +1,131 @@
+"""Durable scheduler state: nodes, leaders, per-job state and the run ledger.
+
+The lock decides who does a group's work; these tables make the work exactly-once: a
+``JobRun`` row per (job, slot) under a unique constraint, and per-job state so "every hour"
+means once an hour across the whole cluster.
+"""
+
+from django.db import models
+
+
+class Node(models.Model):
+    """One ``runscheduler`` process (the latest process to use this node name)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    instance = models.CharField(max_length=32, help_text="Random id of the current process.")
+    host = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    groups = models.JSONField(default=list, help_text="Groups this node runs.")
+    declared_jobs = models.JSONField(default=list, help_text="Job names this node declares.")
+    jobs_fingerprint = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField()
+    last_heartbeat = models.DateTimeField(db_index=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Leadership(models.Model):
+    """Who leads each group, written by a node when it takes the group's lock."""
+
+    group = models.CharField(max_length=100, primary_key=True)
+    node = models.CharField(max_length=200)
+    instance = models.CharField(max_length=32)
+    key = models.BigIntegerField()
+    session_id = models.BigIntegerField(
+        null=True, blank=True, help_text="Database session (or pid) holding the lock."
+    )
+    since = models.DateTimeField()
+
+    class Meta:
+        ordering = ["group"]
+
+    def __str__(self) -> str:
+        return f"{self.group}: {self.node}"
+
+
+class JobState(models.Model):
+    """Durable schedule state of one job, shared by every replica."""
+
+    name = models.CharField(max_length=200, primary_key=True)
+    group = models.CharField(max_length=100, db_index=True)
+    schedule = models.CharField(max_length=255, blank=True)
+    fingerprint = models.CharField(max_length=255, blank=True)
+    next_due = models.DateTimeField(null=True, blank=True)
+    wake_at = models.DateTimeField(
+        null=True, blank=True, help_text="Earlier due instant requested by other code."
+    )
+    run_requested_at = models.DateTimeField(null=True, blank=True)
+    run_requested_by = models.CharField(max_length=150, blank=True)
+    paused = models.BooleanField(default=False)
+    paused_reason = models.CharField(max_length=255, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+    last_slot = models.DateTimeField(null=True, blank=True)
+    last_started_at = models.DateTimeField(null=True, blank=True)
+    last_finished_at = models.DateTimeField(null=True, blank=True)
+    last_status = models.CharField(max_length=20, blank=True)
+    last_error = models.TextField(blank=True)
+    last_duration = models.FloatField(null=True, blank=True)
+    last_lateness = models.FloatField(null=True, blank=True)
+    last_node = models.CharField(max_length=200, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    missed_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["group", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JobRun(models.Model):
+    """The run ledger: one row per (job, slot), claimed before (or with) the work."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        TIMED_OUT = "timed_out", "timed out"
+        ABANDONED = "abandoned"
+        MISSED = "missed"
+
+    class Trigger(models.TextChoices):
+        SCHEDULE = "schedule"
+        MANUAL = "manual"
+        RETRY = "retry"
+
+    job = models.CharField(max_length=200)
+    slot = models.DateTimeField(help_text="The scheduled instant (UTC) this run is for.")
+    status = models.CharField(max_length=20, choices=Status.choices)
+    trigger = models.CharField(max_length=20, choices=Trigger.choices, default=Trigger.SCHEDULE)
+    node = models.CharField(max_length=200, blank=True)
+    node_instance = models.CharField(max_length=32, blank=True)
+    attempt = models.PositiveIntegerField(default=1)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    requested_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "slot"], name="coordination_jobrun_job_slot"),
+        ]
+        indexes = [
+            models.Index(fields=["job", "-slot"], name="coordination_jobrun_recent"),
+            models.Index(fields=["status"], name="coordination_jobrun_status"),
+        ]
+        ordering = ["-slot"]
+
+    def __str__(self) -> str:
+        return f"{self.job} @ {self.slot:%Y-%m-%d %H:%M:%S} ({self.status})"
+
+    @property
+    def lateness(self) -> float | None:
+        if self.started_at is None:
+            return None
+        return (self.started_at - self.slot).total_seconds()

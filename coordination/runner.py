@@ -1,0 +1,304 @@
+"""Running one job for one slot: the transactional and the claim-first paths.
+
+A transactional job runs inside one transaction together with its ledger row and its next
+slot, so a crash rolls all of it back and the next leader runs the slot again. Any other job
+has its ledger row committed as ``running`` first; if its node dies the row becomes
+``abandoned`` and the job's ``retry_abandoned`` decides what happens.
+"""
+
+import logging
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db.models.functions import Now
+
+from coordination import ledger
+from coordination.models import JobRun
+from coordination.registry import Job, JobContext
+
+logger = logging.getLogger(__name__)
+
+
+class JobTimedOut(Exception):
+    """Raised inside a transactional run that outlived its max duration, to roll it back."""
+
+
+class LeadershipLost(Exception):
+    """Raised inside a transactional run when the lock is gone before commit."""
+
+
+@dataclass
+class RunPlan:
+    """What one worker does: the slots to run, the slots to record as missed, the next slot."""
+
+    job: Job
+    slots: list[datetime]
+    trigger: str = JobRun.Trigger.SCHEDULE
+    missed: list[datetime] = field(default_factory=list)
+    next_due: datetime | None = None
+    wake_before: datetime | None = None
+    manual_requested_at: datetime | None = None
+    requested_by: str = ""
+    retry_run: JobRun | None = None
+
+
+class Worker(threading.Thread):
+    """One thread running one plan; the group loop never starts a job while its worker lives."""
+
+    def __init__(self, loop, plan: RunPlan):
+        super().__init__(name=f"job:{plan.job.name}", daemon=True)
+        self.loop = loop
+        self.plan = plan
+        self.job = plan.job
+        self.started_mono = time.monotonic()
+        max_duration = self.job.max_duration
+        self.deadline_mono = (
+            self.started_mono + max_duration.total_seconds() if max_duration else None
+        )
+        self.timed_out = False
+        self.current_run: JobRun | None = None
+
+    @property
+    def log_prefix(self) -> str:
+        return self.loop.group.log_prefix
+
+    def past_deadline(self) -> bool:
+        return self.deadline_mono is not None and time.monotonic() > self.deadline_mono
+
+    def should_stop(self) -> bool:
+        return self.timed_out or self.past_deadline() or self.loop.stopping or not self.loop.leading
+
+    def run(self) -> None:
+        try:
+            for index, slot in enumerate(self.plan.slots):
+                if index and self.should_stop():
+                    break
+                if self.job.transactional:
+                    self._run_transactional(slot, first=index == 0)
+                else:
+                    self._run_claim_first(slot, first=index == 0)
+        except Exception:
+            logger.exception(
+                "[%s] job %s: unexpected scheduler error", self.log_prefix, self.job.name
+            )
+        finally:
+            connection.close()
+            self.loop.wake()
+
+    def _context(self, slot: datetime) -> JobContext:
+        deadline = None
+        if self.job.max_duration:
+            deadline = self.loop.clock.now() + self.job.max_duration
+        return JobContext(
+            job=self.job,
+            slot=slot,
+            node=self.loop.node.name,
+            logger=logging.getLogger(f"jobs.{self.job.name}"),
+            deadline=deadline,
+            trigger=self.plan.trigger,
+            _stop=self.should_stop,
+        )
+
+    def _lateness(self, slot: datetime) -> float:
+        return max(0.0, (self.loop.clock.now() - slot).total_seconds())
+
+    # --- transactional --------------------------------------------------------------------
+    def _run_transactional(self, slot: datetime, *, first: bool) -> None:
+        job, plan, node = self.job, self.plan, self.loop.node
+        lateness = self._lateness(slot)
+        started = time.monotonic()
+        result = None
+        try:
+            with transaction.atomic():
+                if first:
+                    ledger.record_missed(job, plan.missed)
+                run = ledger.claim(
+                    job,
+                    slot,
+                    trigger=plan.trigger,
+                    node=node.name,
+                    instance=node.instance,
+                    requested_by=plan.requested_by,
+                )
+                if run is None:
+                    logger.info(
+                        "[%s] job %s slot %s already claimed elsewhere; skipping",
+                        self.log_prefix,
+                        job.name,
+                        slot.isoformat(),
+                    )
+                    if plan.next_due is not None:
+                        ledger.advance(job, plan.next_due)
+                    return
+                self.current_run = run
+                result = job.func(self._context(slot))
+                if self.timed_out or self.past_deadline():
+                    raise JobTimedOut(f"ran past its max_duration of {job.max_duration}")
+                if not self.loop.lock_still_held():
+                    raise LeadershipLost("the group's lock was lost before commit")
+                duration = time.monotonic() - started
+                JobRun.objects.filter(pk=run.pk).update(
+                    status=JobRun.Status.SUCCEEDED, duration=duration, finished_at=Now()
+                )
+                ledger.update_state_after_run(
+                    job,
+                    slot=slot,
+                    status=JobRun.Status.SUCCEEDED,
+                    duration=duration,
+                    lateness=lateness,
+                    error="",
+                    node=node.name,
+                    next_due=self._next_due(result),
+                    wake_before=plan.wake_before,
+                    manual_requested_at=plan.manual_requested_at,
+                )
+        except LeadershipLost:
+            logger.warning(
+                "[%s] job %s slot %s rolled back: lock lost mid-run; the new leader runs it",
+                self.log_prefix,
+                job.name,
+                slot.isoformat(),
+            )
+            return
+        except Exception as exc:
+            duration = time.monotonic() - started
+            status = (
+                JobRun.Status.TIMED_OUT if isinstance(exc, JobTimedOut) else JobRun.Status.FAILED
+            )
+            self._record_transactional_failure(slot, status, exc, duration, lateness)
+            return
+        self.loop.report_outcome(job, slot, JobRun.Status.SUCCEEDED, time.monotonic() - started)
+
+    def _record_transactional_failure(self, slot, status, exc, duration, lateness) -> None:
+        job, plan, node = self.job, self.plan, self.loop.node
+        error = "".join(traceback.format_exception(exc))
+        close_old_connections()
+        if not self.loop.lock_still_held():
+            logger.warning(
+                "[%s] job %s slot %s failed after the lock was lost; leaving it to the new leader",
+                self.log_prefix,
+                job.name,
+                slot.isoformat(),
+            )
+            return
+        try:
+            with transaction.atomic():
+                try:
+                    with transaction.atomic():
+                        JobRun.objects.create(
+                            job=job.name,
+                            slot=slot,
+                            status=status,
+                            trigger=plan.trigger,
+                            node=node.name,
+                            node_instance=node.instance,
+                            duration=duration,
+                            error=error[: ledger.MAX_ERROR_LENGTH],
+                            requested_by=plan.requested_by,
+                        )
+                except IntegrityError:
+                    pass
+                paused = ledger.update_state_after_run(
+                    job,
+                    slot=slot,
+                    status=status,
+                    duration=duration,
+                    lateness=lateness,
+                    error=error,
+                    node=node.name,
+                    next_due=self._next_due(None),
+                    wake_before=plan.wake_before,
+                    manual_requested_at=plan.manual_requested_at,
+                )
+        except Exception:
+            logger.exception("[%s] job %s: could not record its failure", self.log_prefix, job.name)
+            return
+        self.loop.report_outcome(job, slot, status, duration, error=exc, paused=paused)
+
+    # --- claim first ----------------------------------------------------------------------
+    def _run_claim_first(self, slot: datetime, *, first: bool) -> None:
+        job, plan, node = self.job, self.plan, self.loop.node
+        lateness = self._lateness(slot)
+        if plan.retry_run is not None:
+            if not ledger.claim_retry(plan.retry_run, node=node.name, instance=node.instance):
+                return
+            run = JobRun.objects.get(pk=plan.retry_run.pk)
+        else:
+            with transaction.atomic():
+                if first:
+                    ledger.record_missed(job, plan.missed)
+                run = ledger.claim(
+                    job,
+                    slot,
+                    trigger=plan.trigger,
+                    node=node.name,
+                    instance=node.instance,
+                    requested_by=plan.requested_by,
+                )
+                if plan.next_due is not None:
+                    ledger.advance(job, plan.next_due)
+            if run is None:
+                logger.info(
+                    "[%s] job %s slot %s already claimed elsewhere; skipping",
+                    self.log_prefix,
+                    job.name,
+                    slot.isoformat(),
+                )
+                return
+        self.current_run = run
+        started = time.monotonic()
+        error: BaseException | None = None
+        result = None
+        try:
+            result = job.func(self._context(slot))
+        except Exception as exc:
+            error = exc
+        duration = time.monotonic() - started
+        close_old_connections()
+        if self.timed_out or self.past_deadline():
+            status = JobRun.Status.TIMED_OUT
+        else:
+            status = JobRun.Status.SUCCEEDED if error is None else JobRun.Status.FAILED
+        text = "".join(traceback.format_exception(error)) if error else ""
+        if status == JobRun.Status.TIMED_OUT and not text:
+            text = f"ran past its max_duration of {job.max_duration}"
+        if not ledger.finish(
+            run, status=status, duration=duration, error=text, instance=node.instance
+        ):
+            logger.warning(
+                "[%s] job %s slot %s finished but its run was taken over; outcome not recorded",
+                self.log_prefix,
+                job.name,
+                slot.isoformat(),
+            )
+            return
+        paused = ledger.update_state_after_run(
+            job,
+            slot=slot,
+            status=status,
+            duration=duration,
+            lateness=lateness,
+            error=text,
+            node=node.name,
+            next_due=self._next_due(result) if not job.schedule.periodic else None,
+            wake_before=plan.wake_before,
+            manual_requested_at=plan.manual_requested_at,
+        )
+        self.loop.report_outcome(job, slot, status, duration, error=error, paused=paused)
+
+    def _next_due(self, result) -> datetime | None:
+        """Return the job's next slot: from the plan (periodic) or the job's answer (when due)."""
+        if self.job.schedule.periodic:
+            return self.plan.next_due
+        fallback = self.job.schedule.next_after(self.loop.clock.now())
+        if isinstance(result, datetime):
+            return min(result, fallback)
+        return fallback if self.plan.next_due is None else min(self.plan.next_due, fallback)
+
+
+def lateness_seconds(slot: datetime, now: datetime) -> float:
+    return max(0.0, (now - slot) / timedelta(seconds=1))

@@ -1,0 +1,160 @@
+"""The scheduler process: one node identity, a heartbeat thread and a loop per group."""
+
+import hashlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+
+from django.db import connections
+
+from coordination.clock import DatabaseClock
+from coordination.conf import settings
+from coordination.liveness import (
+    DatabaseHealth,
+    Heartbeat,
+    NodeIdentity,
+    mark_stopped,
+    register_node,
+    work_application_name,
+)
+from coordination.loop import GroupLoop
+from coordination.registry import JobRegistry, group, registry
+
+logger = logging.getLogger(__name__)
+
+
+def jobs_fingerprint(names: list[str], registry: JobRegistry) -> str:
+    """Return a short hash of the declared jobs and schedules, to spot nodes that disagree."""
+    text = "\n".join(f"{n}={registry.get(n).fingerprint}" for n in sorted(names))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def label_database_sessions(node_name: str) -> None:
+    """Name this process's PostgreSQL sessions after the node (seen in ``pg_stat_activity``).
+
+    Every thread opens its own Django connection from these settings, so a follower can find
+    (and end) a frozen leader's work sessions by name.
+    """
+    settings_dict = connections.settings["default"]
+    if settings_dict["ENGINE"].endswith("postgresql"):
+        settings_dict.setdefault("OPTIONS", {})["application_name"] = work_application_name(
+            node_name
+        )
+
+
+class Scheduler:
+    """Run the given groups' loops until stopped; see ``runscheduler``."""
+
+    def __init__(
+        self,
+        *,
+        groups: list[str],
+        node_name: str | None = None,
+        once: bool = False,
+        registry: JobRegistry = registry,
+        metrics=None,
+    ):
+        self.registry = registry
+        self.node = NodeIdentity(
+            name=node_name or settings.default_node_name(),
+            instance=uuid.uuid4().hex,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+        )
+        self.once = once
+        self.group_names = list(groups)
+        self.clock = DatabaseClock()
+        self.db_health = DatabaseHealth()
+        self.stop_event = threading.Event()
+        self.metrics = metrics
+        self._grace_deadline: float | None = None
+        self.loops = [GroupLoop(self, group(name), once=once) for name in self.group_names]
+        self.heartbeat = Heartbeat(self)
+
+    # --- used by loops and the heartbeat --------------------------------------------------
+    def jobs_for(self, group_name: str):
+        return self.registry.for_group(group_name)
+
+    def loop_for(self, group_name: str) -> GroupLoop | None:
+        return next((loop for loop in self.loops if loop.group.name == group_name), None)
+
+    def heartbeat_fresh(self) -> bool:
+        return self.once or self.heartbeat.fresh()
+
+    def grace_deadline(self) -> float:
+        if self._grace_deadline is None:
+            return time.monotonic() + float(settings.SHUTDOWN_GRACE)
+        return self._grace_deadline
+
+    def metrics_run(self, job, status: str, duration: float | None) -> None:
+        if self.metrics is not None:
+            self.metrics.job_run(job, status, duration)
+
+    def metrics_leader_changed(self, group_name: str) -> None:
+        if self.metrics is not None:
+            self.metrics.leader_changed(group_name, self.node.name)
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def register(self) -> None:
+        names = [job.name for job in self.registry.all()]
+        register_node(
+            self.node,
+            groups=self.group_names,
+            declared_jobs=names,
+            fingerprint=jobs_fingerprint(names, self.registry),
+        )
+
+    def start(self) -> None:
+        label_database_sessions(self.node.name)
+        self.register()
+        logger.info(
+            "node %s (pid %s on %s) running groups %s",
+            self.node.name,
+            self.node.pid,
+            self.node.host,
+            ", ".join(self.group_names),
+        )
+        if not self.once:
+            self.heartbeat.start()
+        for loop in self.loops:
+            loop.start()
+
+    def stop(self) -> None:
+        """Stop taking work; running jobs get ``INSTATIC_SHUTDOWN_GRACE`` seconds to finish."""
+        if self.stop_event.is_set():
+            return
+        self._grace_deadline = time.monotonic() + float(settings.SHUTDOWN_GRACE)
+        self.stop_event.set()
+        for loop in self.loops:
+            loop.interrupt()
+
+    def wait(self, poll: float = 0.2) -> None:
+        """Block until every loop has finished (returns promptly so signals are handled)."""
+        while any(loop.is_alive() for loop in self.loops):
+            for loop in self.loops:
+                loop.join(timeout=poll)
+
+    def finish(self) -> None:
+        """Stop the heartbeat and mark the node stopped (after the loops are done)."""
+        self.heartbeat.stop()
+        if self.heartbeat.is_alive():
+            self.heartbeat.join(timeout=5)
+        try:
+            mark_stopped(self.node)
+        except Exception as exc:
+            logger.warning("could not mark node %s stopped: %s", self.node.name, exc)
+        finally:
+            connections.close_all()
+        logger.info("node %s stopped", self.node.name)
+
+    def run(self) -> None:
+        self.start()
+        try:
+            self.wait()
+        finally:
+            self.stop()
+            self.wait()
+            self.finish()

@@ -1,0 +1,109 @@
+"""Reads of scheduler state, for the loops, the status command and the admin."""
+
+from datetime import datetime, timedelta
+
+from django.db.models import Q
+from django.db.models.functions import Now
+
+from coordination.clock import database_now
+from coordination.conf import settings
+from coordination.models import JobRun, JobState, Leadership, Node
+
+
+def group_states(group: str) -> tuple[datetime, list[JobState]]:
+    """Return (database now, the group's job states) in one round trip when there are states."""
+    states = list(JobState.objects.filter(group=group).annotate(db_now=Now()))
+    now = states[0].db_now if states else database_now()
+    return now, states
+
+
+def live_nodes_q(now: datetime | None = None) -> Q:
+    """Return the filter for nodes that heartbeated within the lease and did not stop."""
+    cutoff = (now or Now()) - timedelta(seconds=float(settings.LEASE))
+    return Q(stopped_at__isnull=True, last_heartbeat__gte=cutoff)
+
+
+def live_instances(now: datetime | None = None):
+    """Return a subquery of the instance ids of live nodes."""
+    return Node.objects.filter(live_nodes_q(now)).values("instance")
+
+
+def any_live_node() -> bool:
+    return Node.objects.filter(live_nodes_q()).exists()
+
+
+def declared_by_live_nodes(now: datetime | None = None) -> set[str]:
+    """Return every job name that some live node declares."""
+    names: set[str] = set()
+    for declared in Node.objects.filter(live_nodes_q(now)).values_list("declared_jobs", flat=True):
+        names.update(declared or [])
+    return names
+
+
+def abandoned_runs_to_retry(job_names: list[str]) -> list[JobRun]:
+    """Return abandoned runs of ``job_names`` (jobs with ``retry_abandoned``), oldest first."""
+    if not job_names:
+        return []
+    return list(
+        JobRun.objects.filter(job__in=job_names, status=JobRun.Status.ABANDONED).order_by("slot")[
+            :100
+        ]
+    )
+
+
+def status_snapshot() -> dict:
+    """Return what ``schedulerstatus`` shows: nodes, leaders and jobs, with the database time."""
+    now = database_now()
+    lease = timedelta(seconds=float(settings.LEASE))
+    nodes = list(Node.objects.all())
+    fingerprints = {n.jobs_fingerprint for n in nodes if n.stopped_at is None}
+    node_rows = []
+    alive_names = set()
+    for node in nodes:
+        alive = node.stopped_at is None and node.last_heartbeat >= now - lease
+        if alive:
+            alive_names.add(node.name)
+        node_rows.append(
+            {
+                "name": node.name,
+                "host": node.host,
+                "pid": node.pid,
+                "alive": alive,
+                "groups": node.groups,
+                "started_at": node.started_at.isoformat(),
+                "last_heartbeat": node.last_heartbeat.isoformat(),
+                "heartbeat_age": round((now - node.last_heartbeat).total_seconds(), 3),
+                "stopped_at": node.stopped_at.isoformat() if node.stopped_at else None,
+                "declared_jobs": len(node.declared_jobs or []),
+                "jobs_fingerprint": node.jobs_fingerprint,
+                "jobs_differ": alive and len(fingerprints) > 1,
+            }
+        )
+    leaders = [
+        {
+            "group": row.group,
+            "node": row.node,
+            "alive": row.node in alive_names,
+            "since": row.since.isoformat(),
+            "key": row.key,
+        }
+        for row in Leadership.objects.all()
+    ]
+    jobs = []
+    for state in JobState.objects.all():
+        jobs.append(
+            {
+                "name": state.name,
+                "group": state.group,
+                "schedule": state.schedule,
+                "next_due": state.next_due.isoformat() if state.next_due else None,
+                "last_status": state.last_status or None,
+                "last_duration": state.last_duration,
+                "last_lateness": state.last_lateness,
+                "last_node": state.last_node or None,
+                "consecutive_failures": state.consecutive_failures,
+                "paused": state.paused,
+                "retired": state.retired_at is not None,
+            }
+        )
+    return {"now": now.isoformat(), "nodes": node_rows, "leaders": leaders, "jobs": jobs}

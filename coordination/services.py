@@ -1,0 +1,67 @@
+"""Actions on scheduler state that other apps and the admin call (one code path each)."""
+
+import logging
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.db.models import Value
+from django.db.models.functions import Coalesce, Least, Now
+
+from coordination.models import JobState
+from coordination.registry import group as group_named
+from coordination.registry import registry
+
+logger = logging.getLogger(__name__)
+
+
+def notify_group(group_name: str) -> None:
+    """Wake the group's leader at once (PostgreSQL ``NOTIFY``, delivered at commit)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, '')", [group_named(group_name).channel])
+
+
+def request_wakeup(job_name: str, at: datetime) -> None:
+    """Ask for ``job_name`` to run at ``at`` at the latest (e.g. a post scheduled sooner).
+
+    Lowers the job's wake-up instant (never raises it) and, on PostgreSQL, wakes the group's
+    leader when the surrounding transaction commits.
+    """
+    job = registry.get(job_name)
+    group_name = job.group if job else None
+    with transaction.atomic():
+        updated = JobState.objects.filter(name=job_name).update(
+            wake_at=Least(Coalesce("wake_at", Value(at)), Value(at))
+        )
+        if not updated:
+            logger.debug(
+                "wake-up for %s ignored: no state yet (the scheduler creates it)", job_name
+            )
+        if group_name:
+            notify_group(group_name)
+
+
+def request_run(job_name: str, *, requested_by: str = "") -> bool:
+    """Ask the current leader to run ``job_name`` now, even if paused (a manual run)."""
+    with transaction.atomic():
+        state = JobState.objects.select_for_update().filter(name=job_name).first()
+        if state is None:
+            return False
+        JobState.objects.filter(name=job_name).update(
+            run_requested_at=Now(), run_requested_by=requested_by[:150]
+        )
+        notify_group(state.group)
+    return True
+
+
+def set_paused(job_name: str, paused: bool, *, reason: str = "") -> bool:
+    """Pause or resume a job; resuming clears its failure streak."""
+    values = {"paused": paused, "paused_reason": reason[:255] if paused else ""}
+    if not paused:
+        values["consecutive_failures"] = 0
+    with transaction.atomic():
+        updated = JobState.objects.filter(name=job_name).update(**values)
+        state = JobState.objects.filter(name=job_name).only("group").first()
+        if state is not None:
+            notify_group(state.group)
+    return bool(updated)

@@ -1,0 +1,142 @@
+"""A throwaway PostgreSQL cluster: ``initdb`` + ``pg_ctl`` in a temporary folder on a free port.
+
+Used as a context manager by the test runner, benchmarks and ``make ha-demo``; the folder is
+removed on exit even when the body raised. Run ``python -m devtools.pgcluster`` to keep one up
+until Ctrl-C (it prints its ``DATABASE_URL``).
+"""
+
+import glob
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+from devtools.servers import free_port, make_workdir, remove_tree, run_as, service_user
+
+
+def find_bindir() -> Path | None:
+    """Return the folder holding ``initdb`` and ``pg_ctl``, or ``None`` when not installed."""
+    env = os.environ.get("INSTATIC_PG_BINDIR")
+    candidates = [env] if env else []
+    on_path = shutil.which("pg_ctl")
+    if on_path:
+        candidates.append(str(Path(on_path).parent))
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    for folder in candidates:
+        if folder and (Path(folder) / "initdb").exists() and (Path(folder) / "pg_ctl").exists():
+            return Path(folder)
+    return None
+
+
+class PostgresCluster:
+    """One PostgreSQL server listening on 127.0.0.1, owned by this process."""
+
+    def __init__(self, *, port: int | None = None, extra_conf: dict | None = None):
+        bindir = find_bindir()
+        if bindir is None:
+            raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+        self.bindir = bindir
+        self.port = port or free_port()
+        self.user = service_user()
+        self.extra_conf = extra_conf or {}
+        self.workdir: Path | None = None
+
+    @property
+    def datadir(self) -> Path:
+        return self.workdir / "data"
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{dbname}"
+
+    def _pg_ctl(self, *args: str, timeout: float = 60) -> None:
+        run_as(
+            [self.bindir / "pg_ctl", "-D", self.datadir, "-w", "-t", "60", *args],
+            self.user,
+            timeout=timeout,
+        )
+
+    def start(self) -> "PostgresCluster":
+        self.workdir = make_workdir("instatic-pg-", self.user)
+        run_as(
+            [
+                self.bindir / "initdb",
+                "-D",
+                self.datadir,
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+            self.user,
+            timeout=120,
+        )
+        conf = {
+            "listen_addresses": "'127.0.0.1'",
+            "port": str(self.port),
+            "unix_socket_directories": f"'{self.workdir}'",
+            "max_connections": "300",
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "log_min_messages": "warning",
+            **{k: str(v) for k, v in self.extra_conf.items()},
+        }
+        with open(self.datadir / "postgresql.conf", "a") as f:
+            for key, value in conf.items():
+                f.write(f"{key} = {value}\n")
+        self._pg_ctl("-l", str(self.workdir / "server.log"), "start")
+        return self
+
+    def restart(self, mode: str = "fast") -> None:
+        """Restart the server (``pg_ctl restart -m fast`` kills every session)."""
+        self._pg_ctl("-l", str(self.workdir / "server.log"), "-m", mode, "restart")
+
+    def stop(self, mode: str = "fast") -> None:
+        if self.workdir is None:
+            return
+        try:
+            if (self.datadir / "postmaster.pid").exists():
+                self._pg_ctl("-m", mode, "stop")
+        except Exception:
+            self._pg_ctl("-m", "immediate", "stop")
+        finally:
+            remove_tree(self.workdir)
+            self.workdir = None
+
+    def __enter__(self) -> "PostgresCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main() -> None:
+    """Start a cluster, print its URL, and keep it until SIGINT/SIGTERM."""
+    with PostgresCluster() as cluster:
+        print(f"DATABASE_URL={cluster.url('instatic')}", flush=True)
+        run_as(
+            [
+                cluster.bindir / "createdb",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(cluster.port),
+                "-U",
+                "postgres",
+                "instatic",
+            ],
+            None,
+        )
+        try:
+            signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+            signal.pause()
+        except (KeyboardInterrupt, SystemExit):
+            pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Shared plumbing for throwaway database servers started by tests, benchmarks and demos."""
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def service_user() -> str | None:
+    """Return the user that database servers run as, or ``None`` to run as ourselves.
+
+    PostgreSQL refuses to run as root, and CI runs as root, so there we borrow the
+    ``postgres`` account that Debian's package creates (or ``nobody``).
+    """
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "mysql", "nobody"):
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    raise RuntimeError("running as root and no unprivileged account exists to run the server")
+
+
+def make_workdir(prefix: str, user: str | None) -> Path:
+    """Create a temporary folder owned by ``user`` (when given)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    if user:
+        entry = pwd.getpwnam(user)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    path.chmod(0o755)
+    return path
+
+
+def run_as(args, user: str | None, **kwargs) -> subprocess.CompletedProcess:
+    """Run ``args`` as ``user``, raising with the command's output when it fails."""
+    result = subprocess.run(args, user=user, capture_output=True, text=True, cwd="/", **kwargs)
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(map(str, args))} failed ({result.returncode}):\n"
+            f"{result.stdout}\n{result.stderr}"
+        )
+    return result
+
+
+def wait_for_port(port: int, *, timeout: float = 30.0) -> None:
+    """Poll until something accepts TCP connections on 127.0.0.1:``port``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"nothing listens on 127.0.0.1:{port} after {timeout}s"
+                ) from None
+            time.sleep(0.05)
+
+
+def remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

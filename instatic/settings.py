@@ -1,0 +1,176 @@
+"""Instatic settings, read from the environment in this one module.
+
+Every environment variable Instatic understands is read here and documented in the README's
+configuration table. Production mode (``DJANGO_DEBUG`` off, the default) refuses to start
+without ``DJANGO_SECRET_KEY`` so a deployment can never run with a guessable key.
+"""
+
+import os
+from pathlib import Path
+
+from instatic.database_url import database_from_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("INSTATIC_VAR_DIR", BASE_DIR / "var"))
+
+
+def _env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise SystemExit(f"{name}={value!r} is not a boolean; use 1/0, true/false, yes/no or on/off.")
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise SystemExit(f"{name}={value!r} is not a number of seconds.") from None
+
+
+DEBUG = _env_bool("DJANGO_DEBUG", False)
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise SystemExit(
+            "DJANGO_SECRET_KEY is not set. Production mode (DJANGO_DEBUG off) needs a long random "
+            "secret, e.g. export DJANGO_SECRET_KEY=$(python -c 'import secrets; "
+            "print(secrets.token_urlsafe(50))'), "
+            "or set DJANGO_DEBUG=1 for local development."
+        )
+    SECRET_KEY = "instatic-insecure-development-key-only-used-when-DJANGO_DEBUG-is-on"
+
+ALLOWED_HOSTS = [
+    h.strip()
+    for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
+    if h.strip()
+]
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.sitemaps",
+    "coordination",
+    "publishing",
+    "plugins",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "instatic.urls"
+WSGI_APPLICATION = "instatic.wsgi.application"
+ASGI_APPLICATION = "instatic.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(
+        os.environ.get("DATABASE_URL"), default_sqlite_path=VAR_DIR / "instatic.sqlite3"
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+# Storage is always UTC; INSTATIC_TIME_ZONE is what editors see in the admin.
+USE_TZ = True
+TIME_ZONE = os.environ.get("INSTATIC_TIME_ZONE", "UTC")
+USE_I18N = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(os.environ.get("INSTATIC_STATIC_ROOT", BASE_DIR / "staticfiles"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+
+# Production hardening; DJANGO_DEBUG=1 relaxes it for local development.
+if not DEBUG:
+    SECURE_SSL_REDIRECT = _env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(_env_float("DJANGO_SECURE_HSTS_SECONDS", 31536000))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+X_FRAME_OPTIONS = "DENY"
+
+# --- Scheduler (coordination app). Read lazily through coordination.conf.settings. ---
+INSTATIC_NODE_NAME = os.environ.get("INSTATIC_NODE_NAME", "")
+INSTATIC_HEARTBEAT_INTERVAL = _env_float("INSTATIC_HEARTBEAT_INTERVAL", 2.0)
+INSTATIC_LEASE = _env_float("INSTATIC_LEASE", 10.0)
+INSTATIC_MAX_TICK = _env_float("INSTATIC_MAX_TICK", 5.0)
+INSTATIC_SHUTDOWN_GRACE = _env_float("INSTATIC_SHUTDOWN_GRACE", 25.0)
+
+LOG_LEVEL = os.environ.get("INSTATIC_LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "text": {
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "text"},
+    },
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "coordination": {"level": LOG_LEVEL},
+        "publishing": {"level": LOG_LEVEL},
+        "plugins": {"level": LOG_LEVEL},
+        "instatic": {"level": LOG_LEVEL},
+        "django": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,13 @@
+"""Top-level URL configuration: the admin, health endpoints and the public site."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+from instatic import health
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("", include("publishing.urls")),
+]

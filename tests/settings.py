@@ -1,0 +1,32 @@
+"""Settings for the test suite: the real settings with test-friendly defaults.
+
+The database comes from ``DATABASE_URL`` exactly as in production; on SQLite the test
+database is a file (not ``:memory:``) so real ``runscheduler`` processes can share it.
+"""
+
+import os
+import tempfile
+
+os.environ.setdefault(
+    "DJANGO_SECRET_KEY", "instatic-test-suite-secret-key-not-for-production-use-0123456789"
+)
+os.environ.setdefault("DJANGO_SECURE_SSL_REDIRECT", "0")
+os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver,localhost,127.0.0.1")
+os.environ.setdefault("INSTATIC_VAR_DIR", tempfile.mkdtemp(prefix="instatic-test-var-"))
+
+from instatic.settings import *  # noqa: E402,F403
+from instatic.settings import DATABASES, VAR_DIR  # noqa: E402
+
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+
+# Fast password hashing keeps admin tests quick; production keeps Django's default.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobsapp"]  # noqa: F405
+HATEST_WORK_SECONDS = float(os.environ.get("HATEST_WORK_SECONDS", "0.05"))
+HATEST_SLOW_SECONDS = float(os.environ.get("HATEST_SLOW_SECONDS", "1.5"))
