@@ -107,6 +107,24 @@ class PostgresCluster:
             remove_tree(self.workdir)
             self.workdir = None
 
+    ENV_VAR = "INSTATIC_TEST_PG_CLUSTER"
+
+    def export_env(self, env: dict) -> None:
+        """Let child processes (tests) restart this cluster: see :meth:`from_env`."""
+        env[self.ENV_VAR] = f"{self.bindir}|{self.workdir}|{self.port}|{self.user or ''}"
+
+    @classmethod
+    def from_env(cls, environ) -> "PostgresCluster | None":
+        """Return a handle on the cluster a parent process started, or ``None``."""
+        value = environ.get(cls.ENV_VAR)
+        if not value:
+            return None
+        bindir, workdir, port, user = value.split("|")
+        cluster = cls.__new__(cls)
+        cluster.bindir, cluster.workdir = Path(bindir), Path(workdir)
+        cluster.port, cluster.user, cluster.extra_conf = int(port), user or None, {}
+        return cluster
+
     def __enter__(self) -> "PostgresCluster":
         return self.start()
 

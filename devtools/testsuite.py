@@ -19,8 +19,10 @@ def notice(message: str) -> None:
     print(f"\n{BANNER}\n{message}\n{BANNER}", flush=True)
 
 
-def run_pytest(label: str, database_url: str | None, args: list[str]) -> int:
+def run_pytest(label: str, database_url: str | None, args: list[str], cluster=None) -> int:
     env = dict(os.environ)
+    if cluster is not None:
+        cluster.export_env(env)
     env.pop("DATABASE_URL", None)
     if database_url:
         env["DATABASE_URL"] = database_url
@@ -53,7 +55,7 @@ def main(argv: list[str]) -> int:
     if "postgresql" in only:
         if pgcluster.find_bindir():
             with pgcluster.PostgresCluster() as cluster:
-                if run_pytest("PostgreSQL", cluster.url("instatic"), argv) != 0:
+                if run_pytest("PostgreSQL", cluster.url("instatic"), argv, cluster) != 0:
                     failures.append("PostgreSQL")
         else:
             notice(

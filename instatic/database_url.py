@@ -18,6 +18,15 @@ _ENGINES = {
     "mysql": "django.db.backends.mysql",
 }
 
+# Several processes share one SQLite file (web + scheduler): WAL lets readers run beside the
+# writer, and IMMEDIATE transactions take the write lock up front, so a read-then-write
+# transaction (publishing due posts) cannot interleave with another writer.
+SQLITE_OPTIONS = {
+    "timeout": 20,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+
 
 class DatabaseUrlError(SystemExit):
     """A ``DATABASE_URL`` Instatic cannot use; exits the process with its message."""
@@ -40,7 +49,7 @@ def database_from_url(url: str | None, *, default_sqlite_path: Path) -> dict:
         return {
             "ENGINE": _ENGINES["sqlite"],
             "NAME": str(default_sqlite_path),
-            "OPTIONS": {"timeout": 20},
+            "OPTIONS": dict(SQLITE_OPTIONS),
         }
     scheme = urlsplit(url).scheme
     if scheme not in ACCEPTED_SCHEMES:
@@ -55,5 +64,7 @@ def database_from_url(url: str | None, *, default_sqlite_path: Path) -> dict:
         name = config.get("NAME") or ""
         if name and name != ":memory:":
             Path(name).parent.mkdir(parents=True, exist_ok=True)
-        config.setdefault("OPTIONS", {}).setdefault("timeout", 20)
+        options = config.setdefault("OPTIONS", {})
+        for key, value in SQLITE_OPTIONS.items():
+            options.setdefault(key, value)
     return config

@@ -1,5 +1,64 @@
-from django.http import HttpResponse
+"""The public site: the index of live posts and one page per post.
+
+Only published posts exist here; every other state is a 404. Both pages answer conditional
+requests (``ETag`` / ``Last-Modified``) from a cheap query, before any rendering.
+"""
+
+from django.core.paginator import InvalidPage, Paginator
+from django.http import Http404
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import condition, require_safe
+
+from publishing import selectors
+from publishing.conf import settings
+from publishing.rendering import excerpt, render_body
 
 
+def _page_number(request) -> str:
+    return request.GET.get("page") or "1"
+
+
+def _live_version(request) -> selectors.LiveVersion:
+    """Return the live version once per request (both conditional checks need it)."""
+    if not hasattr(request, "_publishing_live_version"):
+        request._publishing_live_version = selectors.live_version()
+    return request._publishing_live_version
+
+
+def _index_etag(request) -> str:
+    return _live_version(request).etag("index", _page_number(request))
+
+
+def _index_last_modified(request):
+    return _live_version(request).last_change
+
+
+@require_safe
+@condition(etag_func=_index_etag, last_modified_func=_index_last_modified)
 def index(request):
-    return HttpResponse("Instatic")
+    """List live posts, newest first, a page at a time."""
+    paginator = Paginator(selectors.live_posts(), int(settings.POSTS_PER_PAGE))
+    try:
+        page = paginator.page(_page_number(request))
+    except InvalidPage:
+        raise Http404("No such page.")
+    entries = [{"post": post, "excerpt": excerpt(post.body)} for post in page.object_list]
+    return render(request, "publishing/index.html", {"page": page, "entries": entries})
+
+
+def _post_etag(request, slug: str) -> str | None:
+    updated = selectors.live_post_version(slug)
+    return f"{slug}-{updated.timestamp():.6f}" if updated else None
+
+
+def _post_last_modified(request, slug: str):
+    return selectors.live_post_version(slug)
+
+
+@require_safe
+@condition(etag_func=_post_etag, last_modified_func=_post_last_modified)
+def post_detail(request, slug: str):
+    """Show one live post; anything not live is a 404."""
+    post = get_object_or_404(selectors.live_posts(), slug=slug)
+    context = {"post": post, "body": render_body(post.body)}
+    return render(request, "publishing/post_detail.html", context)

@@ -65,65 +65,79 @@ class LeaderLock:
     # --- public API -----------------------------------------------------------------------
     def acquire(self, wait: float = 0.0) -> bool:
         """Take the lock, waiting up to ``wait`` seconds; return whether it is held."""
-        if self.acquired:
-            return True
-        try:
-            self.acquired = bool(self._acquire(max(0.0, wait)))
-        except Exception as exc:
-            logger.warning(
-                "[%s] could not take advisory lock key %s: %s; not leader",
-                self.label,
-                self.key_text,
-                _one_line(exc),
-            )
-            self._discard()
-            if self.raise_errors:
-                raise
-            return False
-        return self.acquired
+        with self._mutex:
+            if self.acquired:
+                return True
+            try:
+                self.acquired = bool(self._acquire(max(0.0, wait)))
+            except Exception as exc:
+                logger.warning(
+                    "[%s] could not take advisory lock key %s: %s; not leader",
+                    self.label,
+                    self.key_text,
+                    _one_line(exc),
+                )
+                self._discard()
+                if self.raise_errors:
+                    raise
+                return False
+            return self.acquired
 
     def still_held(self) -> bool:
-        """Cheaply confirm the lock is still ours; on any doubt, report it lost."""
+        """Cheaply confirm the lock is still ours; on any doubt, report it lost.
+
+        Safe to call from several threads (the scheduler's workers check while the group loop
+        does): calls on the one lock connection are serialized.
+        """
         if not self.acquired:
             return False
-        try:
-            held = bool(self._still_held())
-        except Exception as exc:
-            logger.error(
-                "[%s] lost advisory lock key %s: %s", self.label, self.key_text, _one_line(exc)
-            )
-            self._discard()
-            if self.raise_errors:
-                raise
-            return False
-        if not held:
-            logger.error("[%s] lost advisory lock key %s", self.label, self.key_text)
-            self.acquired = False
-        return held
+        with self._mutex:
+            if not self.acquired:
+                return False
+            try:
+                held = bool(self._still_held())
+            except Exception as exc:
+                logger.error(
+                    "[%s] lost advisory lock key %s: %s",
+                    self.label,
+                    self.key_text,
+                    _one_line(exc),
+                )
+                self._discard()
+                if self.raise_errors:
+                    raise
+                return False
+            if not held:
+                logger.error("[%s] lost advisory lock key %s", self.label, self.key_text)
+                self.acquired = False
+            return held
 
     def release(self) -> bool:
         """Release the lock; return False (and log it as lost) if it was no longer held."""
-        if not self.acquired:
-            return False
-        self.acquired = False
-        try:
-            released = bool(self._release())
-        except Exception as exc:
-            logger.error(
-                "[%s] lost advisory lock key %s before release: %s",
-                self.label,
-                self.key_text,
-                _one_line(exc),
-            )
-            self._discard()
-            return False
-        if not released:
-            logger.error(
-                "[%s] lost advisory lock key %s: unlock found it not held",
-                self.label,
-                self.key_text,
-            )
-        return released
+        with self._mutex:
+            if not self.acquired:
+                return False
+            self.acquired = False
+            try:
+                released = bool(self._release())
+            except Exception as exc:
+                logger.error(
+                    "[%s] lost advisory lock key %s before release: %s",
+                    self.label,
+                    self.key_text,
+                    _one_line(exc),
+                )
+                self._discard()
+                if self.raise_errors:
+                    raise
+                return False
+            if not released:
+                logger.error(
+                    "[%s] lost advisory lock key %s: unlock found it not held",
+                    self.label,
+                    self.key_text,
+                )
+            return released
 
     def close(self) -> None:
         """Release if held and close the dedicated connection."""

@@ -4,22 +4,40 @@ User-level lock names are global to the server, so the name carries the database
 caps them at 64 characters.
 """
 
+import hashlib
+import logging
+import time
+
 from django.db import connections
 
-from coordination.keys import normalize_key
+from coordination.conf import settings
+from coordination.keys import format_key, normalize_key
 from coordination.locks.base import LeaderLock, LockHolder
 
+logger = logging.getLogger(__name__)
+
 MAX_NAME_LENGTH = 64
+ER_NO_SUCH_THREAD = 1094
+_KILL_WAIT = 5.0
 
 
 def lock_name(database: str, key: int) -> str:
-    """Return ``<database>:lock:<16 hex digits>``, at most 64 characters."""
+    """Return ``<database>:lock:<16 hex digits>``, at most 64 characters.
+
+    A database name too long to fit is cut and followed by a hash of the whole name, so two
+    long names that share their first characters still get different locks.
+    """
     suffix = f":lock:{key & 0xFFFFFFFFFFFFFFFF:016x}"
-    return f"{database[: MAX_NAME_LENGTH - len(suffix)]}{suffix}"
+    room = MAX_NAME_LENGTH - len(suffix)
+    if len(database) > room:
+        digest = hashlib.sha256(database.encode("utf-8")).hexdigest()[:8]
+        database = f"{database[: room - len(digest) - 1]}~{digest}"
+    return f"{database}{suffix}"
 
 
 class MySQLLeaderLock(LeaderLock):
     vendor = "mysql"
+    _thread_id: int | None = None
 
     @property
     def lock_name(self) -> str:
@@ -27,9 +45,14 @@ class MySQLLeaderLock(LeaderLock):
 
     def _cursor(self):
         if self._conn is None:
-            conn = self._new_raw_connection()
+            conn = self._new_raw_connection(
+                {"connect_timeout": max(2, int(float(settings.LEASE) / 2))}
+            )
             conn.autocommit(True)
             self._conn = conn
+            # Read once: MySQLdb refuses a connection used by two threads at once, and
+            # session_id() is asked from other threads while an acquire waits.
+            self._thread_id = conn.thread_id()
         return self._conn.cursor()
 
     def _scalar(self, sql: str, params=()):
@@ -38,7 +61,7 @@ class MySQLLeaderLock(LeaderLock):
             return cursor.fetchone()[0]
 
     def session_id(self) -> int | None:
-        return self._conn.thread_id() if self._conn is not None else None
+        return self._thread_id if self._conn is not None else None
 
     def _acquire(self, wait: float) -> bool:
         return self._scalar("SELECT GET_LOCK(%s, %s)", (self.lock_name, wait)) == 1
@@ -77,11 +100,33 @@ class MySQLLeaderLock(LeaderLock):
 
     @classmethod
     def terminate_holder(cls, key_or_name, *, pid: int | None, using: str) -> int | None:
-        name = lock_name(connections[using].settings_dict["NAME"], normalize_key(key_or_name))
+        key = normalize_key(key_or_name)
+        name = lock_name(connections[using].settings_dict["NAME"], key)
         with connections[using].cursor() as cursor:
-            cursor.execute("SELECT IS_USED_LOCK(%s)", (name,))
-            holder = cursor.fetchone()[0]
-            if holder is None or (pid is not None and pid != holder):
+            cursor.execute("SELECT IS_USED_LOCK(%s), CONNECTION_ID()", (name,))
+            holder, own = cursor.fetchone()
+            if holder is None or holder == own or (pid is not None and pid != holder):
                 return None
-            cursor.execute(f"KILL CONNECTION {int(holder)}")
+            try:
+                cursor.execute(f"KILL CONNECTION {int(holder)}")
+            except Exception as exc:
+                if getattr(exc, "args", (None,))[0] == ER_NO_SUCH_THREAD:
+                    return None  # it went away on its own, lock and all
+                raise
+            # KILL only flags the session; wait (bounded) until its locks are gone, as
+            # pg_terminate_backend(pid, timeout) does on PostgreSQL.
+            deadline = time.monotonic() + _KILL_WAIT
+            while True:
+                cursor.execute("SELECT IS_USED_LOCK(%s)", (name,))
+                if cursor.fetchone()[0] != holder:
+                    break
+                if time.monotonic() > deadline:
+                    logger.warning(
+                        "killed session %s holding lock key %s, but it still held it after %ss",
+                        holder,
+                        format_key(key),
+                        _KILL_WAIT,
+                    )
+                    break
+                time.sleep(0.02)
         return holder

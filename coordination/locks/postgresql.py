@@ -15,7 +15,7 @@ import psycopg
 from django.db import connections
 
 from coordination.conf import settings
-from coordination.keys import join_key, normalize_key, split_key
+from coordination.keys import format_key, join_key, normalize_key, split_key
 from coordination.locks.base import LeaderLock, LockHolder
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,16 @@ FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 """
-_HOLDER_OF_KEY_SQL = _HOLDERS_SQL + " AND l.classid::bigint = %s AND l.objid::bigint = %s"
+# One statement, so the session we end is the one pg_locks shows holding the key right then
+# (with a pid: that session, and only if it holds the key). The two-argument
+# pg_terminate_backend waits until the backend is gone, so the lock is free on return.
+_TERMINATE_SQL = (
+    "SELECT h.pid, pg_terminate_backend(h.pid, 5000) FROM ("
+    + _HOLDERS_SQL
+    + " AND l.classid::bigint = %s AND l.objid::bigint = %s"
+    " AND (%s::integer IS NULL OR a.pid = %s::integer) AND a.pid <> pg_backend_pid()"
+    " ORDER BY a.pid LIMIT 1) AS h"
+)
 
 
 def connection_options(application_name: str) -> dict:
@@ -54,7 +63,8 @@ class PostgresLeaderLock(LeaderLock):
 
     def _connection(self):
         if self._conn is None:
-            name = f"{self.node_name or 'instatic'}/lock"
+            # Keep the "/lock" suffix within PostgreSQL's 63-byte application_name.
+            name = f"{(self.node_name or 'instatic')[:58]}/lock"
             conn = self._new_raw_connection(connection_options(name))
             conn.autocommit = True
             self._conn = conn
@@ -149,11 +159,16 @@ class PostgresLeaderLock(LeaderLock):
     def terminate_holder(cls, key_or_name, *, pid: int | None, using: str) -> int | None:
         classid, objid = split_key(normalize_key(key_or_name))
         with connections[using].cursor() as cursor:
-            cursor.execute(_HOLDER_OF_KEY_SQL, (classid, objid))
-            holders = [row[2] for row in cursor.fetchall()]
-            if not holders or (pid is not None and pid not in holders):
-                return None
-            victim = pid if pid is not None else holders[0]
-            # The two-argument form waits until the backend is gone, so the lock is free on return.
-            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", (victim,))
+            cursor.execute(_TERMINATE_SQL, (classid, objid, pid, pid))
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        victim, gone = row
+        if not gone:
+            logger.warning(
+                "terminated session %s holding advisory lock key %s, but it had not exited "
+                "after 5s",
+                victim,
+                format_key(join_key(classid, objid)),
+            )
         return victim

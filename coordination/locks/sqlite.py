@@ -7,6 +7,7 @@ check warns that replicas cannot be coordinated).
 """
 
 import fcntl
+import glob
 import json
 import os
 import threading
@@ -40,6 +41,9 @@ class SQLiteLeaderLock(LeaderLock):
     vendor = "sqlite"
 
     def _acquire(self, wait: float) -> bool:
+        if self._conn is not None:
+            # A lock found lost by still_held() (its file replaced): drop the stale descriptor.
+            self._discard()
         db_path = database_path(self.using)
         if db_path is None:
             return self._acquire_in_process(wait)
@@ -118,7 +122,7 @@ class SQLiteLeaderLock(LeaderLock):
         if db_path is None:
             return []
         holders = []
-        for path in sorted(db_path.parent.glob(f"{db_path.name}.lock-*")):
+        for path in sorted(db_path.parent.glob(f"{glob.escape(db_path.name)}.lock-*")):
             fd = os.open(path, os.O_RDONLY)
             try:
                 try:
@@ -133,10 +137,14 @@ class SQLiteLeaderLock(LeaderLock):
                     record = {}
             finally:
                 os.close(fd)
+            try:
+                key = normalize_key(int(path.name.rsplit("-", 1)[1], 16))
+            except ValueError:
+                continue  # not one of our lock files
             since = record.get("since")
             holders.append(
                 LockHolder(
-                    key=normalize_key(int(path.name.rsplit("-", 1)[1], 16)),
+                    key=key,
                     pid=record.get("pid"),
                     application_name=record.get("node") or None,
                     client_addr=None,

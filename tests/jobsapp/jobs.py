@@ -3,7 +3,7 @@
 They only run when a test starts ``runscheduler --group hatest``.
 """
 
-import time
+import threading
 from datetime import timedelta
 
 from django.conf import settings
@@ -17,13 +17,13 @@ from tests.jobsapp.models import Effect
 def tick(ctx):
     """Every second: write one effect in the run's transaction."""
     Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)
-    time.sleep(float(getattr(settings, "HATEST_WORK_SECONDS", 0.05)))
+    # Event.wait, not time.sleep: the wrong-clock test runs this under libfaketime, whose
+    # clock_nanosleep wrapper rejects Python's absolute monotonic sleeps.
+    threading.Event().wait(float(settings.HATEST_WORK_SECONDS))
 
 
 @job(name="hatest.slow", group="hatest_slow", schedule=every(timedelta(seconds=1)))
 def slow(ctx):
     """Every second, claim first, then work for a while (for mid-job faults)."""
     Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)
-    deadline = time.monotonic() + float(getattr(settings, "HATEST_SLOW_SECONDS", 1.5))
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
+    threading.Event().wait(float(settings.HATEST_SLOW_SECONDS))

@@ -1,0 +1,43 @@
+"""Run every benchmark module of this package (or those named), each in its own interpreter.
+
+Each benchmark configures Django for its own throwaway database, and Django is set up once
+per process, so every module runs as ``python -m bench.<name>``.
+"""
+
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def benchmark_names() -> list[str]:
+    """Return the benchmark modules of this package, in name order."""
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if not info.name.startswith("_")
+    )
+
+
+def main(argv: list[str]) -> int:
+    available = benchmark_names()
+    wanted = argv or available
+    unknown = sorted(set(wanted) - set(available))
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(available)}")
+        return 2
+    failed = []
+    for name in wanted:
+        print(f"\n### bench.{name}\n", flush=True)
+        if subprocess.call([sys.executable, "-m", f"bench.{name}"], cwd=BASE_DIR) != 0:
+            failed.append(name)
+    if failed:
+        print(f"\nbenchmarks with a missed target or an error: {', '.join(failed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

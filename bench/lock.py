@@ -1,0 +1,196 @@
+"""The leader lock on a throwaway PostgreSQL: what one acquire+release costs, and contention.
+
+``python -m bench.lock`` (or ``make bench``) starts a PostgreSQL cluster on a free port, sets
+Django up against it and prints:
+
+- uncontended ``acquire()`` + ``release()`` latency (p50/p99) on one ``LeaderLock`` whose
+  connection is already open, and, interleaved with it in the same run, a pair of bare
+  ``SELECT 1`` round trips on a raw psycopg connection. Target: the lock pair within 1.5x of
+  the two bare round trips, i.e. the lock adds no hidden queries;
+- acquisitions per second with 8 processes looping try-acquire/release on one key, and how
+  many times two of them held it at once (target: never).
+
+Environment: ``BENCH_LOCK_ITERATIONS`` (default 2000), ``BENCH_LOCK_SECONDS`` (default 3),
+``BENCH_LOCK_PROCESSES`` (default 8).
+"""
+
+import multiprocessing
+import os
+import sys
+import time
+
+import psycopg
+
+from devtools.pgcluster import PostgresCluster
+
+ITERATIONS = int(os.environ.get("BENCH_LOCK_ITERATIONS", "2000"))
+SECONDS = float(os.environ.get("BENCH_LOCK_SECONDS", "3"))
+PROCESSES = int(os.environ.get("BENCH_LOCK_PROCESSES", "8"))
+RATIO_TARGET = 1.5
+CONTENDED_TARGET = 1000  # acquisitions/s: far above what any scheduler needs, well below ours
+DATABASE = "instatic_bench"
+KEY = "bench:lock"
+
+
+def setup_django(database_url: str) -> None:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    import django
+
+    django.setup()
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def measure_latency(database_url: str) -> dict:
+    """Interleave lock pairs and ``SELECT 1`` pairs; return their samples in microseconds."""
+    from coordination.locks import make_lock
+
+    lock = make_lock(KEY, node_name="bench")
+    raw = psycopg.connect(database_url, autocommit=True)
+    lock_us, bare_us, failures = [], [], 0
+    try:
+        for _ in range(50):  # warm up: connections open, caches hot
+            lock.acquire()
+            lock.release()
+            raw.execute("SELECT 1").fetchone()
+        clock = time.perf_counter_ns
+        for _ in range(ITERATIONS):
+            started = clock()
+            acquired = lock.acquire()
+            released = lock.release()
+            lock_us.append((clock() - started) / 1000)
+            failures += not (acquired and released)
+
+            started = clock()
+            raw.execute("SELECT 1").fetchone()
+            raw.execute("SELECT 1").fetchone()
+            bare_us.append((clock() - started) / 1000)
+    finally:
+        lock.close()
+        raw.close()
+    return {"lock": lock_us, "bare": bare_us, "failures": failures}
+
+
+def contend(database_url: str, ready, start, stop_at, holding, overlaps, results) -> None:
+    """One contender: try-acquire/release in a loop until ``stop_at`` (``time.time()``)."""
+    setup_django(database_url)
+    from coordination.locks import make_lock
+
+    lock = make_lock(KEY, node_name=f"bench-{os.getpid()}")
+    lock.acquire()  # open the connection before the clock starts
+    lock.release()
+    acquired = attempts = 0
+    ready.put(os.getpid())
+    start.wait()
+    deadline = stop_at.value
+    while time.time() < deadline:
+        attempts += 1
+        if lock.acquire():
+            with holding.get_lock():
+                holding.value += 1
+                if holding.value > 1:
+                    overlaps.value += 1
+            acquired += 1
+            with holding.get_lock():
+                holding.value -= 1
+            lock.release()
+    lock.close()
+    results.put((acquired, attempts))
+
+
+def measure_contention(database_url: str) -> dict:
+    context = multiprocessing.get_context("spawn")
+    ready, results = context.Queue(), context.Queue()
+    start = context.Event()
+    stop_at = context.Value("d", 0.0, lock=False)
+    holding = context.Value("i", 0)
+    overlaps = context.Value("i", 0, lock=False)
+    args = (database_url, ready, start, stop_at, holding, overlaps, results)
+    workers = [context.Process(target=contend, args=args) for _ in range(PROCESSES)]
+    for worker in workers:
+        worker.start()
+    for _ in workers:  # all set up and connected: start the window for everyone at once
+        ready.get(timeout=60)
+    stop_at.value = time.time() + SECONDS
+    start.set()
+    counts = [results.get(timeout=SECONDS + 60) for _ in workers]
+    for worker in workers:
+        worker.join(30)
+    return {
+        "acquired": sum(c[0] for c in counts),
+        "attempts": sum(c[1] for c in counts),
+        "per_process": sorted(c[0] for c in counts),
+        "overlaps": overlaps.value,
+    }
+
+
+def report(latency: dict, contention: dict) -> bool:
+    lock_p50, lock_p99 = percentile(latency["lock"], 0.5), percentile(latency["lock"], 0.99)
+    bare_p50, bare_p99 = percentile(latency["bare"], 0.5), percentile(latency["bare"], 0.99)
+    ratio = lock_p50 / bare_p50
+    rate = contention["acquired"] / SECONDS
+    rows = [
+        ("acquire+release p50", f"{lock_p50:8.1f} us", "", ""),
+        ("acquire+release p99", f"{lock_p99:8.1f} us", "", ""),
+        ("2x bare SELECT 1 p50", f"{bare_p50:8.1f} us", "", ""),
+        ("2x bare SELECT 1 p99", f"{bare_p99:8.1f} us", "", ""),
+        (
+            "lock / bare (p50)",
+            f"{ratio:8.2f} x",
+            f"<= {RATIO_TARGET}x",
+            ratio <= RATIO_TARGET,
+        ),
+        (
+            "uncontended failures",
+            f"{latency['failures']:8d}",
+            "0",
+            latency["failures"] == 0,
+        ),
+        (
+            f"contended, {PROCESSES} processes",
+            f"{rate:8.0f} /s",
+            f">= {CONTENDED_TARGET}/s",
+            rate >= CONTENDED_TARGET,
+        ),
+        (
+            "two holders at once",
+            f"{contention['overlaps']:8d}",
+            "0",
+            contention["overlaps"] == 0,
+        ),
+    ]
+    print(
+        f"Leader lock on PostgreSQL: {ITERATIONS} uncontended iterations, "
+        f"{PROCESSES} contenders for {SECONDS:g}s"
+    )
+    print(f"{'measure':<28} {'value':>12}   {'target':<12} result")
+    print("-" * 62)
+    for name, value, target, ok in rows:
+        verdict = "" if target == "" else ("PASS" if ok else "FAIL")
+        print(f"{name:<28} {value:>12}   {target:<12} {verdict}")
+    print(
+        f"contended attempts: {contention['attempts'] / SECONDS:.0f}/s, "
+        f"successes per process: {contention['per_process']}"
+    )
+    return all(ok for _, _, target, ok in rows if target != "")
+
+
+def main() -> int:
+    with PostgresCluster() as cluster:
+        with psycopg.connect(cluster.url("postgres"), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {DATABASE}")
+            version = admin.execute("SHOW server_version").fetchone()[0]
+        database_url = cluster.url(DATABASE)
+        setup_django(database_url)
+        print(f"PostgreSQL {version} on 127.0.0.1:{cluster.port}, psycopg {psycopg.__version__}")
+        latency = measure_latency(database_url)
+        contention = measure_contention(database_url)
+        return 0 if report(latency, contention) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

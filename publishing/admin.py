@@ -1,0 +1,356 @@
+"""The editors' admin: write, schedule, reschedule, cancel, publish and unpublish posts.
+
+Nothing here changes publishing state by itself: saving the form and the list actions call
+:mod:`publishing.services`, the same code the publish job and tests use. Times are shown in
+the editor's time zone (Django's current time zone) with the zone's name.
+"""
+
+from datetime import datetime
+
+from django.contrib import admin, messages
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.functional import lazy
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from publishing import services
+from publishing.exceptions import PublishingError
+from publishing.forms import PostAdminForm
+from publishing.models import Post, PublishEvent
+
+S = Post.Status
+
+BADGE_COLOURS = {
+    S.DRAFT: "#6c757d",
+    S.SCHEDULED: "#1f6feb",
+    S.PUBLISHED: "#1a7f37",
+    S.UNPUBLISHED: "#57606a",
+    "failed": "#cf222e",
+}
+
+
+def _zone_name() -> str:
+    return timezone.get_current_timezone_name()
+
+
+def local_time(value: datetime | None) -> str:
+    """Return ``value`` in the current time zone as ``2030-06-01 14:00:00 CEST``."""
+    if value is None:
+        return "—"
+    return date_format(timezone.localtime(value), "Y-m-d H:i:s T")
+
+
+def lateness_text(seconds: float | None) -> str:
+    """Return a lateness in words: ``on time``, ``0.35 s late``, ``4 min late``."""
+    if seconds is None:
+        return ""
+    if seconds < 0.005:
+        return "on time"
+    if seconds < 10:
+        return f"{seconds:.2f} s late"
+    if seconds < 120:
+        return f"{seconds:.0f} s late"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min late"
+    return f"{seconds / 3600:.1f} h late"
+
+
+def _with_zone(text: str):
+    return lazy(lambda: f"{text} ({_zone_name()})", str)()
+
+
+class FailedFilter(admin.SimpleListFilter):
+    title = _("publish problem")
+    parameter_name = "failed"
+
+    def lookups(self, request, model_admin):
+        return [("yes", _("Failed to publish")), ("no", _("No problem"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(status=S.SCHEDULED).exclude(last_error="")
+        if self.value() == "no":
+            return queryset.filter(last_error="")
+        return queryset
+
+
+class PublishEventInline(admin.TabularInline):
+    """The post's publish history, newest first; written by the services only."""
+
+    model = PublishEvent
+    fields = ["when", "kind", "actor", "how_late", "detail"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    verbose_name_plural = _("publish history")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("user").order_by("-at", "-id")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_view_permission(self, request, obj=None):
+        user = request.user
+        return user.has_perm("publishing.view_post") or user.has_perm("publishing.change_post")
+
+    @admin.display(description=_with_zone("When"))
+    def when(self, event: PublishEvent) -> str:
+        return local_time(event.at)
+
+    @admin.display(description=_("By"))
+    def actor(self, event: PublishEvent) -> str:
+        return event.actor
+
+    @admin.display(description=_("Lateness"))
+    def how_late(self, event: PublishEvent) -> str:
+        return lateness_text(event.lateness)
+
+
+@admin.register(Post)
+class PostAdmin(admin.ModelAdmin):
+    form = PostAdminForm
+    list_display = [
+        "title",
+        "status_badge",
+        "scheduled_for",
+        "went_live",
+        "unpublish_time",
+        "author",
+        "updated_at",
+    ]
+    list_filter = ["status", FailedFilter]
+    search_fields = ["title", "slug", "body"]
+    date_hierarchy = "publish_at"
+    prepopulated_fields = {"slug": ["title"]}
+    inlines = [PublishEventInline]
+    actions = ["publish_now_action", "cancel_schedule_action", "unpublish_action"]
+    system_fields = [
+        "status_badge",
+        "published_at_local",
+        "publish_lateness",
+        "last_error",
+        "author",
+        "created_at_local",
+        "updated_at_local",
+    ]
+    readonly_fields = system_fields
+
+    # --- permissions ------------------------------------------------------------------
+    def has_publish_permission(self, request) -> bool:
+        return services.can_publish(request.user)
+
+    def _may_touch(self, request, obj) -> bool:
+        """Return False for scheduled or live posts when the user may not publish."""
+        return (
+            obj is None
+            or obj.status not in (S.SCHEDULED, S.PUBLISHED)
+            or self.has_publish_permission(request)
+        )
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and self._may_touch(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and self._may_touch(request, obj)
+
+    # --- the form ---------------------------------------------------------------------
+    def get_fieldsets(self, request, obj=None):
+        publishing_fields = ["status_badge"]
+        if self.has_publish_permission(request):
+            publishing_fields.append("target_status")
+        publishing_fields += ["publish_at", "unpublish_at"]
+        return [
+            (None, {"fields": ["title", "slug", "body"]}),
+            (
+                _("Publishing"),
+                {
+                    "fields": publishing_fields,
+                    "description": _("Times are in %(zone)s.") % {"zone": _zone_name()},
+                },
+            ),
+            (
+                _("History"),
+                {
+                    "fields": [
+                        "published_at_local",
+                        "publish_lateness",
+                        "last_error",
+                        "author",
+                        "created_at_local",
+                        "updated_at_local",
+                    ],
+                },
+            ),
+        ]
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(self.system_fields)
+        if not self.has_publish_permission(request):
+            fields += ["publish_at", "unpublish_at"]
+        return fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
+
+    def save_model(self, request, obj, form, change):
+        """Save the content, then carry out the status the editor chose via the services."""
+        previous = Post.objects.filter(pk=obj.pk).first() if change else None
+        before = previous.status if previous else S.DRAFT
+        services.save_post(post=obj, user=request.user)
+        if "target_status" not in form.cleaned_data:
+            return
+        target = form.cleaned_data.get("target_status") or before
+        publish_at = form.cleaned_data.get("publish_at")
+        unpublish_at = form.cleaned_data.get("unpublish_at")
+        user = request.user
+        try:
+            if target == S.SCHEDULED and before != S.SCHEDULED:
+                services.schedule_post(
+                    post=obj, publish_at=publish_at, unpublish_at=unpublish_at, user=user
+                )
+            elif target == S.SCHEDULED:
+                services.reschedule_post(
+                    post=obj, publish_at=publish_at, unpublish_at=unpublish_at, user=user
+                )
+            elif target == S.DRAFT and before == S.SCHEDULED:
+                services.cancel_schedule(post=obj, user=user)
+            elif target == S.PUBLISHED and before != S.PUBLISHED:
+                services.publish_now(post=obj, user=user)
+            elif target == S.PUBLISHED:
+                services.set_unpublish_at(post=obj, unpublish_at=unpublish_at, user=user)
+            elif target == S.UNPUBLISHED and before == S.PUBLISHED:
+                services.unpublish_now(post=obj, user=user)
+        except PublishingError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+
+    # --- the list ---------------------------------------------------------------------
+    def get_queryset(self, request):
+        last_publish = PublishEvent.objects.filter(
+            post=OuterRef("pk"), kind=PublishEvent.Kind.PUBLISHED
+        ).order_by("-at", "-id")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("author")
+            .annotate(last_publish_lateness=Subquery(last_publish.values("lateness")[:1]))
+        )
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}), "time_zone_name": _zone_name()}
+        return super().changelist_view(request, extra_context=extra_context)
+
+    @admin.display(description=_("Status"), ordering="status")
+    def status_badge(self, post: Post) -> str:
+        if post.is_failed:
+            key, label = "failed", _("Scheduled — publish failed")
+        else:
+            key, label = post.status, post.get_status_display()
+        return format_html(
+            '<span class="post-status post-status-{}" style="display:inline-block;'
+            "padding:1px 8px;border-radius:10px;color:#fff;background:{};white-space:nowrap"
+            '" title="{}">{}</span>',
+            key,
+            BADGE_COLOURS[key],
+            post.last_error,
+            label,
+        )
+
+    @admin.display(description=_with_zone("Scheduled for"), ordering="publish_at")
+    def scheduled_for(self, post: Post) -> str:
+        if post.status != S.SCHEDULED:
+            return "—"
+        return local_time(post.publish_at)
+
+    @admin.display(description=_with_zone("Went live"), ordering="published_at")
+    def went_live(self, post: Post) -> str:
+        if post.published_at is None or post.status not in (S.PUBLISHED, S.UNPUBLISHED):
+            return "—"
+        late = lateness_text(getattr(post, "last_publish_lateness", None))
+        return f"{local_time(post.published_at)} · {late or _('by hand')}"
+
+    @admin.display(description=_with_zone("Unpublish at"), ordering="unpublish_at")
+    def unpublish_time(self, post: Post) -> str:
+        return local_time(post.unpublish_at) if post.unpublish_at else "—"
+
+    @admin.display(description=_with_zone("Went live at"))
+    def published_at_local(self, post: Post) -> str:
+        return local_time(post.published_at)
+
+    @admin.display(description=_("Lateness of the last scheduled publish"))
+    def publish_lateness(self, post: Post) -> str:
+        if post.pk is None:
+            return "—"
+        event = post.events.filter(kind=PublishEvent.Kind.PUBLISHED).order_by("-at", "-id").first()
+        if event is None:
+            return "—"
+        return lateness_text(event.lateness) or _("published by hand")
+
+    @admin.display(description=_with_zone("Created"))
+    def created_at_local(self, post: Post) -> str:
+        return local_time(post.created_at) if post.pk else "—"
+
+    @admin.display(description=_with_zone("Updated"))
+    def updated_at_local(self, post: Post) -> str:
+        return local_time(post.updated_at) if post.pk else "—"
+
+    # --- actions ----------------------------------------------------------------------
+    def _run_action(self, request, queryset, action, done_text: str) -> None:
+        done = 0
+        for post in queryset.order_by("pk"):
+            try:
+                action(post=post, user=request.user)
+            except PublishingError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+            else:
+                done += 1
+        if done:
+            self.message_user(
+                request,
+                ngettext("%(count)d post %(done)s.", "%(count)d posts %(done)s.", done)
+                % {"count": done, "done": done_text},
+                messages.SUCCESS,
+            )
+
+    @admin.action(description=_("Publish selected posts now"), permissions=["publish"])
+    def publish_now_action(self, request, queryset):
+        self._run_action(request, queryset, services.publish_now, "published")
+
+    @admin.action(description=_("Cancel the schedule of selected posts"), permissions=["publish"])
+    def cancel_schedule_action(self, request, queryset):
+        self._run_action(request, queryset, services.cancel_schedule, "taken back to draft")
+
+    @admin.action(description=_("Unpublish selected posts"), permissions=["publish"])
+    def unpublish_action(self, request, queryset):
+        self._run_action(request, queryset, services.unpublish_now, "unpublished")
+
+
+@admin.register(PublishEvent)
+class PublishEventAdmin(admin.ModelAdmin):
+    """The whole publish history across posts, read-only (for audits and the failure count)."""
+
+    list_display = ["at", "post", "kind", "actor", "lateness", "detail"]
+    list_filter = ["kind"]
+    search_fields = ["post__title", "node", "detail"]
+    date_hierarchy = "at"
+    list_select_related = ["post", "user"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

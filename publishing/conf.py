@@ -1,0 +1,32 @@
+"""The publishing app's settings, read lazily from Django settings with ``INSTATIC_`` names.
+
+Like :mod:`coordination.conf`: defaults and meanings live here, and tests override any of them
+with ``override_settings(INSTATIC_PUBLISH_BATCH_SIZE=...)``.
+"""
+
+from django.conf import settings as django_settings
+
+_DEFAULTS = {
+    # Posts published (or unpublished) per transaction of the publish job. A full batch makes
+    # the job run again at once, so a backlog drains batch after batch.
+    "PUBLISH_BATCH_SIZE": 2000,
+    # How many upcoming scheduled posts the admin lineup shows.
+    "PUBLISH_LINEUP_SIZE": 10,
+    # Posts per page on the public index, and entries in the Atom feed.
+    "POSTS_PER_PAGE": 10,
+    "FEED_SIZE": 20,
+    # The longest body (characters) a post may have to be published.
+    "POST_BODY_MAX_CHARS": 200_000,
+}
+
+
+class PublishingSettings:
+    """Attribute access to ``INSTATIC_<NAME>`` settings with the defaults above."""
+
+    def __getattr__(self, name: str):
+        if name not in _DEFAULTS:
+            raise AttributeError(name)
+        return getattr(django_settings, f"INSTATIC_{name}", _DEFAULTS[name])
+
+
+settings = PublishingSettings()

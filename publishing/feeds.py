@@ -1,0 +1,39 @@
+"""The Atom feed of live posts."""
+
+from django.contrib.syndication.views import Feed
+from django.urls import reverse_lazy
+from django.utils.feedgenerator import Atom1Feed
+
+from publishing import selectors
+from publishing.conf import settings
+from publishing.models import Post
+from publishing.rendering import render_body
+
+
+class LatestPostsFeed(Feed):
+    """The newest live posts; titles are plain text, bodies sanitized HTML."""
+
+    feed_type = Atom1Feed
+    title = "Instatic"
+    subtitle = "The latest posts."
+    link = reverse_lazy("publishing:index")
+
+    def items(self):
+        return selectors.live_posts()[: int(settings.FEED_SIZE)]
+
+    def item_title(self, item: Post) -> str:
+        return item.title
+
+    def item_description(self, item: Post) -> str:
+        return str(render_body(item.body))
+
+    def item_pubdate(self, item: Post):
+        return item.published_at
+
+    def item_updateddate(self, item: Post):
+        return item.updated_at
+
+    def item_author_name(self, item: Post) -> str | None:
+        if item.author_id is None:
+            return None
+        return item.author.get_full_name() or item.author.get_username()

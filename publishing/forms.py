@@ -1,0 +1,151 @@
+"""The editors' post form: content, the status to move to, and the publish times."""
+
+from datetime import datetime
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from coordination.clock import database_now
+from publishing.conf import settings
+from publishing.models import Post
+from publishing.rendering import RenderError, render_markdown
+from publishing.services import can_publish
+from publishing.validation import schedule_problems
+
+S = Post.Status
+
+# The statuses an editor can move a post to from each status (the first keeps it as it is).
+TARGETS: dict[str, list[tuple[str, str]]] = {
+    S.DRAFT: [
+        (S.DRAFT, _("Draft")),
+        (S.SCHEDULED, _("Scheduled: publish at the time below")),
+        (S.PUBLISHED, _("Published: publish now")),
+    ],
+    S.SCHEDULED: [
+        (S.SCHEDULED, _("Scheduled: publish at the time below")),
+        (S.DRAFT, _("Draft: cancel the schedule")),
+        (S.PUBLISHED, _("Published: publish now")),
+    ],
+    S.PUBLISHED: [
+        (S.PUBLISHED, _("Published")),
+        (S.UNPUBLISHED, _("Unpublished: take it down now")),
+    ],
+    S.UNPUBLISHED: [
+        (S.UNPUBLISHED, _("Unpublished")),
+        (S.SCHEDULED, _("Scheduled: publish again at the time below")),
+        (S.PUBLISHED, _("Published: publish again now")),
+    ],
+}
+
+
+def _same_second(submitted: datetime | None, stored: datetime | None) -> bool:
+    if submitted is None or stored is None:
+        return submitted is stored
+    return submitted == stored.replace(microsecond=0) or submitted == stored
+
+
+class PostAdminForm(forms.ModelForm):
+    """Validates what the editor asks for; the admin carries it out through the services.
+
+    ``user`` is set on the form class by :meth:`PostAdmin.get_form`. Users without the
+    publish permission get no ``target_status`` field and no time fields: they draft only.
+    """
+
+    target_status = forms.ChoiceField(label=_("Status"), required=False)
+
+    user = None
+
+    class Meta:
+        model = Post
+        fields = ["title", "slug", "body", "publish_at", "unpublish_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.current_status = self.instance.status if self.instance.pk else S.DRAFT
+        if self.user is None or not can_publish(self.user):
+            # Drafting only: whatever such a user submits for the status is not even read.
+            self.fields.pop("target_status", None)
+        if "target_status" in self.fields:
+            field = self.fields["target_status"]
+            field.choices = TARGETS[self.current_status]
+            field.initial = self.current_status
+        zone = timezone.get_current_timezone_name()
+        for name in ("publish_at", "unpublish_at"):
+            if name in self.fields:
+                base = self.fields[name].help_text
+                self.fields[name].help_text = _("%(help)s Time zone: %(zone)s.") % {
+                    "help": base,
+                    "zone": zone,
+                }
+        if self.current_status == S.PUBLISHED and "publish_at" in self.fields:
+            # It is live: when it was planned to go live is history now.
+            self.fields["publish_at"].disabled = True
+
+    def clean_body(self) -> str:
+        body = self.cleaned_data["body"]
+        limit = int(settings.POST_BODY_MAX_CHARS)
+        if len(body) > limit:
+            raise ValidationError(
+                _("The body is %(length)s characters long; the limit is %(limit)s."),
+                params={"length": f"{len(body):,}", "limit": f"{limit:,}"},
+            )
+        try:
+            render_markdown(body)
+        except RenderError as exc:
+            raise ValidationError(
+                _("This body cannot be published: %(error)s."), params={"error": exc}
+            ) from None
+        return body
+
+    def clean(self):
+        cleaned = super().clean()
+        if "target_status" not in self.fields:
+            return cleaned
+        target = cleaned.get("target_status") or self.current_status
+        current = self.current_status
+        publish_at = cleaned.get("publish_at")
+        unpublish_at = cleaned.get("unpublish_at")
+        if "publish_at" in self.errors or "unpublish_at" in self.errors:
+            return cleaned
+        initial_publish = self.instance.publish_at if self.instance.pk else None
+        initial_unpublish = self.instance.unpublish_at if self.instance.pk else None
+        # The form shows whole seconds: a time left as it was keeps its stored precision.
+        if _same_second(publish_at, initial_publish):
+            publish_at = cleaned["publish_at"] = initial_publish
+        if _same_second(unpublish_at, initial_unpublish):
+            unpublish_at = cleaned["unpublish_at"] = initial_unpublish
+        now = database_now()
+        if target == S.SCHEDULED:
+            errors = schedule_problems(
+                publish_at=publish_at,
+                unpublish_at=unpublish_at,
+                now=now,
+                # An overdue (e.g. failed) scheduled post may keep its time: it goes out at once.
+                check_publish_future=not (current == S.SCHEDULED and publish_at == initial_publish),
+                check_unpublish_future=not (
+                    current == S.SCHEDULED and unpublish_at == initial_unpublish
+                ),
+            )
+        elif target == S.PUBLISHED:
+            errors = schedule_problems(
+                publish_at=publish_at,
+                unpublish_at=unpublish_at,
+                now=now,
+                publish_required=False,
+                check_publish_future=False,
+                check_unpublish_future=unpublish_at != initial_unpublish or current != target,
+            )
+        else:
+            errors = schedule_problems(
+                publish_at=publish_at,
+                unpublish_at=unpublish_at,
+                now=now,
+                publish_required=False,
+                check_publish_future=False,
+                check_unpublish_future=False,
+            )
+        for field, message in errors.items():
+            self.add_error(field, message)
+        return cleaned

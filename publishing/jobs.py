@@ -1,0 +1,42 @@
+"""The publish job: put due scheduled posts live and take expired ones down.
+
+It runs in the ``publishing`` group (its own leader lock and loop), inside one transaction
+with its run-ledger row, whenever something is due: it returns the next ``publish_at`` or
+``unpublish_at`` and the scheduler sleeps until then, woken earlier by
+:func:`coordination.services.request_wakeup` when an editor schedules something sooner.
+A full batch returns "now", so a backlog is worked through batch after batch, each in its own
+short transaction.
+"""
+
+import logging
+from datetime import datetime, timedelta
+
+from coordination.registry import JobContext, job
+from coordination.schedules import WhenDue
+from publishing import selectors, services
+from publishing.conf import settings
+
+logger = logging.getLogger(__name__)
+
+
+@job(
+    name=services.PUBLISH_JOB,
+    group="publishing",
+    schedule=WhenDue(fallback=timedelta(seconds=30)),
+    transactional=True,
+)
+def publish_due(ctx: JobContext) -> datetime | None:
+    """Publish and unpublish one batch of due posts; return when the job is next due."""
+    batch_size = int(settings.PUBLISH_BATCH_SIZE)
+    published = services.publish_due(batch_size=batch_size, node=ctx.node)
+    unpublished = services.unpublish_due(batch_size=batch_size, node=ctx.node)
+    if published.selected or unpublished.selected:
+        logger.info(
+            "[publish-scheduler] published %d post(s), unpublished %d, %d failed to publish",
+            len(published.done),
+            len(unpublished.done),
+            len(published.failed),
+        )
+    if published.more or unpublished.more:
+        return published.now
+    return selectors.next_due_at()

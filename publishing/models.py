@@ -1,0 +1,181 @@
+"""Posts and their publish history.
+
+A post's life is ``draft -> scheduled -> published -> unpublished``; every change of that state
+goes through :mod:`publishing.services`, which writes a :class:`PublishEvent` for it. Times that
+say when something *happened* (``published_at``, ``created_at``, ``updated_at``, event ``at``)
+come from the database clock, never from an app server's clock.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Now
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+
+
+class PostStatus(models.TextChoices):
+    """Where a post is in its life; services move it, nothing else."""
+
+    DRAFT = "draft", _("Draft")
+    SCHEDULED = "scheduled", _("Scheduled")
+    PUBLISHED = "published", _("Published")
+    UNPUBLISHED = "unpublished", _("Unpublished")
+
+
+class Post(models.Model):
+    """A Markdown post that editors schedule and the publish job puts live."""
+
+    Status = PostStatus
+
+    title = models.CharField(_("title"), max_length=200)
+    slug = models.SlugField(
+        _("slug"),
+        max_length=200,
+        unique=True,
+        help_text=_("The post's address: /posts/<slug>/. Letters, digits, hyphens, underscores."),
+    )
+    body = models.TextField(_("body"), help_text=_("Markdown. Raw HTML is sanitized."))
+    status = models.CharField(
+        _("status"),
+        max_length=20,
+        choices=Status.choices,
+        default=Status.DRAFT,
+        editable=False,
+    )
+    publish_at = models.DateTimeField(
+        _("publish at"),
+        null=True,
+        blank=True,
+        help_text=_("When the post goes live (a scheduled post needs one)."),
+    )
+    unpublish_at = models.DateTimeField(
+        _("unpublish at"),
+        null=True,
+        blank=True,
+        help_text=_("Optional: when the post is taken down again."),
+    )
+    published_at = models.DateTimeField(
+        _("went live at"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("When the post actually went live (database clock)."),
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("author"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="posts",
+        editable=False,
+    )
+    last_error = models.TextField(
+        _("publish error"),
+        blank=True,
+        editable=False,
+        help_text=_("Why the last publish attempt failed; cleared when the post is edited."),
+    )
+    created_at = models.DateTimeField(_("created at"), db_default=Now(), editable=False)
+    updated_at = models.DateTimeField(_("updated at"), db_default=Now(), editable=False)
+
+    class Meta:
+        verbose_name = _("post")
+        verbose_name_plural = _("posts")
+        ordering = ["-created_at", "-id"]
+        permissions = [("publish_post", "Can schedule and publish posts")]
+        indexes = [
+            # The publish job's "what is due" and "what is next" queries.
+            models.Index(fields=["status", "publish_at"], name="publishing_post_due"),
+            models.Index(fields=["status", "unpublish_at"], name="publishing_post_expiry"),
+            # The public index: live posts, newest first.
+            models.Index(fields=["status", "-published_at"], name="publishing_post_live"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=PostStatus.values),
+                name="publishing_post_status_valid",
+                violation_error_message=_("Unknown post status."),
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=PostStatus.SCHEDULED) | Q(publish_at__isnull=False),
+                name="publishing_post_scheduled_has_publish_at",
+                violation_error_message=_("A scheduled post needs a publish time."),
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=PostStatus.PUBLISHED) | Q(published_at__isnull=False),
+                name="publishing_post_published_has_published_at",
+                violation_error_message=_("A published post records when it went live."),
+            ),
+            models.CheckConstraint(
+                condition=Q(publish_at__isnull=True)
+                | Q(unpublish_at__isnull=True)
+                | Q(unpublish_at__gt=F("publish_at")),
+                name="publishing_post_unpublish_after_publish",
+                violation_error_message=_("The unpublish time must be after the publish time."),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"(untitled: {self.slug})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("publishing:post_detail", kwargs={"slug": self.slug})
+
+    @property
+    def is_failed(self) -> bool:
+        """Return True for a scheduled post whose publish failed (skipped until edited)."""
+        return self.status == self.Status.SCHEDULED and bool(self.last_error)
+
+
+class PublishEvent(models.Model):
+    """One entry of a post's publish history: who or which node did what, and when."""
+
+    class Kind(models.TextChoices):
+        SCHEDULED = "scheduled", _("Scheduled")
+        RESCHEDULED = "rescheduled", _("Rescheduled")
+        CANCELLED = "cancelled", _("Schedule cancelled")
+        PUBLISHED = "published", _("Published")
+        UNPUBLISHED = "unpublished", _("Unpublished")
+        FAILED = "failed", _("Publish failed")
+
+    post = models.ForeignKey(
+        Post, verbose_name=_("post"), on_delete=models.CASCADE, related_name="events"
+    )
+    kind = models.CharField(_("event"), max_length=20, choices=Kind.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    node = models.CharField(
+        _("scheduler node"), max_length=200, blank=True, help_text=_("The node that acted.")
+    )
+    at = models.DateTimeField(_("at"), db_default=Now())
+    lateness = models.FloatField(
+        _("lateness (s)"),
+        null=True,
+        blank=True,
+        help_text=_("For scheduled publishes and unpublishes: seconds after the planned time."),
+    )
+    detail = models.TextField(_("detail"), blank=True)
+
+    class Meta:
+        verbose_name = _("publish event")
+        verbose_name_plural = _("publish history")
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["post", "-at"], name="publishing_event_post")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} by {self.actor}"
+
+    @property
+    def actor(self) -> str:
+        """Return who acted: the user's name, the scheduler node's name, or ``system``."""
+        if self.user_id is not None and self.user is not None:
+            return self.user.get_username()
+        return self.node or "system"

@@ -1,0 +1,99 @@
+"""Reads of posts, for the public site, the admin and the publish job."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Max, Q, QuerySet
+from django.db.models.functions import Now
+
+from publishing.conf import settings
+from publishing.models import Post
+
+PUBLIC_STATUSES = (Post.Status.PUBLISHED, Post.Status.UNPUBLISHED)
+
+
+def live_posts() -> QuerySet[Post]:
+    """Return the posts the public sees, newest first.
+
+    Only published posts, and none past their unpublish time even if the publish job has not
+    taken them down yet (the database clock decides).
+    """
+    return (
+        Post.objects.filter(status=Post.Status.PUBLISHED)
+        .filter(Q(unpublish_at__isnull=True) | Q(unpublish_at__gt=Now()))
+        .order_by("-published_at", "-id")
+    )
+
+
+@dataclass(frozen=True)
+class LiveVersion:
+    """What the public lists depend on: how many posts are live and the latest change."""
+
+    count: int
+    last_change: datetime | None
+
+    def etag(self, *parts: object) -> str:
+        stamp = self.last_change.timestamp() if self.last_change else 0
+        return "-".join(str(p) for p in (self.count, f"{stamp:.6f}", *parts))
+
+
+def live_version() -> LiveVersion:
+    """Return the version of the public lists (for ``ETag`` and ``Last-Modified``).
+
+    ``last_change`` also covers unpublished posts: taking a post down bumps its ``updated_at``
+    and must make the lists change, not just the live count.
+    """
+    count = live_posts().count()
+    last_change = Post.objects.filter(status__in=PUBLIC_STATUSES).aggregate(last=Max("updated_at"))[
+        "last"
+    ]
+    return LiveVersion(count=count, last_change=last_change)
+
+
+def live_post_version(slug: str) -> datetime | None:
+    """Return when the live post ``slug`` last changed, or None if there is no such post."""
+    return live_posts().filter(slug=slug).values_list("updated_at", flat=True).first()
+
+
+def next_due_at() -> datetime | None:
+    """Return the next instant the publish job has work: a publish or an unpublish time.
+
+    Posts whose publish failed are skipped until an editor changes them.
+    """
+    next_publish = (
+        Post.objects.filter(status=Post.Status.SCHEDULED, last_error="")
+        .order_by("publish_at")
+        .values_list("publish_at", flat=True)
+        .first()
+    )
+    next_unpublish = (
+        Post.objects.filter(status=Post.Status.PUBLISHED, unpublish_at__isnull=False)
+        .order_by("unpublish_at")
+        .values_list("unpublish_at", flat=True)
+        .first()
+    )
+    candidates = [t for t in (next_publish, next_unpublish) if t is not None]
+    return min(candidates) if candidates else None
+
+
+def lineup(limit: int | None = None) -> list[Post]:
+    """Return the next scheduled posts, soonest first (failed ones are listed separately)."""
+    limit = int(settings.PUBLISH_LINEUP_SIZE) if limit is None else limit
+    return list(
+        Post.objects.filter(status=Post.Status.SCHEDULED, last_error="")
+        .order_by("publish_at", "id")
+        .only("id", "title", "slug", "status", "publish_at", "unpublish_at", "last_error")[:limit]
+    )
+
+
+def failed_posts() -> QuerySet[Post]:
+    """Return scheduled posts whose publish failed, oldest planned time first."""
+    return Post.objects.filter(status=Post.Status.SCHEDULED).exclude(last_error="")
+
+
+def status_counts() -> dict[str, int]:
+    """Return the number of posts per status (every status present, zero if none)."""
+    counts = dict.fromkeys(Post.Status.values, 0)
+    for row in Post.objects.values("status").annotate(n=Count("id")).order_by():
+        counts[row["status"]] = row["n"]
+    return counts

@@ -1,0 +1,71 @@
+"""What makes a post publishable and a schedule valid: one definition for form, services, job."""
+
+from datetime import datetime
+
+from django.core.validators import slug_re
+from django.utils import timezone
+from django.utils.formats import date_format
+
+from publishing.conf import settings
+
+TITLE_MAX_CHARS = 200
+
+
+def publish_problems(*, title: str, slug: str, body_length: int) -> list[str]:
+    """Return why a post with these values cannot go live (empty when it can).
+
+    Cheap on purpose: the publish job checks every post of a batch, so it looks at the title,
+    the slug and the body's length (computed by the database), never renders the body.
+    """
+    problems = []
+    if not (title or "").strip():
+        problems.append("the title is empty")
+    elif len(title) > TITLE_MAX_CHARS:
+        problems.append(f"the title is longer than {TITLE_MAX_CHARS} characters")
+    if not slug or not slug_re.fullmatch(slug):
+        problems.append(f"the slug {slug!r} is not a valid slug (letters, digits, - and _ only)")
+    max_chars = int(settings.POST_BODY_MAX_CHARS)
+    if not body_length:
+        problems.append("the body is empty")
+    elif body_length > max_chars:
+        problems.append(f"the body is longer than {max_chars:,} characters")
+    return problems
+
+
+def _local(value: datetime) -> str:
+    local = timezone.localtime(value)
+    return f"{date_format(local, 'Y-m-d H:i:s')} {timezone.get_current_timezone_name()}"
+
+
+def schedule_problems(
+    *,
+    publish_at: datetime | None,
+    unpublish_at: datetime | None,
+    now: datetime,
+    publish_required: bool = True,
+    check_publish_future: bool = True,
+    check_unpublish_future: bool = True,
+) -> dict[str, str]:
+    """Return field name -> message for times that cannot be used (empty when they can).
+
+    ``now`` is the database's time. A publish time must lie in the future when it is being set
+    (``check_publish_future``); an unpublish time must come after the publish time and, when it
+    is being set, lie in the future too.
+    """
+    errors: dict[str, str] = {}
+    if publish_at is None:
+        if publish_required:
+            errors["publish_at"] = "Choose a publish time to schedule this post."
+    elif check_publish_future and publish_at <= now:
+        errors["publish_at"] = (
+            f"The publish time must be in the future: it is now {_local(now)}, "
+            f"and {_local(publish_at)} has passed."
+        )
+    if unpublish_at is not None:
+        if publish_at is not None and unpublish_at <= publish_at:
+            errors["unpublish_at"] = "The unpublish time must be after the publish time."
+        elif check_unpublish_future and unpublish_at <= now:
+            errors["unpublish_at"] = (
+                f"The unpublish time must be in the future: it is now {_local(now)}."
+            )
+    return errors

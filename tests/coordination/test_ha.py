@@ -1,0 +1,232 @@
+"""Multi-process scheduler tests: three real ``runscheduler`` processes and real faults.
+
+The ``hatest`` group runs ``hatest.tick`` every second, transactionally, writing an ``Effect``
+row (no unique constraint) in the run's transaction: a slot run twice would show as two
+effects. Timing uses a short lease so freezes resolve in seconds; it is passed through the
+environment exactly as an operator would set it.
+"""
+
+import glob
+import os
+import signal
+import time
+from collections import Counter
+from datetime import datetime, timedelta
+
+import pytest
+from django.db import connection
+
+from coordination.locks import terminate_holder
+from coordination.models import JobRun, Leadership, Node
+from devtools.pgcluster import PostgresCluster
+from tests.jobsapp.models import Effect
+from tests.support.polling import wait_until
+from tests.support.processes import process_env, start_scheduler
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True)]
+
+JOB = "hatest.tick"
+GROUP = "hatest"
+FAST = {"INSTATIC_LEASE": "3", "INSTATIC_HEARTBEAT_INTERVAL": "0.5", "INSTATIC_MAX_TICK": "2"}
+
+
+@pytest.fixture
+def replicas():
+    started = []
+
+    def start(count: int = 3, *, env: dict | None = None, prefix=(), names=None):
+        procs = []
+        for i in range(count):
+            name = names[i] if names else f"ha-{len(started)}"
+            proc = start_scheduler(name, GROUP, env=process_env(**FAST, **(env or {})), prefix=prefix)
+            started.append(proc)
+            procs.append(proc)
+        return procs
+
+    yield start
+    for proc in started:
+        proc.stop()
+    connection.close()
+
+
+def succeeded_runs():
+    return list(JobRun.objects.filter(job=JOB, status=JobRun.Status.SUCCEEDED).order_by("slot"))
+
+
+def wait_for_runs(count: int, *, timeout: float = 30.0, **filters):
+    return wait_until(
+        lambda: JobRun.objects.filter(job=JOB, status=JobRun.Status.SUCCEEDED, **filters).count()
+        >= count,
+        timeout=timeout,
+        message=f"fewer than {count} successful runs of {JOB} within {timeout}s",
+    )
+
+
+def leader_name() -> str | None:
+    row = Leadership.objects.filter(group=GROUP).first()
+    return row.node if row else None
+
+
+def by_name(procs, name):
+    return next(p for p in procs if p.name == name)
+
+
+def assert_exactly_once(*, no_gaps: bool = False):
+    """No (job, slot) ran twice, every run wrote exactly one effect, and (optionally) no gap."""
+    runs = succeeded_runs()
+    slots = [run.slot for run in runs]
+    assert len(slots) == len(set(slots))
+    effects = Counter(Effect.objects.filter(job=JOB).values_list("slot", flat=True))
+    doubled = {slot: n for slot, n in effects.items() if n > 1}
+    assert not doubled, f"slots with more than one effect: {doubled}"
+    assert set(effects) == set(slots), "every effect belongs to exactly one successful run"
+    if no_gaps:
+        steps = {b - a for a, b in zip(slots, slots[1:], strict=False)}
+        assert steps <= {timedelta(seconds=1)}, f"gaps between slots: {sorted(steps)}"
+    return runs
+
+
+def test_three_replicas_run_every_slot_exactly_once(replicas):
+    procs = replicas(3)
+    wait_for_runs(1)
+    first = succeeded_runs()[0].slot
+    wait_until(
+        lambda: JobRun.objects.filter(
+            job=JOB, status="succeeded", slot__gte=first + timedelta(seconds=10)
+        ).exists(),
+        timeout=30,
+    )
+    # Exactly one process led; the other two followed the whole time.
+    leaders = [p.name for p in procs if "acquired advisory lock" in p.log()]
+    assert leaders == [leader_name()]
+    runs = assert_exactly_once(no_gaps=True)
+    assert len(runs) >= 11
+    assert {run.node for run in runs} == set(leaders)
+    for proc in procs:
+        assert proc.stop() == 0
+    assert_exactly_once()
+
+
+@pytest.mark.server
+def test_sigkill_of_the_leader_hands_over_within_two_seconds(replicas):
+    procs = replicas(3)
+    wait_for_runs(2)
+    leader = by_name(procs, leader_name())
+    leader.signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    new_leader = wait_until(lambda: (name := leader_name()) != leader.name and name, timeout=5)
+    takeover = time.monotonic() - killed_at
+    assert takeover <= 2.0, f"takeover took {takeover:.2f}s"
+    wait_for_runs(2, node=new_leader)
+    assert_exactly_once()
+
+
+@pytest.mark.postgresql
+def test_frozen_leader_is_removed_and_rejoins_as_follower(replicas):
+    procs = replicas(3)
+    wait_for_runs(2)
+    leader = by_name(procs, leader_name())
+    leader.signal(signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    new_leader = wait_until(lambda: (name := leader_name()) != leader.name and name, timeout=10)
+    takeover = time.monotonic() - frozen_at
+    assert takeover <= 3 + 2, f"takeover after a freeze took {takeover:.2f}s (lease 3s)"
+    wait_for_runs(2, node=new_leader)
+    assert "took over from stale node " + leader.name in by_name(procs, new_leader).log()
+    leader.signal(signal.SIGCONT)
+    leader.wait_for_log(r"no longer leader", timeout=10)
+    ran_before = JobRun.objects.filter(job=JOB, node=leader.name).count()
+    wait_for_runs(3, node=new_leader, timeout=10)
+    assert leader.alive()
+    assert JobRun.objects.filter(job=JOB, node=leader.name, status="succeeded").count() <= ran_before
+    assert_exactly_once()
+
+
+@pytest.mark.server
+def test_terminating_the_leaders_lock_session_mid_job_runs_no_slot_twice(replicas):
+    procs = replicas(3, env={"HATEST_WORK_SECONDS": "0.6"})
+    wait_for_runs(2)
+    leader = leader_name()
+    for _ in range(3):
+        current = leader_name()
+        # Hit the lock while a run is in flight (runs take 0.6s of every second).
+        wait_until(
+            lambda current=current: JobRun.objects.filter(job=JOB).count() > 0
+            and "job hatest.tick" in by_name(procs, current).log(),
+            timeout=5,
+        )
+        assert terminate_holder(f"group:{GROUP}") is not None
+        wait_until(lambda current=current: leader_name() != current, timeout=5)
+    wait_for_runs(JobRun.objects.filter(job=JOB, status="succeeded").count() + 2)
+    assert leader is not None
+    assert all(p.alive() for p in procs)
+    assert_exactly_once()
+
+
+@pytest.mark.postgresql
+def test_database_restart_is_survived_and_work_resumes(replicas):
+    cluster = PostgresCluster.from_env(os.environ)
+    if cluster is None:
+        pytest.skip("the PostgreSQL cluster was not started by the test suite")
+    procs = replicas(3)
+    wait_for_runs(2)
+    connection.close()
+    cluster.restart("fast")
+    back_at = time.monotonic()
+    connection.close()
+    before = JobRun.objects.filter(job=JOB, status="succeeded").count()
+    wait_for_runs(before + 1, timeout=10)
+    resumed = time.monotonic() - back_at
+    assert resumed <= 5, f"work resumed {resumed:.1f}s after the server was back"
+    assert all(p.alive() for p in procs)
+    for proc in procs:
+        assert "database is back" in proc.log() or "acquired advisory lock" in proc.log()
+    assert_exactly_once()
+
+
+@pytest.mark.server
+def test_sigterm_exits_zero_and_hands_over_at_once(replicas):
+    procs = replicas(3)
+    wait_for_runs(2)
+    leader = by_name(procs, leader_name())
+    leader.signal(signal.SIGTERM)
+    stopped_at = time.monotonic()
+    new_leader = wait_until(lambda: (name := leader_name()) != leader.name and name, timeout=5)
+    takeover = time.monotonic() - stopped_at
+    assert leader.wait(timeout=25) == 0
+    assert takeover <= 1.0, f"takeover after SIGTERM took {takeover:.2f}s"
+    assert "released advisory lock" in leader.log()
+    assert Node.objects.get(name=leader.name).stopped_at is not None
+    wait_for_runs(2, node=new_leader)
+    assert_exactly_once()
+
+
+@pytest.mark.postgresql
+def test_a_replica_whose_clock_is_an_hour_off_runs_slots_on_time(replicas):
+    libs = glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1")
+    if not libs:
+        pytest.skip("libfaketime is not installed (apt-get install faketime)")
+    # LD_PRELOAD rather than the faketime wrapper, so signals reach the scheduler itself.
+    (proc,) = replicas(
+        1,
+        env={"LD_PRELOAD": libs[0], "FAKETIME": "-1h", "FAKETIME_DONT_FAKE_MONOTONIC": "1"},
+        names=["skewed"],
+    )
+    proc.wait_for_log("running groups")
+    # Prove the skew is real: the process's own log timestamps are an hour behind.
+    logged = datetime.strptime(proc.log()[:19], "%Y-%m-%d %H:%M:%S")
+    skew = datetime.now() - logged
+    assert timedelta(minutes=59) < skew < timedelta(minutes=61), skew
+    wait_for_runs(5, timeout=30)
+    runs = assert_exactly_once()
+    for run in runs:
+        assert run.started_at >= run.slot, f"{run.slot} started early at {run.started_at}"
+        assert (run.started_at - run.slot).total_seconds() < 1.0, "late by the host clock skew?"
+    assert proc.alive()
+    assert proc.stop() == 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT application_name, state, query FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        assert cursor.fetchall() == []

@@ -1,0 +1,138 @@
+"""Fixtures for the publishing tests: users with and without the publish permission, posts."""
+
+import itertools
+from datetime import timedelta
+from html.parser import HTMLParser
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.db.models.functions import Now
+
+from coordination.clock import database_now
+from coordination.models import Node
+from publishing.models import Post
+
+_slugs = itertools.count(1)
+
+EDITOR_PERMISSIONS = ["add_post", "change_post", "view_post", "delete_post"]
+
+
+def _staff(username: str, codenames: list[str]) -> User:
+    user = User.objects.create_user(username, f"{username}@example.com", "pw", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="publishing", codename__in=codenames)
+    )
+    return User.objects.get(pk=user.pk)  # fresh instance: no stale permission cache
+
+
+@pytest.fixture
+def editor(db) -> User:
+    """A staff user who may draft, schedule, publish and unpublish."""
+    return _staff("editor", [*EDITOR_PERMISSIONS, "publish_post"])
+
+
+@pytest.fixture
+def drafter(db) -> User:
+    """A staff user who may write drafts but not schedule or publish."""
+    return _staff("drafter", EDITOR_PERMISSIONS)
+
+
+def make_post(**values) -> Post:
+    """Insert a post directly (bypassing the services), e.g. one already due."""
+    n = next(_slugs)
+    values.setdefault("title", f"Post {n}")
+    values.setdefault("slug", f"post-{n}")
+    values.setdefault("body", f"The body of *post {n}*.")
+    if values.get("status") == Post.Status.PUBLISHED:
+        values.setdefault("published_at", database_now())
+    return Post.objects.create(**values)
+
+
+def due_post(seconds_ago: float = 5, **values) -> Post:
+    """Insert a scheduled post whose publish time passed ``seconds_ago`` (database clock)."""
+    publish_at = database_now() - timedelta(seconds=seconds_ago)
+    return make_post(status=Post.Status.SCHEDULED, publish_at=publish_at, **values)
+
+
+def future_post(seconds_ahead: float = 3600, **values) -> Post:
+    """Insert a scheduled post due ``seconds_ahead`` from now (database clock)."""
+    publish_at = database_now() + timedelta(seconds=seconds_ahead)
+    return make_post(status=Post.Status.SCHEDULED, publish_at=publish_at, **values)
+
+
+def live_node(name: str = "node-a") -> Node:
+    """Insert a scheduler node that heartbeated just now (database clock)."""
+    return Node.objects.create(
+        name=name,
+        instance="0" * 32,
+        host="testhost",
+        pid=1,
+        started_at=Now(),
+        last_heartbeat=Now(),
+    )
+
+
+class _FormParser(HTMLParser):
+    """Collect the successful controls of the first form with a given id, like a browser."""
+
+    def __init__(self, form_id: str):
+        super().__init__()
+        self.form_id = form_id
+        self.inside = False
+        self.data: dict[str, str] = {}
+        self._select: str | None = None
+        self._select_first: str | None = None
+        self._textarea: str | None = None
+        self._textarea_started = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "form" and a.get("id") == self.form_id:
+            self.inside = True
+        if not self.inside:
+            return
+        name = a.get("name")
+        if tag == "input" and name and "disabled" not in a:
+            kind = a.get("type", "text")
+            if kind in ("checkbox", "radio"):
+                if "checked" in a:
+                    self.data[name] = a.get("value", "on")
+            elif kind not in ("submit", "button", "image", "file"):
+                self.data[name] = a.get("value", "")
+        elif tag == "select" and name and "disabled" not in a:
+            self._select, self._select_first = name, None
+        elif tag == "option" and self._select:
+            value = a.get("value", "")
+            if self._select_first is None:
+                self._select_first = value
+                self.data.setdefault(self._select, value)
+            if "selected" in a:
+                self.data[self._select] = value
+        elif tag == "textarea" and name and "disabled" not in a:
+            self._textarea = name
+            self._textarea_started = False
+            self.data[name] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "form" and self.inside:
+            self.inside = False
+        elif tag == "select":
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+
+    def handle_data(self, data):
+        if self._textarea:
+            if not self._textarea_started and data.startswith("\n"):
+                # Django renders a newline right after <textarea>; browsers drop it.
+                data = data[1:]
+            self._textarea_started = True
+            self.data[self._textarea] += data
+
+
+def form_data(response, form_id: str = "post_form") -> dict[str, str]:
+    """Return what a browser would submit from the form ``form_id`` on ``response``."""
+    parser = _FormParser(form_id)
+    parser.feed(response.content.decode())
+    assert parser.data, f"no form #{form_id} on the page"
+    return parser.data

@@ -1,0 +1,103 @@
+"""The publish job: declared in the publishing group, run directly and by the real engine."""
+
+import logging
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+
+from coordination.clock import database_now
+from coordination.models import JobRun, JobState
+from coordination.registry import JobContext, registry
+from coordination.scheduler import Scheduler
+from coordination.schedules import WhenDue
+from publishing import services
+from publishing.models import Post, PublishEvent
+from tests.publishing.conftest import due_post, future_post, make_post
+
+S = Post.Status
+
+
+def run_job(node: str = "test-node"):
+    job = registry.get(services.PUBLISH_JOB)
+    ctx = JobContext(
+        job=job,
+        slot=database_now(),
+        node=node,
+        logger=logging.getLogger("tests.publishing"),
+        deadline=None,
+    )
+    return job.func(ctx)
+
+
+def test_the_publish_job_is_declared_as_the_brief_says():
+    job = registry.get("publishing.publish_due")
+    assert job is not None
+    assert job.group == "publishing"
+    assert job.transactional
+    assert isinstance(job.schedule, WhenDue)
+    assert job.schedule.fallback == timedelta(seconds=30)
+
+
+@pytest.mark.django_db
+def test_job_publishes_due_posts_and_returns_the_next_due_instant():
+    due = due_post()
+    soon = future_post(seconds_ahead=120)
+    now = database_now()
+    expiring = make_post(status=S.PUBLISHED, unpublish_at=now + timedelta(seconds=60))
+    next_due = run_job(node="node-x")
+    due.refresh_from_db()
+    assert due.status == S.PUBLISHED
+    assert due.events.get().node == "node-x"
+    assert next_due == expiring.unpublish_at, "the nearer of next publish and next unpublish"
+    expiring.delete()
+    assert run_job() == soon.publish_at
+
+
+@pytest.mark.django_db
+def test_job_returns_none_when_nothing_is_scheduled():
+    make_post()
+    assert run_job() is None
+
+
+@pytest.mark.django_db
+@override_settings(INSTATIC_PUBLISH_BATCH_SIZE=2)
+def test_a_full_batch_asks_to_run_again_at_once():
+    posts = [due_post(seconds_ago=10 - i) for i in range(3)]
+    next_due = run_job()
+    assert next_due <= database_now(), "more is due right now"
+    assert Post.objects.filter(status=S.PUBLISHED).count() == 2
+    assert run_job() is None
+    assert {p.pk for p in Post.objects.filter(status=S.PUBLISHED)} == {p.pk for p in posts}
+
+
+@pytest.mark.django_db
+def test_job_also_unpublishes_expired_posts():
+    now = database_now()
+    post = make_post(status=S.PUBLISHED, unpublish_at=now - timedelta(seconds=1))
+    run_job()
+    post.refresh_from_db()
+    assert post.status == S.UNPUBLISHED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_engine_runs_the_publish_job_in_process():
+    """One real scheduler tick (``runscheduler --once --group publishing``) in this process."""
+    due = [due_post(seconds_ago=s) for s in (3, 2, 1)]
+    upcoming = future_post(seconds_ahead=15)
+    scheduler = Scheduler(groups=["publishing"], node_name="engine-test", once=True)
+    scheduler.run()
+
+    for post in due:
+        post.refresh_from_db()
+        assert post.status == S.PUBLISHED
+        assert post.published_at >= post.publish_at, "never early"
+    events = PublishEvent.objects.filter(kind=PublishEvent.Kind.PUBLISHED)
+    assert sorted(events.values_list("post_id", flat=True)) == sorted(p.pk for p in due)
+    assert set(events.values_list("node", flat=True)) == {"engine-test"}
+    run = JobRun.objects.get(job=services.PUBLISH_JOB)
+    assert (run.status, run.node) == (JobRun.Status.SUCCEEDED, "engine-test")
+    state = JobState.objects.get(name=services.PUBLISH_JOB)
+    assert state.next_due == upcoming.publish_at, "the scheduler sleeps until the next post"
+    upcoming.refresh_from_db()
+    assert upcoming.status == S.SCHEDULED

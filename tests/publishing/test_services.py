@@ -1,0 +1,439 @@
+"""The publishing services: editor actions, permissions and the due publish/unpublish batches."""
+
+import logging
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.test import override_settings
+from django.utils import timezone
+
+from coordination.clock import database_now
+from coordination.models import JobState
+from publishing import services
+from publishing.exceptions import InvalidSchedule, InvalidTransition, NotPublishable
+from publishing.models import Post, PublishEvent
+from tests.publishing.conftest import due_post, future_post, make_post
+
+pytestmark = pytest.mark.django_db
+
+S = Post.Status
+K = PublishEvent.Kind
+
+
+def kinds(post: Post) -> list[str]:
+    return list(post.events.order_by("at", "id").values_list("kind", flat=True))
+
+
+def publish_job_state(**values) -> JobState:
+    values.setdefault("next_due", database_now() + timedelta(hours=1))
+    return JobState.objects.create(name=services.PUBLISH_JOB, group="publishing", **values)
+
+
+# --- the model's database constraints ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"status": S.SCHEDULED, "publish_at": None},
+        {"status": S.PUBLISHED, "published_at": None},
+        {"status": "bogus"},
+        {"unpublish_at_offset": -60},
+        {"unpublish_at_offset": 0},
+    ],
+)
+def test_database_rejects_inconsistent_posts(values):
+    now = database_now()
+    values = dict(values)
+    offset = values.pop("unpublish_at_offset", None)
+    if offset is not None:
+        values.update(publish_at=now, unpublish_at=now + timedelta(seconds=offset))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Post.objects.create(title="t", slug="t", body="b", **values)
+
+
+def test_times_are_set_by_the_database_clock():
+    before = database_now()
+    post = services.save_post(post=Post(title="Hello", slug="hello", body="Hi"), user=None)
+    after = database_now()
+    assert before <= post.created_at <= after
+    assert before <= post.updated_at <= after
+    assert post.status == S.DRAFT
+
+
+# --- editor actions ---------------------------------------------------------------------
+
+
+def test_schedule_records_event_and_requests_wakeup(editor):
+    state = publish_job_state()
+    post = make_post(author=editor)
+    publish_at = database_now() + timedelta(minutes=5)
+    services.schedule_post(post=post, publish_at=publish_at, user=editor)
+    post.refresh_from_db()
+    assert post.status == S.SCHEDULED
+    assert post.publish_at == publish_at
+    event = post.events.get()
+    assert (event.kind, event.user, event.actor) == (K.SCHEDULED, editor, "editor")
+    state.refresh_from_db()
+    assert state.wake_at == publish_at, "the scheduler must wake up for the new post"
+
+
+def test_schedule_refuses_past_or_missing_times(editor):
+    post = make_post()
+    now = database_now()
+    with pytest.raises(InvalidSchedule) as exc:
+        services.schedule_post(post=post, publish_at=now - timedelta(seconds=1), user=editor)
+    assert "must be in the future" in exc.value.errors["publish_at"]
+    with pytest.raises(InvalidSchedule) as exc:
+        services.schedule_post(
+            post=post,
+            publish_at=now + timedelta(hours=2),
+            unpublish_at=now + timedelta(hours=1),
+            user=editor,
+        )
+    assert exc.value.errors == {
+        "unpublish_at": "The unpublish time must be after the publish time."
+    }
+    post.refresh_from_db()
+    assert post.status == S.DRAFT
+    assert not post.events.exists()
+
+
+def test_schedule_refuses_content_that_cannot_be_published(editor):
+    post = make_post(title="   ")
+    with pytest.raises(NotPublishable, match="the title is empty"):
+        services.schedule_post(
+            post=post, publish_at=database_now() + timedelta(hours=1), user=editor
+        )
+
+
+def test_reschedule_moves_the_time_and_wakes_the_scheduler(editor):
+    state = publish_job_state()
+    post = future_post(seconds_ahead=3600)
+    old = post.publish_at
+    new = database_now() + timedelta(seconds=30)
+    services.reschedule_post(post=post, publish_at=new, user=editor)
+    post.refresh_from_db()
+    assert post.publish_at == new
+    event = post.events.get()
+    assert event.kind == K.RESCHEDULED
+    assert old.isoformat() in event.detail and new.isoformat() in event.detail
+    state.refresh_from_db()
+    assert state.wake_at == new
+
+
+def test_cancel_takes_a_scheduled_post_back_to_draft(editor):
+    post = future_post()
+    services.cancel_schedule(post=post, user=editor)
+    post.refresh_from_db()
+    assert post.status == S.DRAFT
+    assert kinds(post) == [K.CANCELLED]
+
+
+def test_cancel_after_the_publish_says_so(editor):
+    post = due_post()
+    services.publish_due(node="n1")
+    with pytest.raises(InvalidTransition, match="already published"):
+        services.cancel_schedule(post=post, user=editor)
+    post.refresh_from_db()
+    assert post.status == S.PUBLISHED
+
+
+def test_publish_now_and_unpublish_now(editor):
+    post = make_post()
+    before = database_now()
+    services.publish_now(post=post, user=editor)
+    post.refresh_from_db()
+    assert post.status == S.PUBLISHED
+    assert before <= post.published_at <= database_now()
+    with pytest.raises(InvalidTransition):
+        services.publish_now(post=post, user=editor)
+    services.unpublish_now(post=post, user=editor)
+    post.refresh_from_db()
+    assert post.status == S.UNPUBLISHED
+    assert kinds(post) == [K.PUBLISHED, K.UNPUBLISHED]
+    with pytest.raises(InvalidTransition):
+        services.unpublish_now(post=post, user=editor)
+
+
+def test_publish_now_refuses_a_passed_unpublish_time(editor):
+    now = database_now()
+    post = make_post(publish_at=now - timedelta(hours=2), unpublish_at=now - timedelta(hours=1))
+    with pytest.raises(InvalidSchedule, match="unpublish time has passed"):
+        services.publish_now(post=post, user=editor)
+
+
+def test_set_unpublish_at_on_a_live_post(editor):
+    state = publish_job_state()
+    post = make_post(status=S.PUBLISHED)
+    when = database_now() + timedelta(minutes=10)
+    services.set_unpublish_at(post=post, unpublish_at=when, user=editor)
+    post.refresh_from_db()
+    assert post.unpublish_at == when
+    state.refresh_from_db()
+    assert state.wake_at == when
+
+
+@pytest.mark.parametrize(
+    "action",
+    ["schedule", "reschedule", "cancel", "publish_now", "unpublish_now", "set_unpublish_at"],
+)
+def test_users_without_the_permission_cannot_schedule_or_publish(drafter, action):
+    later = database_now() + timedelta(hours=1)
+    calls = {
+        "schedule": (
+            make_post,
+            lambda p: services.schedule_post(post=p, publish_at=later, user=drafter),
+        ),
+        "reschedule": (
+            future_post,
+            lambda p: services.reschedule_post(post=p, publish_at=later, user=drafter),
+        ),
+        "cancel": (future_post, lambda p: services.cancel_schedule(post=p, user=drafter)),
+        "publish_now": (make_post, lambda p: services.publish_now(post=p, user=drafter)),
+        "unpublish_now": (
+            lambda: make_post(status=S.PUBLISHED),
+            lambda p: services.unpublish_now(post=p, user=drafter),
+        ),
+        "set_unpublish_at": (
+            lambda: make_post(status=S.PUBLISHED),
+            lambda p: services.set_unpublish_at(post=p, unpublish_at=later, user=drafter),
+        ),
+    }
+    create, call = calls[action]
+    post = create()
+    status = post.status
+    with pytest.raises(PermissionDenied, match="Can schedule and publish posts"):
+        call(post)
+    post.refresh_from_db()
+    assert post.status == status
+    assert not post.events.exists()
+
+
+def test_drafters_can_write_drafts_but_not_edit_scheduled_posts(drafter):
+    post = services.save_post(post=Post(title="Mine", slug="mine", body="draft"), user=drafter)
+    assert post.author == drafter
+    post.body = "better draft"
+    services.save_post(post=post, user=drafter)
+    assert Post.objects.get(pk=post.pk).body == "better draft"
+    scheduled = future_post()
+    scheduled.body = "sneaky change"
+    with pytest.raises(PermissionDenied):
+        services.save_post(post=scheduled, user=drafter)
+    assert Post.objects.get(pk=scheduled.pk).body != "sneaky change"
+
+
+def test_saving_content_never_undoes_a_publish(editor):
+    """A stale form instance (loaded while scheduled) saved after the publish keeps it live."""
+    post = due_post()
+    stale = Post.objects.get(pk=post.pk)
+    services.publish_due(node="n1")
+    stale.title = "Edited title"
+    services.save_post(post=stale, user=editor)
+    post.refresh_from_db()
+    assert post.status == S.PUBLISHED
+    assert post.title == "Edited title"
+    assert post.published_at is not None
+
+
+# --- due publishes ----------------------------------------------------------------------
+
+
+def test_publish_due_publishes_only_due_scheduled_posts():
+    due = [due_post(seconds_ago=s) for s in (30, 5)]
+    future = future_post(seconds_ahead=60)
+    draft = make_post(publish_at=database_now() - timedelta(minutes=1))
+    before = database_now()
+    result = services.publish_due(node="node-a")
+    after = database_now()
+    assert sorted(result.done) == sorted(p.pk for p in due)
+    assert not result.more
+    for post in due:
+        post.refresh_from_db()
+        assert post.status == S.PUBLISHED
+        assert before <= post.published_at <= after
+        event = post.events.get()
+        assert (event.kind, event.node, event.actor) == (K.PUBLISHED, "node-a", "node-a")
+        expected = (post.published_at - post.publish_at).total_seconds()
+        assert event.lateness == pytest.approx(expected)
+        assert event.lateness >= 0
+    for post in (future, draft):
+        post.refresh_from_db()
+        assert post.status in (S.SCHEDULED, S.DRAFT)
+        assert post.published_at is None
+        assert not post.events.exists()
+    assert services.publish_due(node="node-a").done == [], "nothing is published twice"
+    assert PublishEvent.objects.filter(kind=K.PUBLISHED).count() == 2
+
+
+def test_due_decisions_use_the_database_clock_not_the_app_server_clock():
+    post = future_post(seconds_ahead=1800)
+    app_clock_two_hours_fast = database_now() + timedelta(hours=2)
+    with mock.patch("django.utils.timezone.now", return_value=app_clock_two_hours_fast):
+        assert timezone.now() == app_clock_two_hours_fast
+        result = services.publish_due(node="n")
+    assert result.done == []
+    post.refresh_from_db()
+    assert post.status == S.SCHEDULED
+
+
+def test_publish_due_works_in_batches_oldest_first():
+    posts = [due_post(seconds_ago=100 - i) for i in range(5)]
+    first = services.publish_due(batch_size=2)
+    assert first.done == [posts[0].pk, posts[1].pk]
+    assert first.more
+    second = services.publish_due(batch_size=2)
+    assert second.done == [posts[2].pk, posts[3].pk]
+    third = services.publish_due(batch_size=2)
+    assert third.done == [posts[4].pk]
+    assert not third.more
+
+
+def test_a_failing_post_stays_scheduled_with_its_error_and_does_not_block_others(caplog):
+    bad = due_post(seconds_ago=60, title="")
+    good = due_post(seconds_ago=10)
+    with caplog.at_level(logging.ERROR, logger="publishing.services"):
+        result = services.publish_due(node="node-a")
+    assert result.done == [good.pk]
+    assert result.failed == [bad.pk]
+    bad.refresh_from_db()
+    assert bad.status == S.SCHEDULED, "a failed post is not reverted to draft"
+    assert bad.last_error == "the title is empty"
+    assert bad.is_failed
+    event = bad.events.get()
+    assert (event.kind, event.node, event.detail) == (K.FAILED, "node-a", "the title is empty")
+    assert any(
+        f"post {bad.pk}" in r.getMessage() and "failed to publish" in r.getMessage()
+        for r in caplog.records
+    )
+    # Later batches skip it instead of failing it again and again.
+    assert services.publish_due(node="node-a").selected == 0
+    assert bad.events.count() == 1
+
+
+def test_editing_a_failed_post_clears_the_error_and_it_publishes(editor):
+    state = publish_job_state()
+    bad = due_post(slug="not a slug!")
+    services.publish_due()
+    bad.refresh_from_db()
+    assert "not a valid slug" in bad.last_error
+    bad.slug = "now-a-slug"
+    services.save_post(post=bad, user=editor)
+    bad.refresh_from_db()
+    assert bad.last_error == ""
+    state.refresh_from_db()
+    assert state.wake_at == bad.publish_at, "the edit wakes the scheduler: it is overdue"
+    assert services.publish_due().done == [bad.pk]
+    assert kinds(bad) == [K.FAILED, K.PUBLISHED]
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("", "the body is empty"),
+        ("     ", "the body is empty"),
+        ("x" * 51, "the body is longer than 50 characters"),
+    ],
+)
+@override_settings(INSTATIC_POST_BODY_MAX_CHARS=50)
+def test_publish_time_body_checks(body, problem):
+    post = due_post(body=body)
+    result = services.publish_due()
+    assert result.failed == [post.pk]
+    post.refresh_from_db()
+    assert post.last_error == problem
+
+
+@pytest.mark.sqlite
+def test_publish_time_title_length_check():
+    """Only SQLite lets a too-long title into the table; the publish check still catches it."""
+    post = due_post(title="t" * 201)
+    assert services.publish_due().failed == [post.pk]
+    post.refresh_from_db()
+    assert post.last_error == "the title is longer than 200 characters"
+
+
+# --- the race: a cancel between the job's selection and its update ----------------------
+
+
+def test_cancel_between_selection_and_update_wins(editor):
+    """The job selected the post, then an editor cancelled: it must never be published."""
+    victim = due_post(seconds_ago=20)
+    other = due_post(seconds_ago=10)
+    with transaction.atomic():
+        now = database_now()
+        rows = services.select_due_publications(now=now, batch_size=10)
+        assert {row.pk for row in rows} == {victim.pk, other.pk}
+        services.cancel_schedule(post=victim, user=editor)  # lands inside the window
+        result = services.publish_selected(rows=rows, now=now, node="node-a", batch_size=10)
+    assert result.done == [other.pk]
+    victim.refresh_from_db()
+    assert victim.status == S.DRAFT
+    assert victim.published_at is None
+    assert kinds(victim) == [K.CANCELLED]
+    assert services.publish_due().done == []
+
+
+def test_reschedule_between_selection_and_update_wins(editor):
+    post = due_post(seconds_ago=20)
+    later = database_now() + timedelta(hours=1)
+    with transaction.atomic():
+        now = database_now()
+        rows = services.select_due_publications(now=now, batch_size=10)
+        services.reschedule_post(post=post, publish_at=later, user=editor)
+        result = services.publish_selected(rows=rows, now=now, batch_size=10)
+    assert result.done == []
+    post.refresh_from_db()
+    assert (post.status, post.publish_at, post.published_at) == (S.SCHEDULED, later, None)
+
+
+def test_a_second_job_run_with_the_same_selection_publishes_nothing_twice():
+    """A stale leader replaying a batch another replica already published changes nothing."""
+    post = due_post()
+    with transaction.atomic():
+        now = database_now()
+        rows = services.select_due_publications(now=now, batch_size=10)
+    services.publish_due(node="node-a")
+    replay = services.publish_selected(rows=rows, now=database_now(), node="stale", batch_size=10)
+    assert replay.done == []
+    assert list(post.events.values_list("kind", "node")) == [(K.PUBLISHED, "node-a")]
+
+
+# --- due unpublishes --------------------------------------------------------------------
+
+
+def test_unpublish_due_takes_posts_down_at_their_time():
+    now = database_now()
+    expired = make_post(
+        status=S.PUBLISHED,
+        publish_at=now - timedelta(hours=1),
+        unpublish_at=now - timedelta(seconds=3),
+    )
+    still_live = make_post(status=S.PUBLISHED, unpublish_at=now + timedelta(hours=1))
+    forever = make_post(status=S.PUBLISHED)
+    result = services.unpublish_due(node="node-b")
+    assert result.done == [expired.pk]
+    expired.refresh_from_db()
+    assert expired.status == S.UNPUBLISHED
+    event = expired.events.get()
+    assert (event.kind, event.node) == (K.UNPUBLISHED, "node-b")
+    assert event.lateness >= 3
+    for post in (still_live, forever):
+        post.refresh_from_db()
+        assert post.status == S.PUBLISHED
+    assert services.unpublish_due().done == []
+
+
+def test_unpublish_between_selection_and_update_is_not_recorded_twice(editor):
+    now = database_now()
+    post = make_post(status=S.PUBLISHED, unpublish_at=now - timedelta(seconds=1))
+    with transaction.atomic():
+        now = database_now()
+        rows = services.select_due_unpublications(now=now, batch_size=10)
+        services.unpublish_now(post=post, user=editor)
+        result = services.unpublish_selected(rows=rows, now=now, batch_size=10)
+    assert result.done == []
+    assert kinds(post) == [K.UNPUBLISHED]
