@@ -202,7 +202,7 @@ def update_state_after_run(
     if wake_before is not None:
         JobState.objects.filter(name=job.name, wake_at__lte=wake_before).update(wake_at=None)
     if manual_requested_at is not None:
-        JobState.objects.filter(name=job.name, run_requested_at=manual_requested_at).update(
+        JobState.objects.filter(name=job.name, run_requested_at__lte=manual_requested_at).update(
             run_requested_at=None, run_requested_by=""
         )
     if succeeded:

@@ -23,6 +23,7 @@ from coordination.models import JobRun, JobState, Leadership
 from coordination.registry import Group, Job, Missed
 from coordination.runner import RunPlan, Worker
 from coordination.selectors import abandoned_runs_to_retry, declared_by_live_nodes, group_states
+from coordination.waker import Waker
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +64,11 @@ class GroupLoop(threading.Thread):
         self.workers: dict[str, Worker] = {}
         self.leading = False
         self.ticks = 0
-        self._wake = threading.Event()
+        self._wake = Waker()
         self._maintenance_requested = True
         self._last_maintenance = 0.0
         self._retries: list[JobRun] = []
+        self._recheck_at: float | None = None
 
     # --- control from other threads -----------------------------------------------------
     @property
@@ -163,6 +165,11 @@ class GroupLoop(threading.Thread):
             return False
         self.leading = True
         self._maintenance_requested = True
+        # The previous leader's node only counts as dead once its lease has run out, so look
+        # again for its unfinished runs then.
+        self._recheck_at = (
+            time.monotonic() + float(settings.LEASE) + 2 * float(settings.HEARTBEAT_INTERVAL)
+        )
         self.scheduler.metrics_leader_changed(self.group.name)
         logger.info(
             "[%s] acquired advisory lock, %s (key %s, node %s)",
@@ -314,6 +321,9 @@ class GroupLoop(threading.Thread):
     # --- maintenance --------------------------------------------------------------------
     def _needs_maintenance(self, declared: dict[str, Job], by_name: dict[str, JobState]) -> bool:
         if self._maintenance_requested:
+            return True
+        if self._recheck_at is not None and time.monotonic() >= self._recheck_at:
+            self._recheck_at = None
             return True
         if time.monotonic() - self._last_maintenance > MAINTENANCE_INTERVAL:
             return True

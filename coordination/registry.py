@@ -175,8 +175,11 @@ def make_job(
     max_duration: timedelta | None = None,
 ) -> Job:
     """Validate a declaration and return the :class:`Job` (without registering it)."""
-    source = f"{func.__module__}.{func.__qualname__}"
-    name = name or f"{func.__module__.rsplit('.', 1)[0]}.{func.__name__}"
+    if not callable(func):
+        raise JobDeclarationError(f"job {name!r}: {func!r} is not callable.")
+    qualname = getattr(func, "__qualname__", type(func).__qualname__)
+    source = f"{func.__module__}.{qualname}"
+    name = name or f"{func.__module__.rsplit('.', 1)[0]}.{qualname.rsplit('.', 1)[-1]}"
     if not JOB_NAME_RE.match(name):
         raise JobDeclarationError(
             f"job name {name!r} (declared by {source}) must be dotted lower-case words, "
@@ -205,8 +208,6 @@ def make_job(
             f"job {name!r}: retry_abandoned only applies to non-transactional jobs; a "
             "transactional job's crashed run rolls back and runs again by itself."
         )
-    if not callable(func):
-        raise JobDeclarationError(f"job {name!r}: {func!r} is not callable.")
     return Job(
         name=name,
         func=func,

@@ -97,7 +97,7 @@ class Worker(threading.Thread):
             job=self.job,
             slot=slot,
             node=self.loop.node.name,
-            logger=logging.getLogger(f"jobs.{self.job.name}"),
+            logger=logging.getLogger(f"instatic.jobs.{self.job.name}"),
             deadline=deadline,
             trigger=self.plan.trigger,
             _stop=self.should_stop,

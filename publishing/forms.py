@@ -53,7 +53,7 @@ class PostAdminForm(forms.ModelForm):
     publish permission get no ``target_status`` field and no time fields: they draft only.
     """
 
-    target_status = forms.ChoiceField(label=_("Status"), required=False)
+    target_status = forms.ChoiceField(label=_("Set status to"), required=False)
 
     user = None
 

@@ -33,7 +33,7 @@ class Post(models.Model):
         _("slug"),
         max_length=200,
         unique=True,
-        help_text=_("The post's address: /posts/<slug>/. Letters, digits, hyphens, underscores."),
+        help_text=_("The post's address, /posts/this-slug/: letters, digits, - and _."),
     )
     body = models.TextField(_("body"), help_text=_("Markdown. Raw HTML is sanitized."))
     status = models.CharField(

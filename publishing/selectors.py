@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.db.models.functions import Now
 
 from publishing.conf import settings
@@ -89,11 +89,3 @@ def lineup(limit: int | None = None) -> list[Post]:
 def failed_posts() -> QuerySet[Post]:
     """Return scheduled posts whose publish failed, oldest planned time first."""
     return Post.objects.filter(status=Post.Status.SCHEDULED).exclude(last_error="")
-
-
-def status_counts() -> dict[str, int]:
-    """Return the number of posts per status (every status present, zero if none)."""
-    counts = dict.fromkeys(Post.Status.values, 0)
-    for row in Post.objects.values("status").annotate(n=Count("id")).order_by():
-        counts[row["status"]] = row["n"]
-    return counts

@@ -153,9 +153,9 @@ class LeaderLock:
     def cancel_wait(self) -> None:
         """Interrupt a blocking ``acquire`` from another thread (best effort)."""
 
-    def wait_for_wakeup(self, timeout: float, event: threading.Event) -> None:
-        """Sleep up to ``timeout`` seconds or until ``event`` is set or a wake-up arrives."""
-        event.wait(timeout)
+    def wait_for_wakeup(self, timeout: float, waker) -> None:
+        """Sleep up to ``timeout`` seconds or until ``waker`` is set or a wake-up arrives."""
+        waker.wait(timeout)
 
     def listen(self, channel: str) -> None:
         """Subscribe the lock connection to wake-ups on ``channel`` (PostgreSQL only)."""

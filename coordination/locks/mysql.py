@@ -74,15 +74,18 @@ class MySQLLeaderLock(LeaderLock):
 
     @classmethod
     def list_holders(cls, *, using: str, keys=()) -> list[LockHolder]:
-        """Report the holders of ``keys`` (MySQL has no catalogue of user locks by default)."""
+        """Report the holders of ``keys`` (MySQL has no catalogue of user locks by default).
+
+        ``since`` is unknown: the server does not record when a user lock was taken.
+        """
         database = connections[using].settings_dict["NAME"]
         holders = []
         with connections[using].cursor() as cursor:
             for key in keys:
                 key = normalize_key(key)
                 cursor.execute(
-                    "SELECT p.ID, p.HOST, NOW(6) - INTERVAL p.TIME SECOND"
-                    " FROM information_schema.PROCESSLIST p WHERE p.ID = IS_USED_LOCK(%s)",
+                    "SELECT p.ID, p.HOST FROM information_schema.PROCESSLIST p"
+                    " WHERE p.ID = IS_USED_LOCK(%s)",
                     (lock_name(database, key),),
                 )
                 row = cursor.fetchone()

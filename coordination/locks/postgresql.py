@@ -8,7 +8,6 @@ partitioned holder's session die within the lease.
 """
 
 import logging
-import threading
 import time
 
 import psycopg
@@ -116,19 +115,27 @@ class PostgresLeaderLock(LeaderLock):
         self._conn.execute(f'LISTEN "{channel}"')
         self._listening.add(channel)
 
-    def wait_for_wakeup(self, timeout: float, event: threading.Event) -> None:
-        """Wait on the lock connection's socket: a NOTIFY or the session's death wakes us."""
+    def wait_for_wakeup(self, timeout: float, waker) -> None:
+        """Sleep in ``select()`` on the lock connection's socket and the loop's waker.
+
+        A ``NOTIFY`` on a channel we listen to, the session's death, or the waker ends the
+        sleep at once. The connection is not held while waiting, so other threads can run
+        ``still_held()`` on it meanwhile.
+        """
         conn = self._conn
         if conn is None or not self._listening:
-            event.wait(timeout)
+            waker.wait(timeout)
             return
         deadline = time.monotonic() + timeout
         try:
-            while not event.is_set():
+            while not waker.is_set():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return
-                for _notify in conn.notifies(timeout=min(remaining, 0.25), stop_after=1):
+                # Drain what arrived: notifications end the sleep, EOF raises.
+                if waker.wait_with(conn.fileno(), remaining) and any(
+                    True for _ in conn.notifies(timeout=0.01)
+                ):
                     return
         except psycopg.Error as exc:
             logger.error(

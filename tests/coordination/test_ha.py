@@ -38,14 +38,24 @@ def replicas():
         procs = []
         for i in range(count):
             name = names[i] if names else f"ha-{len(started)}"
-            proc = start_scheduler(name, GROUP, env=process_env(**FAST, **(env or {})), prefix=prefix)
+            proc = start_scheduler(
+                name, GROUP, env=process_env(**FAST, **(env or {})), prefix=prefix
+            )
             started.append(proc)
             procs.append(proc)
         return procs
 
+    def extra(node: str, group: str):
+        proc = start_scheduler(node, group, env=process_env(**FAST))
+        started.append(proc)
+        return proc
+
+    start.extra = extra
     yield start
     for proc in started:
         proc.stop()
+        # Shown by pytest only when the test failed.
+        print(f"----- {proc.name} (exit {proc.process.returncode}) -----\n{proc.log()[-4000:]}")
     connection.close()
 
 
@@ -55,8 +65,10 @@ def succeeded_runs():
 
 def wait_for_runs(count: int, *, timeout: float = 30.0, **filters):
     return wait_until(
-        lambda: JobRun.objects.filter(job=JOB, status=JobRun.Status.SUCCEEDED, **filters).count()
-        >= count,
+        lambda: (
+            JobRun.objects.filter(job=JOB, status=JobRun.Status.SUCCEEDED, **filters).count()
+            >= count
+        ),
         timeout=timeout,
         message=f"fewer than {count} successful runs of {JOB} within {timeout}s",
     )
@@ -138,7 +150,9 @@ def test_frozen_leader_is_removed_and_rejoins_as_follower(replicas):
     ran_before = JobRun.objects.filter(job=JOB, node=leader.name).count()
     wait_for_runs(3, node=new_leader, timeout=10)
     assert leader.alive()
-    assert JobRun.objects.filter(job=JOB, node=leader.name, status="succeeded").count() <= ran_before
+    assert (
+        JobRun.objects.filter(job=JOB, node=leader.name, status="succeeded").count() <= ran_before
+    )
     assert_exactly_once()
 
 
@@ -151,8 +165,10 @@ def test_terminating_the_leaders_lock_session_mid_job_runs_no_slot_twice(replica
         current = leader_name()
         # Hit the lock while a run is in flight (runs take 0.6s of every second).
         wait_until(
-            lambda current=current: JobRun.objects.filter(job=JOB).count() > 0
-            and "job hatest.tick" in by_name(procs, current).log(),
+            lambda current=current: (
+                JobRun.objects.filter(job=JOB).count() > 0
+                and "job hatest.tick" in by_name(procs, current).log()
+            ),
             timeout=5,
         )
         assert terminate_holder(f"group:{GROUP}") is not None
@@ -230,3 +246,40 @@ def test_a_replica_whose_clock_is_an_hour_off_runs_slots_on_time(replicas):
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
         assert cursor.fetchall() == []
+
+
+@pytest.mark.server
+def test_a_transactional_run_killed_mid_job_rolls_back_and_runs_again(replicas):
+    procs = [replicas.extra(f"crash-{i}", "hatest_crash") for i in range(2)]
+    first = wait_until(
+        lambda: next((p for p in procs if "working on slot" in p.log()), None), timeout=15
+    )
+    slot = first.log().split("working on slot ")[1].split()[0]
+    first.signal(signal.SIGKILL)
+    other = next(p for p in procs if p is not first)
+    other.wait_for_log("succeeded", timeout=15)
+    run = wait_until(
+        lambda: (
+            JobRun.objects.filter(job="hatest.crashy", status="succeeded").order_by("slot").first()
+        ),
+        timeout=15,
+    )
+    assert run.slot.isoformat() == slot, "the killed slot is the first to succeed, by the survivor"
+    assert run.node == other.name
+    effects = Counter(Effect.objects.filter(job="hatest.crashy").values_list("slot", flat=True))
+    assert max(effects.values()) == 1
+
+
+@pytest.mark.server
+def test_a_claim_first_run_killed_mid_job_is_marked_abandoned(replicas):
+    procs = [replicas.extra(f"slow-{i}", "hatest_slow") for i in range(2)]
+    running = wait_until(
+        lambda: JobRun.objects.filter(job="hatest.slow", status="running").first(), timeout=15
+    )
+    victim = next(p for p in procs if p.name == running.node)
+    victim.signal(signal.SIGKILL)
+    abandoned = wait_until(
+        lambda: JobRun.objects.filter(pk=running.pk, status="abandoned").first(), timeout=15
+    )
+    assert "stopped heartbeating" in abandoned.error
+    assert JobRun.objects.filter(job="hatest.slow", slot=running.slot).count() == 1

@@ -22,8 +22,23 @@ def tick(ctx):
     threading.Event().wait(float(settings.HATEST_WORK_SECONDS))
 
 
-@job(name="hatest.slow", group="hatest_slow", schedule=every(timedelta(seconds=1)))
+@job(name="hatest.slow", group="hatest_slow", schedule=every(timedelta(seconds=2)))
 def slow(ctx):
-    """Every second, claim first, then work for a while (for mid-job faults)."""
+    """Every 2 s, claim first, then work for a while (for mid-job faults)."""
     Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)
+    threading.Event().wait(float(settings.HATEST_SLOW_SECONDS))
+
+
+@job(
+    name="hatest.crashy",
+    group="hatest_crash",
+    schedule=every(timedelta(seconds=2)),
+    transactional=True,
+    missed="all",
+    missed_window=timedelta(seconds=30),
+)
+def crashy(ctx):
+    """Every 2 s, transactionally, work long enough to be killed mid-run."""
+    Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)
+    ctx.logger.info("working on slot %s", ctx.slot.isoformat())
     threading.Event().wait(float(settings.HATEST_SLOW_SECONDS))

@@ -394,3 +394,14 @@ def test_lineup_lists_the_next_scheduled_posts(as_editor, editor, url):
     assert "2099-12-24 18:00:00 CET" in lineup
     assert "Just a draft" not in lineup
     assert change_url(sooner) in lineup and change_url(later) in lineup
+
+
+def test_drafters_cannot_delete_scheduled_or_live_posts(as_drafter):
+    for post in (future_post(), make_post(status=S.PUBLISHED)):
+        url = reverse("admin:publishing_post_delete", args=[post.pk])
+        assert as_drafter.post(url, {"post": "yes"}).status_code == 403
+        assert Post.objects.filter(pk=post.pk).exists()
+    draft = make_post()
+    url = reverse("admin:publishing_post_delete", args=[draft.pk])
+    assert as_drafter.post(url, {"post": "yes"}).status_code == 302
+    assert not Post.objects.filter(pk=draft.pk).exists()

@@ -1,0 +1,375 @@
+"""The scheduler engine in one process: policies, outcomes, controls, declarations.
+
+Each test drives real ticks through ``Scheduler(once=True)`` against the real test database
+(threads use their own connections, hence ``transaction=True``); due times are set relative to
+the database clock, never the test machine's.
+"""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+from django.test import override_settings
+
+from coordination import services
+from coordination.checks import check_job_declarations
+from coordination.clock import database_now
+from coordination.models import JobRun, JobState, Node
+from coordination.registry import JobDeclarationError, JobRegistry, Missed, make_job
+from coordination.scheduler import Scheduler
+from coordination.schedules import Every, WhenDue, every, hourly
+from tests.support.polling import wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GROUP = "enginetest"
+
+
+class Recorder:
+    """A job function that records the slots it ran, optionally failing or blocking."""
+
+    def __init__(self, *, fail: bool = False, block: threading.Event | None = None):
+        self.slots = []
+        self.fail = fail
+        self.block = block
+        self.contexts = []
+
+    def __call__(self, ctx):
+        self.slots.append(ctx.slot)
+        self.contexts.append(ctx)
+        if self.block is not None:
+            self.block.wait(10)
+        if self.fail:
+            raise RuntimeError("boom from the job")
+
+
+def declare(func, name="enginetest.job", **options):
+    options.setdefault("schedule", every(timedelta(seconds=1)))
+    reg = JobRegistry()
+    job = reg.register(make_job(func, name=name, group=GROUP, **options))
+    return reg, job
+
+
+def tick(reg: JobRegistry, node_name: str = "engine-node") -> Scheduler:
+    scheduler = Scheduler(groups=[GROUP], node_name=node_name, once=True, registry=reg)
+    scheduler.run()
+    return scheduler
+
+
+def make_due(job, *, ago: timedelta, **extra) -> None:
+    """Create the job's state as if the cluster had been down for ``ago``."""
+    then = database_now() - ago
+    # The latest slot at or before ``then``: due now, with every later slot missed.
+    next_due = job.schedule.slots_between(then - timedelta(days=2), then, limit=1)[-1]
+    JobState.objects.update_or_create(
+        name=job.name,
+        defaults={
+            "group": GROUP,
+            "schedule": job.schedule.describe(),
+            "fingerprint": job.fingerprint,
+            "next_due": next_due,
+            **extra,
+        },
+    )
+
+
+def ran(job) -> JobRun:
+    """Return the one run of ``job`` that was not recorded as missed."""
+    return JobRun.objects.exclude(status=JobRun.Status.MISSED).get(job=job.name)
+
+
+def test_first_tick_creates_state_at_the_next_slot_without_running():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=hourly())
+    tick(reg)
+    state = JobState.objects.get(name=job.name)
+    assert state.next_due > database_now()
+    assert state.next_due.minute == 0 and state.next_due.second == 0
+    assert recorder.slots == []
+
+
+def test_latest_policy_runs_the_newest_missed_slot_once_and_records_the_rest():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=every(timedelta(seconds=10)), missed=Missed.LATEST)
+    make_due(job, ago=timedelta(seconds=55))
+    tick(reg)
+    assert len(recorder.slots) == 1
+    missed = JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED)
+    assert missed.count() in (5, 6)
+    assert all(run.slot < recorder.slots[0] for run in missed)
+    run = JobRun.objects.get(job=job.name, status=JobRun.Status.SUCCEEDED)
+    assert run.slot == recorder.slots[0]
+    state = JobState.objects.get(name=job.name)
+    assert state.next_due == recorder.slots[0] + timedelta(seconds=10)
+    assert state.missed_count == missed.count()
+
+
+@override_settings(INSTATIC_MISFIRE_GRACE=0.001)
+def test_skip_policy_runs_nothing_late_and_records_every_missed_slot():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=hourly(), missed=Missed.SKIP)
+    make_due(job, ago=timedelta(hours=3))
+    tick(reg)
+    assert recorder.slots == []
+    assert JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED).count() >= 3
+    assert JobState.objects.get(name=job.name).next_due > database_now()
+
+
+def test_all_policy_catches_up_within_the_window_oldest_first():
+    recorder = Recorder()
+    reg, job = declare(
+        recorder,
+        schedule=every(timedelta(seconds=1)),
+        missed=Missed.ALL,
+        missed_window=timedelta(seconds=5),
+    )
+    make_due(job, ago=timedelta(seconds=20))
+    tick(reg)
+    assert 5 <= len(recorder.slots) <= 7
+    assert recorder.slots == sorted(recorder.slots)
+    assert JobRun.objects.filter(job=job.name, status=JobRun.Status.SUCCEEDED).count() == len(
+        recorder.slots
+    )
+    assert JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED).count() >= 13
+
+
+def test_a_claimed_slot_is_not_run_again():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=every(timedelta(seconds=10)))
+    make_due(job, ago=timedelta(seconds=1))
+    slot = JobState.objects.get(name=job.name).next_due
+    JobRun.objects.create(job=job.name, slot=slot, status=JobRun.Status.SUCCEEDED, node="other")
+    tick(reg)
+    assert recorder.slots == []
+    assert JobState.objects.get(name=job.name).next_due == slot + timedelta(seconds=10)
+
+
+def test_transactional_failure_rolls_back_the_work_and_records_the_failure():
+    from tests.jobsapp.models import Effect
+
+    def failing(ctx):
+        Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)
+        raise ValueError("bad data in slot")
+
+    reg, job = declare(failing, transactional=True)
+    make_due(job, ago=timedelta(seconds=1))
+    tick(reg)
+    run = ran(job)
+    assert run.status == JobRun.Status.FAILED
+    assert "ValueError: bad data in slot" in run.error
+    assert not Effect.objects.exists()
+    state = JobState.objects.get(name=job.name)
+    assert state.consecutive_failures == 1 and state.last_status == "failed"
+
+
+@override_settings(INSTATIC_FAILURE_PAUSE_THRESHOLD=2)
+def test_failures_in_a_row_pause_the_job_and_a_success_resets_the_count():
+    recorder = Recorder(fail=True)
+    reg, job = declare(recorder)
+    make_due(job, ago=timedelta(0))
+    JobState.objects.filter(name=job.name).update(next_due=database_now() + timedelta(hours=1))
+    for _ in range(2):
+        services.request_run(job.name, requested_by="test")
+        tick(reg)
+    state = JobState.objects.get(name=job.name)
+    assert state.paused and state.consecutive_failures == 2
+    assert "2 failures" in state.paused_reason
+    make_due(job, ago=timedelta(seconds=1))
+    tick(reg)
+    assert len(recorder.slots) == 2, "a paused job does not run on schedule"
+    services.set_paused(job.name, False)
+    recorder.fail = False
+    make_due(job, ago=timedelta(seconds=1))
+    tick(reg)
+    state = JobState.objects.get(name=job.name)
+    assert not state.paused and state.consecutive_failures == 0 and state.last_status == "succeeded"
+
+
+def test_run_now_runs_a_paused_job_and_records_it_as_manual():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=hourly())
+    make_due(job, ago=timedelta(0), paused=True)
+    JobState.objects.filter(name=job.name).update(next_due=database_now() + timedelta(hours=1))
+    assert services.request_run(job.name, requested_by="editor-ann")
+    tick(reg)
+    run = JobRun.objects.get(job=job.name)
+    assert run.trigger == JobRun.Trigger.MANUAL and run.requested_by == "editor-ann"
+    assert run.status == JobRun.Status.SUCCEEDED
+    state = JobState.objects.get(name=job.name)
+    assert state.run_requested_at is None and state.paused
+
+
+def test_abandoned_runs_of_dead_nodes_are_marked_and_retried_when_asked():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=hourly(), retry_abandoned=True)
+    make_due(job, ago=timedelta(0))
+    JobState.objects.filter(name=job.name).update(next_due=database_now() + timedelta(hours=1))
+    stale = database_now() - timedelta(minutes=5)
+    Node.objects.create(
+        name="dead", instance="dead0", host="h", pid=1, started_at=stale, last_heartbeat=stale
+    )
+    slot = stale.replace(microsecond=0)
+    JobRun.objects.create(
+        job=job.name, slot=slot, status=JobRun.Status.RUNNING, node="dead", node_instance="dead0"
+    )
+    tick(reg)
+    run = JobRun.objects.get(job=job.name, slot=slot)
+    assert run.status == JobRun.Status.SUCCEEDED
+    assert run.trigger == JobRun.Trigger.RETRY and run.attempt == 2
+    assert recorder.slots == [slot]
+
+
+def test_abandoned_runs_stay_abandoned_without_retry():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=hourly())
+    make_due(job, ago=timedelta(0))
+    JobState.objects.filter(name=job.name).update(next_due=database_now() + timedelta(hours=1))
+    stale = database_now() - timedelta(minutes=5)
+    Node.objects.create(
+        name="dead", instance="dead0", host="h", pid=1, started_at=stale, last_heartbeat=stale
+    )
+    JobRun.objects.create(
+        job=job.name, slot=stale, status=JobRun.Status.RUNNING, node="dead", node_instance="dead0"
+    )
+    tick(reg)
+    assert JobRun.objects.get(job=job.name).status == JobRun.Status.ABANDONED
+    assert recorder.slots == []
+
+
+def test_a_job_past_its_max_duration_is_recorded_as_timed_out():
+    release = threading.Event()
+    recorder = Recorder(block=release)
+    reg, job = declare(recorder, max_duration=timedelta(milliseconds=200))
+    make_due(job, ago=timedelta(seconds=1))
+    scheduler = Scheduler(groups=[GROUP], node_name="engine-node", once=True, registry=reg)
+    loop = scheduler.loops[0]
+    scheduler.start()
+    try:
+        wait_until(lambda: recorder.contexts, timeout=5)
+        ctx = recorder.contexts[0]
+        wait_until(ctx.should_stop, timeout=5)
+        loop._check_timeouts()
+        assert ran(job).status == JobRun.Status.TIMED_OUT
+    finally:
+        release.set()
+        scheduler.wait()
+        scheduler.finish()
+    run = ran(job)
+    assert run.status == JobRun.Status.TIMED_OUT
+    assert "max_duration" in run.error
+
+
+def test_when_due_jobs_sleep_until_the_instant_they_return_and_wake_up_requests():
+    answers = []
+
+    def publish(ctx):
+        answers.append(ctx.slot)
+        return database_now() + timedelta(hours=2)
+
+    reg, job = declare(publish, schedule=WhenDue(fallback=timedelta(hours=5)), transactional=True)
+    tick(reg)
+    assert len(answers) == 1, "a when-due job checks at start-up"
+    state = JobState.objects.get(name=job.name)
+    assert timedelta(hours=1.9) < state.next_due - database_now() < timedelta(hours=2.1)
+    soon = database_now() - timedelta(seconds=1)
+    services.request_wakeup(job.name, soon)
+    services.request_wakeup(job.name, soon + timedelta(hours=1))  # never raises it
+    assert JobState.objects.get(name=job.name).wake_at == soon
+    tick(reg)
+    assert len(answers) == 2
+    assert JobState.objects.get(name=job.name).wake_at is None
+
+
+def test_undeclared_jobs_are_retired_not_deleted():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=hourly())
+    tick(reg)
+    empty = JobRegistry()
+    tick(empty)
+    state = JobState.objects.get(name=job.name)
+    assert state.retired_at is not None
+    tick(reg)
+    assert JobState.objects.get(name=job.name).retired_at is None
+
+
+def test_a_changed_schedule_reschedules_the_job():
+    reg, job = declare(Recorder(), schedule=hourly())
+    tick(reg)
+    reg2, job2 = declare(Recorder(), schedule=every(timedelta(seconds=7)))
+    tick(reg2)
+    state = JobState.objects.get(name=job.name)
+    assert state.fingerprint == Every(timedelta(seconds=7)).fingerprint()
+    assert state.next_due - database_now() < timedelta(seconds=8)
+
+
+def test_duplicate_job_names_name_both_declarations():
+    reg = JobRegistry()
+    reg.register(make_job(Recorder.__call__, name="dup.job", schedule=hourly()))
+
+    def other(ctx):
+        pass
+
+    with pytest.raises(JobDeclarationError) as excinfo:
+        reg.register(make_job(other, name="dup.job", schedule=hourly()))
+    message = str(excinfo.value)
+    assert "Recorder.__call__" in message and "other" in message and "declared twice" in message
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"schedule": timedelta(milliseconds=10)}, "1 second"),
+        ({"schedule": "hourly"}, "use every("),
+        ({"schedule": hourly(), "missed": "sometimes"}, "not a policy"),
+        ({"schedule": hourly(), "missed": "all"}, "missed_window"),
+        ({"schedule": hourly(), "name": "NoDots"}, "dotted lower-case"),
+        ({"schedule": hourly(), "transactional": True, "retry_abandoned": True}, "retry_abandoned"),
+    ],
+)
+def test_bad_declarations_fail_with_a_message_that_says_what_is_wrong(options, fragment):
+    options.setdefault("name", "bad.job")
+    with pytest.raises(JobDeclarationError) as excinfo:
+        make_job(lambda ctx: None, **options)
+    assert fragment in str(excinfo.value)
+
+
+def test_declaration_errors_found_at_discovery_are_system_check_errors():
+    from coordination.registry import registry
+
+    with registry.temporary():
+        registry.errors.append("job 'x.y' (declared by a.b): every(...) must be >= 1 second")
+        errors = check_job_declarations()
+    assert [e.id for e in errors] == ["coordination.E001"]
+    assert "x.y" in errors[0].msg
+
+
+def test_runscheduler_rejects_unknown_groups():
+    with pytest.raises(CommandError, match="unknown group"):
+        call_command("runscheduler", "--once", "--group", "nope")
+
+
+def test_schedulerstatus_json_has_nodes_leaders_and_jobs(capsys):
+    reg, job = declare(Recorder(), schedule=hourly())
+    tick(reg)
+    import json
+
+    call_command("schedulerstatus", "--json")
+    data = json.loads(capsys.readouterr().out)
+    assert {"nodes", "leaders", "jobs"} <= set(data)
+    assert any(n["name"] == "engine-node" and not n["alive"] for n in data["nodes"])
+    assert any(j["name"] == job.name for j in data["jobs"])
+    call_command("schedulerstatus")
+    out = capsys.readouterr().out
+    assert "Nodes" in out and "Leaders" in out and job.name in out
+
+
+def test_database_clock_is_the_servers():
+    now = database_now()
+    assert now.tzinfo is not None
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT now()")
+            assert abs((cursor.fetchone()[0] - now).total_seconds()) < 5
