@@ -8,7 +8,7 @@ import logging
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
 from coordination.conf import settings
@@ -95,10 +95,15 @@ def claim(
     node: str,
     instance: str,
     requested_by: str = "",
+    savepoint: bool = True,
 ) -> JobRun | None:
-    """Insert the ledger row for (job, slot) as running; return ``None`` if already claimed."""
+    """Insert the ledger row for (job, slot) as running; return ``None`` if already claimed.
+
+    With ``savepoint=False`` (inside a run's own transaction) a taken slot raises
+    ``IntegrityError`` instead, saving two statements per run.
+    """
     try:
-        with transaction.atomic():
+        with transaction.atomic(savepoint=savepoint):
             return JobRun.objects.create(
                 job=job.name,
                 slot=slot,
@@ -110,6 +115,8 @@ def claim(
                 requested_by=requested_by,
             )
     except IntegrityError:
+        if not savepoint:
+            raise
         return None
 
 
@@ -198,13 +205,17 @@ def update_state_after_run(
     }
     if next_due is not None:
         values["next_due"] = next_due
-    JobState.objects.filter(name=job.name).update(**values)
+    # One statement: clear the wake-up and run-now requests this run served, but keep any
+    # that arrived after it started.
     if wake_before is not None:
-        JobState.objects.filter(name=job.name, wake_at__lte=wake_before).update(wake_at=None)
+        values["wake_at"] = Case(When(wake_at__lte=wake_before, then=None), default=F("wake_at"))
     if manual_requested_at is not None:
-        JobState.objects.filter(name=job.name, run_requested_at__lte=manual_requested_at).update(
-            run_requested_at=None, run_requested_by=""
+        served = Q(run_requested_at__lte=manual_requested_at)
+        values["run_requested_at"] = Case(When(served, then=None), default=F("run_requested_at"))
+        values["run_requested_by"] = Case(
+            When(served, then=Value("")), default=F("run_requested_by")
         )
+    JobState.objects.filter(name=job.name).update(**values)
     if succeeded:
         return False
     threshold = int(settings.FAILURE_PAUSE_THRESHOLD)

@@ -132,6 +132,18 @@ class GroupLoop(threading.Thread):
                 if self.leading and not self.lock.acquired:
                     self._lost()
 
+    def _max_tick(self) -> float:
+        """Return the longest sleep between ticks.
+
+        A leader that listens for ``NOTIFY`` (PostgreSQL) hears every change that makes work
+        due sooner (scheduling a post, run now, resume), so it only re-reads state as a safety
+        net, every ``INSTATIC_NOTIFY_MAX_TICK`` seconds; elsewhere it polls every
+        ``INSTATIC_MAX_TICK`` seconds. This keeps an idle replica under a statement a second.
+        """
+        if self.lock.listening:
+            return float(settings.NOTIFY_MAX_TICK)
+        return float(settings.MAX_TICK)
+
     @property
     def _interruptible_wait(self) -> bool:
         return self.lock.vendor == "postgresql"
@@ -218,7 +230,11 @@ class GroupLoop(threading.Thread):
         self._check_timeouts()
 
         plans: list[RunPlan] = []
-        next_wake = now + timedelta(seconds=float(settings.MAX_TICK))
+        next_wake = now + timedelta(seconds=self._max_tick())
+        if self._recheck_at is not None:
+            next_wake = min(
+                next_wake, now + timedelta(seconds=max(0.0, self._recheck_at - time.monotonic()))
+            )
         for state in states:
             job = declared.get(state.name)
             if job is None or state.retired_at is not None or job.name in self.workers:

@@ -27,6 +27,10 @@ class JobTimedOut(Exception):
     """Raised inside a transactional run that outlived its max duration, to roll it back."""
 
 
+class SlotTaken(Exception):
+    """The (job, slot) ledger row already exists: another node ran or is running it."""
+
+
 class LeadershipLost(Exception):
     """Raised inside a transactional run when the lock is gone before commit."""
 
@@ -116,24 +120,18 @@ class Worker(threading.Thread):
             with transaction.atomic():
                 if first:
                     ledger.record_missed(job, plan.missed)
-                run = ledger.claim(
-                    job,
-                    slot,
-                    trigger=plan.trigger,
-                    node=node.name,
-                    instance=node.instance,
-                    requested_by=plan.requested_by,
-                )
-                if run is None:
-                    logger.info(
-                        "[%s] job %s slot %s already claimed elsewhere; skipping",
-                        self.log_prefix,
-                        job.name,
-                        slot.isoformat(),
+                try:
+                    run = ledger.claim(
+                        job,
+                        slot,
+                        trigger=plan.trigger,
+                        node=node.name,
+                        instance=node.instance,
+                        requested_by=plan.requested_by,
+                        savepoint=False,
                     )
-                    if plan.next_due is not None:
-                        ledger.advance(job, plan.next_due)
-                    return
+                except IntegrityError as exc:
+                    raise SlotTaken from exc
                 self.current_run = run
                 result = job.func(self._context(slot))
                 if self.timed_out or self.past_deadline():
@@ -156,6 +154,16 @@ class Worker(threading.Thread):
                     wake_before=plan.wake_before,
                     manual_requested_at=plan.manual_requested_at,
                 )
+        except SlotTaken:
+            logger.info(
+                "[%s] job %s slot %s already claimed elsewhere; skipping",
+                self.log_prefix,
+                job.name,
+                slot.isoformat(),
+            )
+            if plan.next_due is not None:
+                ledger.advance(job, plan.next_due)
+            return
         except LeadershipLost:
             logger.warning(
                 "[%s] job %s slot %s rolled back: lock lost mid-run; the new leader runs it",

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 @job(
     name=services.PUBLISH_JOB,
     group="publishing",
-    schedule=WhenDue(fallback=timedelta(seconds=30)),
+    schedule=WhenDue(fallback=timedelta(seconds=60)),
     transactional=True,
 )
 def publish_due(ctx: JobContext) -> datetime | None:

@@ -157,6 +157,11 @@ class LeaderLock:
         """Sleep up to ``timeout`` seconds or until ``waker`` is set or a wake-up arrives."""
         waker.wait(timeout)
 
+    @property
+    def listening(self) -> bool:
+        """Return True when wake-ups arrive on the lock connection (PostgreSQL ``LISTEN``)."""
+        return False
+
     def listen(self, channel: str) -> None:
         """Subscribe the lock connection to wake-ups on ``channel`` (PostgreSQL only)."""
 

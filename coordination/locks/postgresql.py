@@ -109,6 +109,10 @@ class PostgresLeaderLock(LeaderLock):
             except Exception:
                 logger.debug("[%s] cancelling a lock wait failed", self.label)
 
+    @property
+    def listening(self) -> bool:
+        return self._conn is not None and bool(self._listening)
+
     def listen(self, channel: str) -> None:
         if self._conn is None or channel in self._listening:
             return

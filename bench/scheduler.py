@@ -1,0 +1,175 @@
+"""Scheduler benchmark: three real replicas on a throwaway PostgreSQL.
+
+Prints database statements per replica per minute while idle (target <= 60), takeover after
+SIGKILL (target <= 2 s), after a freeze (target <= lease + 2 s), after SIGTERM (target <= 1 s),
+and the peak RSS of one ``runscheduler`` (target <= 80 MB). Statements are counted from the
+server's own statement log, attributed by ``application_name`` (``<node>/lock``,
+``<node>/work``), so nothing in the product is instrumented for the benchmark.
+
+Run: ``python -m bench.scheduler`` (or ``make bench``). ``BENCH_IDLE_SECONDS`` sets the idle
+window (default 60).
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+
+from devtools.pgcluster import PostgresCluster
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+LEASE = 10.0
+STATEMENT = re.compile(r"^([^|\n]*)\|LOG:  (?:statement|execute [^:]*):", re.MULTILINE)
+
+
+def env_for(url: str) -> dict:
+    env = dict(os.environ)
+    env.update(
+        {
+            "DATABASE_URL": url,
+            "DJANGO_SETTINGS_MODULE": "instatic.settings",
+            "DJANGO_SECRET_KEY": "bench-" + "x" * 60,
+            "DJANGO_DEBUG": "0",
+            "INSTATIC_LEASE": str(LEASE),
+            "INSTATIC_VAR_DIR": "/tmp/instatic-bench-var",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return env
+
+
+class Replica:
+    def __init__(self, name: str, env: dict):
+        self.name = name
+        self.log = open(f"/tmp/instatic-bench-{name}.log", "wb")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "runscheduler", "--node-name", name],
+            cwd=BASE_DIR,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGCONT)
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def leader(conn, group: str = "publishing") -> str | None:
+    row = conn.execute(
+        'SELECT node FROM coordination_leadership WHERE "group" = %s', (group,)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.01):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError("benchmark condition not met")
+
+
+def measure_takeover(conn, replicas: dict, action) -> float:
+    old = wait_for(lambda: leader(conn), 30)
+    victim = replicas[old]
+    start = time.monotonic()
+    action(victim)
+    wait_for(lambda: (name := leader(conn)) and name != old, 60)
+    return time.monotonic() - start
+
+
+def main() -> None:
+    idle_seconds = float(os.environ.get("BENCH_IDLE_SECONDS", "60"))
+    conf = {"log_statement": "'all'", "log_line_prefix": "'%a|'", "log_min_messages": "info"}
+    with PostgresCluster(extra_conf=conf) as cluster:
+        with psycopg.connect(cluster.url(), autocommit=True) as admin:
+            admin.execute("CREATE DATABASE instatic")
+        url = cluster.url("instatic")
+        env = env_for(url)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+            cwd=BASE_DIR,
+            env=env,
+            check=True,
+        )
+        replicas = {f"bench-{i}": Replica(f"bench-{i}", env) for i in range(1, 4)}
+        conn = psycopg.connect(url, autocommit=True, application_name="bench")
+        try:
+            wait_for(lambda: leader(conn) and leader(conn, "plugins"), 30)
+            time.sleep(5)  # let start-up work (first ticks, maintenance) finish
+            log_path = cluster.workdir / "server.log"
+            offset = log_path.stat().st_size
+            time.sleep(idle_seconds)
+            with open(log_path, errors="replace") as f:
+                f.seek(offset)
+                text = f.read()
+            counts = Counter(m.group(1).split("/")[0] for m in STATEMENT.finditer(text))
+            per_minute = {n: counts.get(n, 0) * 60 / idle_seconds for n in replicas}
+            rss = max(r.peak_rss_mb() for r in replicas.values())
+
+            kill = measure_takeover(conn, replicas, lambda r: r.process.kill())
+            freeze_victim = {}
+
+            def freeze(r):
+                freeze_victim["r"] = r
+                os.kill(r.process.pid, signal.SIGSTOP)
+
+            freeze_time = measure_takeover(conn, replicas, freeze)
+            os.kill(freeze_victim["r"].process.pid, signal.SIGCONT)
+            term = measure_takeover(conn, replicas, lambda r: r.process.terminate())
+        finally:
+            conn.close()
+            for replica in replicas.values():
+                replica.stop()
+
+    rows = [
+        (
+            "idle statements / replica / min (max)",
+            f"{max(per_minute.values()):.0f}",
+            "<= 60",
+            max(per_minute.values()) <= 60,
+        ),
+        ("takeover after SIGKILL", f"{kill:.2f} s", "<= 2 s", kill <= 2),
+        (
+            f"takeover after freeze (lease {LEASE:.0f} s)",
+            f"{freeze_time:.2f} s",
+            f"<= {LEASE + 2:.0f} s",
+            freeze_time <= LEASE + 2,
+        ),
+        ("takeover after SIGTERM", f"{term:.2f} s", "<= 1 s", term <= 1),
+        ("peak RSS of one runscheduler", f"{rss:.1f} MB", "<= 80 MB", rss <= 80),
+    ]
+    print("\nbench/scheduler.py: three replicas on a throwaway PostgreSQL 15")
+    print(
+        "  per replica idle statements/min: "
+        + ", ".join(f"{n}={v:.0f}" for n, v in per_minute.items())
+    )
+    width = max(len(r[0]) for r in rows)
+    for name, value, target, ok in rows:
+        print(f"  {name.ljust(width)}  {value:>10}  target {target:<8} {'PASS' if ok else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()
