@@ -13,82 +13,15 @@ window (default 60).
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import psycopg
 
-from devtools.pgcluster import PostgresCluster
+from bench._harness import Replica, leader, migrated_site, print_table, wait_for
 
-BASE_DIR = Path(__file__).resolve().parent.parent
 LEASE = 10.0
 STATEMENT = re.compile(r"^([^|\n]*)\|LOG:  (?:statement|execute [^:]*):", re.MULTILINE)
-
-
-def env_for(url: str) -> dict:
-    env = dict(os.environ)
-    env.update(
-        {
-            "DATABASE_URL": url,
-            "DJANGO_SETTINGS_MODULE": "instatic.settings",
-            "DJANGO_SECRET_KEY": "bench-" + "x" * 60,
-            "DJANGO_DEBUG": "0",
-            "INSTATIC_LEASE": str(LEASE),
-            "INSTATIC_VAR_DIR": "/tmp/instatic-bench-var",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    return env
-
-
-class Replica:
-    def __init__(self, name: str, env: dict):
-        self.name = name
-        self.log = open(f"/tmp/instatic-bench-{name}.log", "wb")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "runscheduler", "--node-name", name],
-            cwd=BASE_DIR,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def peak_rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGCONT)
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
-
-
-def leader(conn, group: str = "publishing") -> str | None:
-    row = conn.execute(
-        'SELECT node FROM coordination_leadership WHERE "group" = %s', (group,)
-    ).fetchone()
-    return row[0] if row else None
-
-
-def wait_for(predicate, timeout: float, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError("benchmark condition not met")
 
 
 def measure_takeover(conn, replicas: dict, action) -> float:
@@ -103,17 +36,7 @@ def measure_takeover(conn, replicas: dict, action) -> float:
 def main() -> None:
     idle_seconds = float(os.environ.get("BENCH_IDLE_SECONDS", "60"))
     conf = {"log_statement": "'all'", "log_line_prefix": "'%a|'", "log_min_messages": "info"}
-    with PostgresCluster(extra_conf=conf) as cluster:
-        with psycopg.connect(cluster.url(), autocommit=True) as admin:
-            admin.execute("CREATE DATABASE instatic")
-        url = cluster.url("instatic")
-        env = env_for(url)
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-            cwd=BASE_DIR,
-            env=env,
-            check=True,
-        )
+    with migrated_site(conf, INSTATIC_LEASE=str(LEASE)) as (cluster, url, env):
         replicas = {f"bench-{i}": Replica(f"bench-{i}", env) for i in range(1, 4)}
         conn = psycopg.connect(url, autocommit=True, application_name="bench")
         try:
@@ -161,14 +84,13 @@ def main() -> None:
         ("takeover after SIGTERM", f"{term:.2f} s", "<= 1 s", term <= 1),
         ("peak RSS of one runscheduler", f"{rss:.1f} MB", "<= 80 MB", rss <= 80),
     ]
-    print("\nbench/scheduler.py: three replicas on a throwaway PostgreSQL 15")
+    print_table("bench/scheduler.py: three replicas on a throwaway PostgreSQL 15", rows)
     print(
-        "  per replica idle statements/min: "
+        "  idle statements/min per replica: "
         + ", ".join(f"{n}={v:.0f}" for n, v in per_minute.items())
     )
-    width = max(len(r[0]) for r in rows)
-    for name, value, target, ok in rows:
-        print(f"  {name.ljust(width)}  {value:>10}  target {target:<8} {'PASS' if ok else 'FAIL'}")
+    if not all(ok for *_, ok in rows):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -28,5 +28,13 @@ STORAGES = {
 }
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobsapp"]  # noqa: F405
+# The example plugin (docs/plugins.md), and test-only plugin apps a multi-process test adds to
+# one node through the environment (a node with a different declared job set; a hanging job).
+INSTALLED_APPS += ["plugins.contrib.example"]
+INSTALLED_APPS += [a for a in os.environ.get("INSTATIC_TEST_EXTRA_APPS", "").split(",") if a]
 HATEST_WORK_SECONDS = float(os.environ.get("HATEST_WORK_SECONDS", "0.05"))
 HATEST_SLOW_SECONDS = float(os.environ.get("HATEST_SLOW_SECONDS", "1.5"))
+
+# WhiteNoise warns when STATIC_ROOT is missing; tests serve no collected files.
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)

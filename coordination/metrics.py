@@ -1,0 +1,314 @@
+"""Prometheus metrics: what this process did, and what the cluster looks like right now.
+
+Two kinds of numbers live in one dedicated :class:`~prometheus_client.CollectorRegistry`
+(never prometheus_client's global one, so tests can build as many sets as they like):
+
+- *process* counters and histograms that the scheduler feeds as it works: job runs by job and
+  status, run durations, publish lateness, leader changes;
+- *cluster* gauges read from the database at scrape time by :class:`DatabaseCollector`: live
+  nodes, the current leader of each group, and the scheduled-post backlog. Any replica (or the
+  web process) reports the same values, because they come from the shared database.
+
+The web process serves them at ``/metrics`` (:func:`metrics_view`); ``runscheduler
+--metrics-port`` serves them from a small HTTP server in a daemon thread
+(:meth:`SchedulerMetrics.serve`), which also answers ``/healthz`` with this node's own
+heartbeat freshness, so a container health check works when only the scheduler runs.
+
+``coordination`` does not import ``publishing``: the backlog is counted through
+``apps.get_model`` when the publishing app is installed.
+"""
+
+import json
+import logging
+import os
+import socket
+import threading
+from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+from django.apps import apps
+from django.core.management.base import CommandError
+from django.db import DatabaseError, InterfaceError, connections
+from django.db.models import Count, Q
+from django.db.models.functions import Now
+from django.http import HttpResponse
+from django.views.decorators.cache import never_cache
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, make_wsgi_app
+
+from coordination.conf import settings
+from coordination.models import Leadership, Node
+from coordination.selectors import live_nodes_q
+
+logger = logging.getLogger(__name__)
+
+DATABASE_ERRORS = (DatabaseError, InterfaceError)
+DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
+LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
+
+
+class DatabaseCollector:
+    """Cluster gauges read from the database each time Prometheus scrapes."""
+
+    def describe(self):
+        """Name the families without querying (the registry calls this when registering)."""
+        return [
+            GaugeMetricFamily("instatic_metrics_database_up", ""),
+            GaugeMetricFamily("instatic_live_nodes", ""),
+            GaugeMetricFamily("instatic_group_leader", "", labels=["group", "node"]),
+            GaugeMetricFamily("instatic_scheduled_posts", "", labels=["state"]),
+        ]
+
+    def collect(self):
+        up = GaugeMetricFamily(
+            "instatic_metrics_database_up",
+            "1 if the scrape could read the scheduler tables, else 0.",
+        )
+        try:
+            families = list(self._families())
+        except DATABASE_ERRORS as exc:
+            logger.warning("metrics: cannot read the database: %s", exc)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        yield from families
+
+    def _families(self):
+        live = Node.objects.filter(live_nodes_q())
+        nodes = GaugeMetricFamily(
+            "instatic_live_nodes",
+            "Scheduler nodes that heartbeated within the lease (INSTATIC_LEASE).",
+        )
+        nodes.add_metric([], live.count())
+        yield nodes
+
+        leaders = GaugeMetricFamily(
+            "instatic_group_leader",
+            "1 for the live node that leads each group.",
+            labels=["group", "node"],
+        )
+        live_names = live.values("name")
+        for group, node in Leadership.objects.filter(node__in=live_names).values_list(
+            "group", "node"
+        ):
+            leaders.add_metric([group, node], 1)
+        yield leaders
+
+        backlog = scheduled_post_backlog()
+        if backlog is not None:
+            posts = GaugeMetricFamily(
+                "instatic_scheduled_posts",
+                "Scheduled posts by state: waiting (not due yet), due (due, not yet "
+                "published) and failed (due, but the last publish attempt failed).",
+                labels=["state"],
+            )
+            for state, count in backlog.items():
+                posts.add_metric([state], count)
+            yield posts
+
+
+def scheduled_post_backlog() -> dict[str, int] | None:
+    """Return scheduled posts counted as waiting / due / failed, or ``None`` without publishing.
+
+    "Due" compares with the database clock (``Now()``), like the publish job does.
+    """
+    if not apps.is_installed("publishing"):
+        return None
+    post_model = apps.get_model("publishing", "Post")
+    not_failed = Q(last_error="")
+    due = Q(publish_at__lte=Now())
+    return post_model.objects.filter(status="scheduled").aggregate(
+        waiting=Count("pk", filter=not_failed & ~due),
+        due=Count("pk", filter=not_failed & due),
+        failed=Count("pk", filter=~not_failed),
+    )
+
+
+class InstaticMetrics:
+    """Every Instatic metric family, registered in ``registry``.
+
+    ``cluster=False`` leaves out the database-backed gauges (for tests of the process metrics
+    that run without a database).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, cluster: bool = True):
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.job_runs = Counter(
+            "instatic_job_runs",
+            "Finished job runs seen by this scheduler process, by job, group and outcome.",
+            ["job", "group", "status"],
+            registry=self.registry,
+        )
+        self.job_duration = Histogram(
+            "instatic_job_run_duration_seconds",
+            "How long job runs took on this scheduler process.",
+            ["job", "group"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.publish_lateness = Histogram(
+            "instatic_publish_lateness_seconds",
+            "Seconds between a post's publish_at and the moment it went live (database clock).",
+            buckets=LATENESS_BUCKETS,
+            registry=self.registry,
+        )
+        self.leader_changes = Counter(
+            "instatic_leader_changes",
+            "Times this scheduler process became the leader of a group.",
+            ["group", "node"],
+            registry=self.registry,
+        )
+        if cluster:
+            self.registry.register(DatabaseCollector())
+
+    def render(self, accept_header: str = "") -> tuple[bytes, str]:
+        """Return (body, content type) in the format the scraper asked for."""
+        encoder, content_type = choose_encoder(accept_header or "")
+        return encoder(self.registry), content_type
+
+
+METRICS = InstaticMetrics()
+REGISTRY = METRICS.registry
+
+
+def observe_publish_lateness(seconds: float, *, metrics: InstaticMetrics = METRICS) -> None:
+    """Record how late one scheduled post went live (called by the publishing app)."""
+    metrics.publish_lateness.observe(max(0.0, float(seconds)))
+
+
+@never_cache
+def metrics_view(request):
+    """Serve the metrics to Prometheus from the web process (``/metrics``)."""
+    body, content_type = METRICS.render(request.headers.get("Accept", ""))
+    return HttpResponse(body, content_type=content_type)
+
+
+def node_health(*, node_name: str | None = None) -> tuple[bool, dict]:
+    """Return (healthy, details) for this process's own node row.
+
+    Healthy means the node is registered, not stopped, and heartbeated within the lease, by
+    the database clock. Without ``node_name`` the row is found by this host name and pid, the
+    identity every scheduler process registers with.
+    """
+    rows = Node.objects.filter(stopped_at__isnull=True)
+    if node_name:
+        rows = rows.filter(name=node_name)
+    else:
+        rows = rows.filter(host=socket.gethostname(), pid=os.getpid())
+    try:
+        node = rows.annotate(db_now=Now()).order_by("-last_heartbeat").first()
+    except DATABASE_ERRORS as exc:
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return False, {"status": "unavailable", "reason": f"database: {text}"}
+    if node is None:
+        return False, {
+            "status": "unavailable",
+            "reason": "this scheduler node is not registered (starting up, or stopped)",
+        }
+    lease = float(settings.LEASE)
+    age = (node.db_now - node.last_heartbeat).total_seconds()
+    if age > lease:
+        return False, {
+            "status": "unavailable",
+            "reason": f"node {node.name} last heartbeated {age:.1f}s ago (lease {lease:g}s)",
+            "node": node.name,
+            "heartbeat_age": round(age, 3),
+        }
+    return True, {"status": "ok", "node": node.name, "heartbeat_age": round(age, 3)}
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """Log nothing per request: Prometheus scrapes every few seconds."""
+
+    def log_message(self, format, *args):
+        pass
+
+
+class SchedulerMetrics:
+    """What ``runscheduler`` feeds (``job_run``, ``leader_changed``) and its HTTP server."""
+
+    def __init__(self, metrics: InstaticMetrics = METRICS, *, node_name: str | None = None):
+        self.metrics = metrics
+        self.node_name = node_name
+        self.server = None
+        self.thread: threading.Thread | None = None
+        self._prometheus_app = make_wsgi_app(metrics.registry)
+
+    # --- called by coordination.scheduler.Scheduler ---------------------------------------
+    def job_run(self, job, status: str, duration: float | None) -> None:
+        """Count one run outcome of ``job`` (a ``Job`` or a name); time it when known."""
+        name = getattr(job, "name", str(job))
+        group = getattr(job, "group", "")
+        self.metrics.job_runs.labels(job=name, group=group, status=str(status)).inc()
+        if duration is not None:
+            self.metrics.job_duration.labels(job=name, group=group).observe(duration)
+
+    def leader_changed(self, group_name: str, node_name: str) -> None:
+        """Count that ``node_name`` (this process) became the leader of ``group_name``."""
+        self.metrics.leader_changes.labels(group=group_name, node=node_name).inc()
+
+    # --- the HTTP server ------------------------------------------------------------------
+    @property
+    def port(self) -> int | None:
+        return self.server.server_port if self.server is not None else None
+
+    def wsgi_app(self, environ, start_response):
+        """``/healthz``: this node's heartbeat; anything else: the metrics."""
+        try:
+            if environ.get("PATH_INFO", "").rstrip("/") == "/healthz":
+                healthy, details = node_health(node_name=self.node_name)
+                body = json.dumps(details).encode()
+                status = "200 OK" if healthy else "503 Service Unavailable"
+                start_response(
+                    status,
+                    [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+                )
+                return [body]
+            return self._prometheus_app(environ, start_response)
+        finally:
+            # Each request runs in its own short-lived thread: close that thread's connections.
+            connections.close_all()
+
+    @classmethod
+    def serve(
+        cls,
+        address: str,
+        port: int,
+        *,
+        metrics: InstaticMetrics = METRICS,
+        node_name: str | None = None,
+    ) -> "SchedulerMetrics":
+        """Start the metrics HTTP server on ``address:port`` in a daemon thread (0: any port)."""
+        instance = cls(metrics, node_name=node_name)
+
+        class Server(ThreadingWSGIServer):
+            pass
+
+        try:
+            infos = socket.getaddrinfo(
+                address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )
+            Server.address_family = infos[0][0]
+            instance.server = make_server(
+                infos[0][4][0], port, instance.wsgi_app, Server, handler_class=_QuietHandler
+            )
+        except OSError as exc:
+            raise CommandError(
+                f"cannot serve metrics on {address}:{port} ({exc.strerror or exc}). "
+                "Choose another --metrics-port (INSTATIC_METRICS_PORT) or --metrics-address."
+            ) from None
+        instance.thread = threading.Thread(
+            target=instance.server.serve_forever, name="metrics-http", daemon=True
+        )
+        instance.thread.start()
+        logger.info("serving metrics and /healthz on %s:%s", address, instance.port)
+        return instance
+
+    def shutdown(self) -> None:
+        """Stop the HTTP server (tests; the process exit ends the daemon thread anyway)."""
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None

@@ -1,0 +1,1 @@
+"""The example plugin from ``docs/plugins.md``; the plugin tests run it."""

@@ -1,0 +1,221 @@
+"""The plugin SDK: declare periodic jobs from a plugin app's ``jobs.py``.
+
+A plugin is a Django app. Its ``jobs.py`` declares jobs with :func:`plugin_job`::
+
+    from datetime import timedelta
+
+    from plugins.sdk import JobContext, daily, plugin_job
+
+
+    @plugin_job(schedule=daily(at="03:30", tz="Europe/Berlin"), max_duration=timedelta(minutes=5))
+    def send_digest(ctx: JobContext) -> None:
+        for user in subscribers():
+            if ctx.should_stop():
+                return
+            send_to(user, since=ctx.slot)
+
+The job is named ``<plugin>.<function name>`` (here ``myplugin.send_digest``), runs in the
+``plugins`` scheduler group (its own leader lock and loop, so it never delays publishing) and
+is discovered at start-up like admin modules are. See ``docs/plugins.md`` for the policies and
+for testing jobs with pytest-django.
+
+Disabling a plugin pauses its jobs (see :mod:`plugins.services`); as a second line of defence
+every plugin job checks, as it starts, that its plugin is enabled, and refuses to run if not.
+"""
+
+import functools
+import re
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.apps import apps
+
+from coordination.registry import (
+    Job,
+    JobContext,
+    JobDeclarationError,
+    JobRegistry,
+    Missed,
+    make_job,
+)
+from coordination.registry import registry as default_registry
+from coordination.schedules import (
+    Schedule,
+    cron,
+    daily,
+    every,
+    every_minutes,
+    hourly,
+    monthly,
+    weekly,
+)
+from plugins import selectors, services
+from plugins.exceptions import PluginDisabled
+from plugins.models import PLUGIN_GROUP
+
+__all__ = [
+    "PLUGIN_GROUP",
+    "Job",
+    "JobContext",
+    "JobDeclarationError",
+    "Missed",
+    "PluginDisabled",
+    "cron",
+    "daily",
+    "every",
+    "every_minutes",
+    "hourly",
+    "make_plugin_job",
+    "monthly",
+    "plugin_job",
+    "weekly",
+]
+
+_PLUGIN_RE = re.compile(r"^[a-z0-9_]+$")
+_JOB_RE = re.compile(r"^[a-z0-9_][a-z0-9_\-]*$")
+
+
+def _source(func: Callable) -> str:
+    """Return ``module.qualname`` of a function or callable object (as the registry names it)."""
+    qualname = getattr(func, "__qualname__", type(func).__qualname__)
+    return f"{func.__module__}.{qualname}"
+
+
+def _plugin_of(func: Callable, plugin: str | None) -> str:
+    """Return the plugin name: ``plugin`` if given, else the label of the app around ``func``."""
+    if plugin is None:
+        app_config = apps.get_containing_app_config(func.__module__)
+        if app_config is None:
+            raise JobDeclarationError(
+                f"plugin job {_source(func)} is not inside an installed "
+                "app; declare it in an installed app's jobs.py, or pass plugin='name'."
+            )
+        plugin = app_config.label
+    if not _PLUGIN_RE.match(plugin):
+        raise JobDeclarationError(
+            f"plugin name {plugin!r} (for {_source(func)}) must be "
+            "lower-case letters, digits and underscores; pass plugin='name' to choose one."
+        )
+    return plugin
+
+
+def _guarded(func: Callable[[JobContext], Any], plugin: str) -> Callable[[JobContext], Any]:
+    """Wrap ``func`` so it refuses to run while ``plugin`` is disabled.
+
+    Disabling a plugin pauses its jobs, which is what keeps them from running: a paused job's
+    slots are never claimed, and when the plugin is enabled again they are handled by the job's
+    missed-slot policy and recorded as missed. That keeps the run ledger honest, which a wrapper
+    that silently returned early would not: it would record runs as ``succeeded`` that did
+    nothing. This guard only covers what pausing cannot: a job first declared (by a deploy)
+    after its plugin was disabled, or a run requested outside the admin. It raises
+    :class:`PluginDisabled`, so the run is recorded as failed with that reason, and pauses the
+    job so it does not happen again (for a claim-first job at once; a transactional job's pause
+    would roll back with its run, so it is left to the failure cap).
+    """
+
+    @functools.wraps(func)
+    def run_if_enabled(ctx: JobContext):
+        if not selectors.plugin_enabled(plugin):
+            services.pause_for_disabled_plugin(ctx.job.name)
+            raise PluginDisabled(
+                f"plugin {plugin!r} is disabled, so {ctx.job.name} did not run; "
+                "enable the plugin in the admin to run its jobs again"
+            )
+        return func(ctx)
+
+    # The registry names a declaration after its function; keep that true for callable objects.
+    run_if_enabled.__module__ = func.__module__
+    run_if_enabled.__qualname__ = getattr(func, "__qualname__", type(func).__qualname__)
+    return run_if_enabled
+
+
+def make_plugin_job(
+    func: Callable[[JobContext], Any],
+    *,
+    schedule: Schedule | timedelta,
+    name: str | None = None,
+    plugin: str | None = None,
+    missed: Missed | str = Missed.LATEST,
+    missed_window: timedelta | None = None,
+    transactional: bool = False,
+    retry_abandoned: bool = False,
+    max_duration: timedelta | float | None = None,
+) -> Job:
+    """Validate a plugin job declaration and return its :class:`Job`, without registering it.
+
+    ``name`` is the part after the plugin's name (default: the function's name); ``plugin``
+    defaults to the label of the app the function is in. ``max_duration`` is a ``timedelta``
+    or a number of seconds. See :func:`plugin_job` for the rest.
+    """
+    plugin = _plugin_of(func, plugin)
+    short = name if name is not None else getattr(func, "__name__", "")
+    if not _JOB_RE.match(short or ""):
+        raise JobDeclarationError(
+            f"plugin job name {short!r} (declared by {_source(func)}) "
+            "must be one lower-case word (letters, digits, _ and -); the plugin's name is "
+            f"added in front: {plugin}.<name>."
+        )
+    if isinstance(max_duration, int | float) and not isinstance(max_duration, bool):
+        max_duration = timedelta(seconds=max_duration)
+    return make_job(
+        _guarded(func, plugin),
+        name=f"{plugin}.{short}",
+        schedule=schedule,
+        group=PLUGIN_GROUP,
+        missed=missed,
+        missed_window=missed_window,
+        transactional=transactional,
+        retry_abandoned=retry_abandoned,
+        max_duration=max_duration,
+    )
+
+
+def plugin_job(
+    *,
+    schedule: Schedule | timedelta,
+    name: str | None = None,
+    plugin: str | None = None,
+    missed: Missed | str = Missed.LATEST,
+    missed_window: timedelta | None = None,
+    transactional: bool = False,
+    retry_abandoned: bool = False,
+    max_duration: timedelta | float | None = None,
+    registry: JobRegistry = default_registry,
+) -> Callable[[Callable], Callable]:
+    """Declare the decorated function as a plugin job named ``<plugin>.<name>``.
+
+    - ``schedule``: :func:`every`, :func:`every_minutes`, :func:`hourly`, :func:`daily`,
+      :func:`weekly`, :func:`monthly`, :func:`cron` (with a time zone), or a ``timedelta``.
+    - ``missed``: what to do with slots that passed while no scheduler ran: ``"latest"``
+      (default: run the newest once), ``"skip"`` or ``"all"`` (needs ``missed_window``).
+      Slots not run are recorded as ``missed`` in the run ledger.
+    - ``transactional``: run inside one transaction with the run's ledger row (exactly once:
+      a crash rolls both back and the slot runs again). Otherwise the run is claimed first,
+      then the job runs (at most once; a run whose node died is recorded ``abandoned`` and
+      run again only with ``retry_abandoned=True``).
+    - ``max_duration``: past it the run is recorded ``timed_out`` and ``ctx.should_stop()``
+      turns true; the job is not started again while it still runs.
+
+    The function is returned unchanged (call it directly in tests); its declared
+    :class:`Job` is available as ``func.job``. A name already taken raises
+    :class:`JobDeclarationError` naming both declarations.
+    """
+
+    def decorator(func: Callable) -> Callable:
+        job = make_plugin_job(
+            func,
+            schedule=schedule,
+            name=name,
+            plugin=plugin,
+            missed=missed,
+            missed_window=missed_window,
+            transactional=transactional,
+            retry_abandoned=retry_abandoned,
+            max_duration=max_duration,
+        )
+        registry.register(job)
+        func.job = job
+        return func
+
+    return decorator

@@ -1,0 +1,165 @@
+"""Control of plugins and plugin jobs: one code path for the admin, tests and the shell.
+
+Every action records a :class:`ControlEvent` (who, what, when) in the same transaction as the
+change, and goes through :mod:`coordination.services`, so the scheduler's leader sees it at
+once (woken by ``NOTIFY`` on PostgreSQL, at its next tick elsewhere).
+"""
+
+import logging
+
+from django.db import connection, transaction
+from django.db.models.functions import Now
+
+from coordination import ledger
+from coordination import services as coordination
+from coordination.clock import database_now
+from coordination.models import JobState
+from plugins import selectors
+from plugins.exceptions import ControlError
+from plugins.models import PLUGIN_GROUP, ControlEvent, PluginState
+
+logger = logging.getLogger(__name__)
+
+#: The pause reason of jobs paused because their plugin is disabled; enabling the plugin
+#: resumes exactly these, and leaves jobs paused for other reasons (an operator, the failure
+#: cap) paused.
+PLUGIN_DISABLED_REASON = "plugin disabled"
+
+A = ControlEvent.Action
+
+
+def _username(user) -> str:
+    return user.get_username() if user is not None else ""
+
+
+def _record(user, action: str, target: str, detail: str = "") -> ControlEvent:
+    return ControlEvent.objects.create(
+        user=user if user is not None and user.pk else None,
+        username=_username(user),
+        action=action,
+        target=target,
+        detail=detail[:255],
+    )
+
+
+def _plugin_job(job_name: str) -> JobState:
+    state = JobState.objects.filter(name=job_name, group=PLUGIN_GROUP).first()
+    if state is None:
+        raise ControlError(f"{job_name} is not a plugin job the scheduler knows (yet).")
+    return state
+
+
+def sync_plugins() -> int:
+    """Create the missing :class:`PluginState` rows (enabled) for every known plugin."""
+    existing = set(PluginState.objects.values_list("app_label", flat=True))
+    missing = [name for name in selectors.known_plugins() if name not in existing]
+    PluginState.objects.bulk_create(
+        [PluginState(app_label=name) for name in missing], ignore_conflicts=True
+    )
+    return len(missing)
+
+
+def set_plugin_enabled(*, plugin: str, enabled: bool, user) -> int:
+    """Enable or disable a whole plugin; return how many of its jobs were resumed or paused.
+
+    Disabling pauses every job of the plugin that is not paused already, with the reason
+    :data:`PLUGIN_DISABLED_REASON`, and first creates the (paused) state of jobs this process
+    declares that the scheduler has not seen yet, so they never get a chance to run. Enabling
+    resumes only the jobs paused for that reason.
+    """
+    with transaction.atomic():
+        PluginState.objects.update_or_create(
+            app_label=plugin,
+            defaults={"enabled": enabled, "changed_by": user, "changed_at": Now()},
+        )
+        if enabled:
+            names = list(
+                selectors.plugin_job_states(plugin)
+                .filter(paused=True, paused_reason=PLUGIN_DISABLED_REASON)
+                .values_list("name", flat=True)
+            )
+            for name in names:
+                coordination.set_paused(name, False)
+        else:
+            _create_missing_states(plugin)
+            names = list(
+                selectors.plugin_job_states(plugin)
+                .filter(paused=False)
+                .values_list("name", flat=True)
+            )
+            for name in names:
+                coordination.set_paused(name, True, reason=PLUGIN_DISABLED_REASON)
+        action = A.PLUGIN_ENABLED if enabled else A.PLUGIN_DISABLED
+        verb = "resumed" if enabled else "paused"
+        _record(user, action, plugin, f"{verb} {len(names)} job(s): {', '.join(names)}")
+    logger.info(
+        "plugin %s %s by %s (%d job(s) %s)",
+        plugin,
+        "enabled" if enabled else "disabled",
+        _username(user) or "unknown",
+        len(names),
+        verb,
+    )
+    return len(names)
+
+
+def _create_missing_states(plugin: str) -> None:
+    jobs = selectors.declared_plugin_jobs().get(plugin, [])
+    known = set(selectors.plugin_job_states(plugin).values_list("name", flat=True))
+    missing = [job for job in jobs if job.name not in known]
+    if missing:
+        # The engine's own constructor of job states, so the next slot is computed its way.
+        ledger.ensure_states(missing, {}, database_now())
+
+
+def pause_for_disabled_plugin(job_name: str) -> None:
+    """Pause a job whose plugin turned out to be disabled as it started (see the SDK guard).
+
+    Inside a transactional run the pause would roll back with the run, so it is not tried.
+    """
+    if connection.in_atomic_block:
+        return
+    JobState.objects.filter(name=job_name, paused=False).update(
+        paused=True, paused_reason=PLUGIN_DISABLED_REASON
+    )
+
+
+def pause_job(*, job_name: str, user, reason: str = "") -> None:
+    """Pause a plugin job: it keeps its state and history but its slots are not run."""
+    state = _plugin_job(job_name)
+    reason = reason or f"paused by {_username(user) or 'an operator'}"
+    with transaction.atomic():
+        coordination.set_paused(state.name, True, reason=reason)
+        _record(user, A.JOB_PAUSED, state.name, reason)
+
+
+def resume_job(*, job_name: str, user) -> None:
+    """Resume a paused plugin job (this also clears its failure streak)."""
+    state = _plugin_job(job_name)
+    plugin = selectors.plugin_of(state.name)
+    if not selectors.plugin_enabled(plugin):
+        raise ControlError(
+            f"{state.name} stays paused while its plugin {plugin!r} is disabled; "
+            "enable the plugin instead."
+        )
+    with transaction.atomic():
+        coordination.set_paused(state.name, False)
+        detail = f"was: {state.paused_reason}" if state.paused else "was not paused"
+        _record(user, A.JOB_RESUMED, state.name, detail)
+
+
+def run_job_now(*, job_name: str, user) -> None:
+    """Ask the leader to run a plugin job now, even if paused (recorded as a manual run)."""
+    state = _plugin_job(job_name)
+    plugin = selectors.plugin_of(state.name)
+    if state.retired_at is not None:
+        raise ControlError(f"{state.name} is retired: no running node declares it any more.")
+    if not selectors.plugin_enabled(plugin):
+        raise ControlError(
+            f"{state.name} cannot run while its plugin {plugin!r} is disabled; "
+            "enable the plugin first."
+        )
+    with transaction.atomic():
+        if not coordination.request_run(state.name, requested_by=_username(user)):
+            raise ControlError(f"{state.name} no longer exists.")
+        _record(user, A.JOB_RUN_REQUESTED, state.name)

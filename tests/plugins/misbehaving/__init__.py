@@ -1,0 +1,1 @@
+"""A test-only plugin whose job hangs (INSTATIC_TEST_EXTRA_APPS)."""

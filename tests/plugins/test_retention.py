@@ -1,0 +1,68 @@
+"""Run-history retention: the newest N runs of every job are kept, the rest go in one DELETE."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+
+from coordination.clock import database_now
+from coordination.models import JobRun
+from plugins.builtin import retention
+from plugins.builtin.retention import prune_runs
+from plugins.testing import context_for
+
+pytestmark = pytest.mark.django_db
+
+
+def ledger(job: str, count: int, *, status=JobRun.Status.SUCCEEDED, start=None) -> list:
+    start = start or database_now() - timedelta(days=30)
+    JobRun.objects.bulk_create(
+        [
+            JobRun(job=job, slot=start + timedelta(minutes=i), status=status, node="n")
+            for i in range(count)
+        ]
+    )
+    return list(JobRun.objects.filter(job=job).order_by("-slot").values_list("slot", flat=True))
+
+
+def slots(job: str) -> list:
+    return list(JobRun.objects.filter(job=job).order_by("-slot").values_list("slot", flat=True))
+
+
+def test_the_hourly_job_keeps_exactly_the_newest_200_runs_of_every_job():
+    busy = ledger("example.beat", 250)
+    other = ledger("publishing.publish_due", 201, status=JobRun.Status.MISSED)
+    quiet = ledger("static_export.build", 20)
+    with CaptureQueriesContext(connection) as queries:
+        retention.prune(context_for(retention.prune))
+    assert slots("example.beat") == busy[:200]
+    assert slots("publishing.publish_due") == other[:200], "every group, every status"
+    assert slots("static_export.build") == quiet
+    deletes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("DELETE")]
+    assert len(deletes) == 2, "one DELETE per job that has too many runs"
+
+
+@override_settings(INSTATIC_RUN_RETENTION=5)
+def test_the_setting_decides_how_many_and_runs_in_progress_are_never_deleted():
+    kept = ledger("example.digest", 8)
+    old = database_now() - timedelta(days=60)
+    JobRun.objects.create(job="example.digest", slot=old, status=JobRun.Status.RUNNING)
+    JobRun.objects.create(
+        job="example.digest",
+        slot=old + timedelta(minutes=1),
+        status=JobRun.Status.TIMED_OUT,
+        error="still going",
+    )
+    retention.prune(context_for(retention.prune))
+    assert slots("example.digest") == [*kept[:5], old + timedelta(minutes=1), old]
+
+
+def test_zero_keeps_everything_and_should_stop_ends_early():
+    ledger("a.job", 10)
+    ledger("b.job", 10)
+    assert prune_runs(keep=0) == {}
+    assert prune_runs(keep=3, should_stop=lambda: True) == {}
+    assert JobRun.objects.count() == 20
+    assert prune_runs(keep=3) == {"a.job": 7, "b.job": 7}
