@@ -6,7 +6,9 @@ import sys
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "instatic.settings")
+    # `manage.py test` runs the pytest suite, which has its own settings module.
+    default = "tests.settings" if sys.argv[1:2] == ["test"] else "instatic.settings"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", default)
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

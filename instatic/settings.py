@@ -82,6 +82,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "instatic.urls"
+TEST_RUNNER = "instatic.test_runner.PytestRunner"
 WSGI_APPLICATION = "instatic.wsgi.application"
 ASGI_APPLICATION = "instatic.asgi.application"
 
