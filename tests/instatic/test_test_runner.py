@@ -8,7 +8,10 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def test_manage_py_test_hands_over_to_pytest():
-    target = "tests/coordination/test_schedules.py::test_limit_search_over_a_huge_range_does_not_overflow"
+    target = (
+        "tests/coordination/test_schedules.py"
+        "::test_limit_search_over_a_huge_range_does_not_overflow"
+    )
     result = subprocess.run(
         [sys.executable, "manage.py", "test", target, "-v", "0"],
         cwd=BASE_DIR,
