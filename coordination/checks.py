@@ -17,6 +17,7 @@ def register() -> None:
     checks.register(check_lock_keys, "coordination")
     checks.register(check_database_vendor, "coordination", checks.Tags.database)
     checks.register(check_timing, "coordination")
+    checks.register(check_lock_mode, "coordination")
 
 
 def check_job_declarations(app_configs=None, **kwargs):
@@ -103,6 +104,28 @@ def check_database_vendor(app_configs=None, databases=None, **kwargs):
                 hint="Keep SQLite on a local disk and run schedulers on one machine, or use "
                 "PostgreSQL for several machines.",
                 id="coordination.W002",
+            )
+        ]
+    return []
+
+
+def check_lock_mode(app_configs=None, **kwargs):
+    mode = settings.LOCK_MODE
+    if mode not in ("session", "transaction"):
+        return [
+            checks.Error(
+                f"INSTATIC_LOCK_MODE={mode!r} is not a lock mode.",
+                hint="Use 'session' (default) or 'transaction' behind PgBouncer in transaction "
+                "pooling mode.",
+                id="coordination.E007",
+            )
+        ]
+    if mode == "transaction" and connections[DEFAULT_DB_ALIAS].vendor != "postgresql":
+        return [
+            checks.Error(
+                "INSTATIC_LOCK_MODE=transaction is for PostgreSQL behind PgBouncer only.",
+                hint="Unset INSTATIC_LOCK_MODE for SQLite and MySQL.",
+                id="coordination.E008",
             )
         ]
     return []

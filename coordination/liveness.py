@@ -49,6 +49,19 @@ class LeaderView:
     last_heartbeat: datetime | None
     stopped_at: datetime | None
 
+    def frozen(self, now: datetime, lease: timedelta) -> bool:
+        """Return True if the leading process itself may still exist but stopped heartbeating.
+
+        A restarted node (same name, new instance) or a stopped one has no sessions left of
+        the leading process, and its new process's sessions must not be touched.
+        """
+        return (
+            self.node_instance == self.instance
+            and self.stopped_at is None
+            and self.last_heartbeat is not None
+            and self.last_heartbeat < now - lease
+        )
+
     def stale(self, now: datetime, lease: timedelta) -> bool:
         return (
             self.node_instance != self.instance
@@ -258,10 +271,12 @@ class Heartbeat(threading.Thread):
             if not leader.stale(now, lease):
                 continue
             pid = terminate_holder(leader.key, pid=leader.session_id)
-            if pid is None:
+            # Even where the lock is a lease (PgBouncer mode) and ends by itself, a frozen
+            # transaction of the stale node must not block or commit.
+            work = terminate_node_work_sessions(leader.node) if leader.frozen(now, lease) else 0
+            if pid is None and not work:
                 continue
             age = (now - leader.last_heartbeat).total_seconds() if leader.last_heartbeat else None
-            work = terminate_node_work_sessions(leader.node)
             logger.warning(
                 "[%s] took over from stale node %s (no heartbeat for %s): terminated its lock "
                 "session %s and %d work session(s)",

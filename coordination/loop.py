@@ -217,6 +217,8 @@ class GroupLoop(threading.Thread):
         """Run what is due; return how long to sleep (seconds)."""
         self._wake.clear()
         self.ticks += 1
+        if not self.lock.keep_alive():
+            return 0.0
         now, states = group_states(self.group.name)
         self.clock.sync(now)
         declared = {job.name: job for job in self.scheduler.jobs_for(self.group.name)}

@@ -48,6 +48,19 @@ class Leadership(models.Model):
         return f"{self.group}: {self.node}"
 
 
+class LockLease(models.Model):
+    """A leader lease, used instead of session locks behind PgBouncer (transaction pooling)."""
+
+    key = models.BigIntegerField(primary_key=True)
+    holder = models.CharField(max_length=200)
+    token = models.CharField(max_length=32)
+    acquired_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.key} held by {self.holder}"
+
+
 class JobState(models.Model):
     """Durable schedule state of one job, shared by every replica."""
 

@@ -154,6 +154,11 @@ INSTATIC_LEASE = _env_float("INSTATIC_LEASE", 10.0)
 INSTATIC_MAX_TICK = _env_float("INSTATIC_MAX_TICK", 5.0)
 INSTATIC_NOTIFY_MAX_TICK = _env_float("INSTATIC_NOTIFY_MAX_TICK", 30.0)
 INSTATIC_SHUTDOWN_GRACE = _env_float("INSTATIC_SHUTDOWN_GRACE", 25.0)
+# "transaction" when DATABASE_URL goes through PgBouncer in transaction pooling mode.
+INSTATIC_LOCK_MODE = os.environ.get("INSTATIC_LOCK_MODE", "session").strip().lower()
+if INSTATIC_LOCK_MODE == "transaction":
+    # Server-side cursors need a session; a transaction pooler cannot give them one.
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 INSTATIC_MISFIRE_GRACE = _env_float("INSTATIC_MISFIRE_GRACE", 30.0)
 INSTATIC_FAILURE_PAUSE_THRESHOLD = int(_env_float("INSTATIC_FAILURE_PAUSE_THRESHOLD", 5))
 INSTATIC_RUN_RETENTION = int(_env_float("INSTATIC_RUN_RETENTION", 200))

@@ -11,8 +11,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils.module_loading import import_string
 
+from coordination.conf import settings
 from coordination.locks.base import LeaderLock, LockHolder
 
+# Behind PgBouncer in transaction pooling mode (INSTATIC_LOCK_MODE=transaction).
+PGBOUNCER_BACKEND = "coordination.locks.pgbouncer.PgBouncerLeaderLock"
 BACKENDS = {
     "postgresql": "coordination.locks.postgresql.PostgresLeaderLock",
     "sqlite": "coordination.locks.sqlite.SQLiteLeaderLock",
@@ -33,6 +36,8 @@ __all__ = [
 def backend_class(using: str = DEFAULT_DB_ALIAS) -> type[LeaderLock]:
     """Return the lock class for the vendor of database ``using``."""
     vendor = connections[using].vendor
+    if vendor == "postgresql" and settings.LOCK_MODE == "transaction":
+        return import_string(PGBOUNCER_BACKEND)
     try:
         path = BACKENDS[vendor]
     except KeyError:

@@ -146,6 +146,10 @@ class LeaderLock:
                 self.release()
             self._discard()
 
+    def keep_alive(self) -> bool:
+        """Renew a lease-based lock when due (PgBouncer mode); session locks need nothing."""
+        return self.acquired
+
     def session_id(self) -> int | None:
         """Return the id of the session holding the lock (PostgreSQL pid, MySQL thread id)."""
         return None

@@ -183,8 +183,9 @@ def test_export_settings_are_checked(tmp_path, settings):
     assert check_export_settings() == []
 
 
-@override_settings(SECURE_SSL_REDIRECT=True, ALLOWED_HOSTS=[".blog.example.com"])
 def test_production_settings_render_over_https_as_an_allowed_host(tmp_path, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    settings.ALLOWED_HOSTS = [".blog.example.com"]
     make_post(status=Post.Status.PUBLISHED, title="Secure")
     export_site(tmp_path)
     assert "https://blog.example.com/posts/" in (live(tmp_path) / "feed/index.xml").read_text()
