@@ -15,7 +15,7 @@ _DEFAULTS = {
     "NODE_NAME": "",
     "HEARTBEAT_INTERVAL": 2.0,
     "LEASE": 10.0,
-    "MAX_TICK": 5.0,
+    "MAX_TICK": 1.0,
     "NOTIFY_MAX_TICK": 30.0,
     "SHUTDOWN_GRACE": 25.0,
     "LOCK_WAIT": 30.0,

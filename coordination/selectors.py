@@ -56,7 +56,11 @@ def status_snapshot() -> dict:
     now = database_now()
     lease = timedelta(seconds=float(settings.LEASE))
     nodes = list(Node.objects.all())
-    fingerprints = {n.jobs_fingerprint for n in nodes if n.stopped_at is None}
+    fingerprints = {
+        n.jobs_fingerprint
+        for n in nodes
+        if n.stopped_at is None and n.last_heartbeat >= now - lease
+    }
     node_rows = []
     alive_names = set()
     for node in nodes:

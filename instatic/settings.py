@@ -151,7 +151,9 @@ X_FRAME_OPTIONS = "DENY"
 INSTATIC_NODE_NAME = os.environ.get("INSTATIC_NODE_NAME", "")
 INSTATIC_HEARTBEAT_INTERVAL = _env_float("INSTATIC_HEARTBEAT_INTERVAL", 2.0)
 INSTATIC_LEASE = _env_float("INSTATIC_LEASE", 10.0)
-INSTATIC_MAX_TICK = _env_float("INSTATIC_MAX_TICK", 5.0)
+# Without NOTIFY (SQLite, MySQL, PgBouncer) a leader polls this often, so "run now" and newly
+# scheduled posts are picked up within about a second.
+INSTATIC_MAX_TICK = _env_float("INSTATIC_MAX_TICK", 1.0)
 INSTATIC_NOTIFY_MAX_TICK = _env_float("INSTATIC_NOTIFY_MAX_TICK", 30.0)
 INSTATIC_SHUTDOWN_GRACE = _env_float("INSTATIC_SHUTDOWN_GRACE", 25.0)
 # "transaction" when DATABASE_URL goes through PgBouncer in transaction pooling mode.
@@ -164,6 +166,8 @@ INSTATIC_FAILURE_PAUSE_THRESHOLD = int(_env_float("INSTATIC_FAILURE_PAUSE_THRESH
 INSTATIC_RUN_RETENTION = int(_env_float("INSTATIC_RUN_RETENTION", 200))
 INSTATIC_PUBLISH_BATCH_SIZE = int(_env_float("INSTATIC_PUBLISH_BATCH_SIZE", 2000))
 INSTATIC_EXPORT_ROOT = os.environ.get("INSTATIC_EXPORT_ROOT", "")
+INSTATIC_EXPORT_BASE_URL = os.environ.get("INSTATIC_EXPORT_BASE_URL", "")
+INSTATIC_EXPORT_KEEP = int(_env_float("INSTATIC_EXPORT_KEEP", 2))
 
 LOG_LEVEL = os.environ.get("INSTATIC_LOG_LEVEL", "INFO").upper()
 LOGGING = {

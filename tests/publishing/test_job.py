@@ -36,7 +36,7 @@ def test_the_publish_job_is_declared_as_the_brief_says():
     assert job.group == "publishing"
     assert job.transactional
     assert isinstance(job.schedule, WhenDue)
-    assert job.schedule.fallback == timedelta(seconds=30)
+    assert job.schedule.fallback == timedelta(seconds=60)
 
 
 @pytest.mark.django_db
