@@ -44,3 +44,7 @@ bench: $(DEV_STAMP)
 
 clean:
 	rm -rf $(VENV) var staticfiles
+
+# Fault-injection soak: CHAOS_DURATION seconds (default 180), reproducible from CHAOS_SEED.
+chaos: $(DEV_STAMP)
+	$(PY) -m devtools.chaos --duration $${CHAOS_DURATION:-180} --seed $${CHAOS_SEED:-1}

@@ -32,7 +32,13 @@ def find_bindir() -> Path | None:
 class PostgresCluster:
     """One PostgreSQL server listening on 127.0.0.1, owned by this process."""
 
-    def __init__(self, *, port: int | None = None, extra_conf: dict | None = None):
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        extra_conf: dict | None = None,
+        extra_hba: list[str] | None = None,
+    ):
         bindir = find_bindir()
         if bindir is None:
             raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
@@ -40,6 +46,7 @@ class PostgresCluster:
         self.port = port or free_port()
         self.user = service_user()
         self.extra_conf = extra_conf or {}
+        self.extra_hba = extra_hba or []
         self.workdir: Path | None = None
 
     @property
@@ -88,6 +95,9 @@ class PostgresCluster:
         with open(self.datadir / "postgresql.conf", "a") as f:
             for key, value in conf.items():
                 f.write(f"{key} = {value}\n")
+        if self.extra_hba:
+            with open(self.datadir / "pg_hba.conf", "a") as f:
+                f.write("\n".join(self.extra_hba) + "\n")
         self._pg_ctl("-l", str(self.workdir / "server.log"), "start")
         return self
 
@@ -123,6 +133,7 @@ class PostgresCluster:
         cluster = cls.__new__(cls)
         cluster.bindir, cluster.workdir = Path(bindir), Path(workdir)
         cluster.port, cluster.user, cluster.extra_conf = int(port), user or None, {}
+        cluster.extra_hba = []
         return cluster
 
     def __enter__(self) -> "PostgresCluster":

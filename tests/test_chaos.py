@@ -1,0 +1,36 @@
+"""The short chaos soak: about a minute of random faults; every invariant must hold.
+
+The long soak is ``make chaos``. This one runs once per ``make test`` (in the PostgreSQL pass)
+so CI guards the invariants on every change. It needs root for the network namespaces of the
+partition fault; under ``CI=true`` a missing ``ip netns`` is a failure.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.postgresql]
+
+
+def test_short_chaos_soak_holds_every_invariant():
+    partitions = os.geteuid() == 0 and shutil.which("ip") is not None
+    if not partitions and os.environ.get("CI", "").lower() == "true":
+        pytest.fail("the chaos soak needs root and iproute2 for its network partitions")
+    result = subprocess.run(
+        [sys.executable, "-m", "devtools.chaos", "--duration", "60", "--seed", "7"],
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    print(result.stdout[-6000:], result.stderr[-3000:])
+    assert result.returncode == 0, "an invariant broke: see the table above"
+    assert "ALL INVARIANTS HELD" in result.stdout
+    if partitions:
+        assert "skipped: no network namespaces" not in result.stdout
