@@ -34,6 +34,7 @@ test: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/hadolint Dockerfile
 
 format: $(DEV_STAMP)
 	$(PY) -m ruff check --fix .
@@ -41,6 +42,10 @@ format: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(PY) -m bench
+
+# A throwaway PostgreSQL, three scheduler replicas and the web server on 127.0.0.1; Ctrl-C ends it.
+ha-demo: $(STAMP)
+	$(PY) -m devtools.ha_demo
 
 clean:
 	rm -rf $(VENV) var staticfiles

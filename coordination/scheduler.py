@@ -16,6 +16,7 @@ from coordination.liveness import (
     DatabaseHealth,
     Heartbeat,
     NodeIdentity,
+    NodeNameInUse,
     mark_stopped,
     register_node,
     work_application_name,
@@ -107,9 +108,27 @@ class Scheduler:
             fingerprint=jobs_fingerprint(names, self.registry),
         )
 
+    def _register_waiting_for_name(self) -> None:
+        """Register, waiting up to one lease for a predecessor's row to go stale.
+
+        A restarted container keeps its host name (and pid 1), so its new scheduler can find
+        its own previous incarnation's heartbeat still fresh. A name that stays in use for a
+        whole lease belongs to a live process: refuse it.
+        """
+        deadline = time.monotonic() + float(settings.LEASE) + float(settings.HEARTBEAT_INTERVAL)
+        while True:
+            try:
+                self.register()
+                return
+            except NodeNameInUse as exc:
+                if time.monotonic() >= deadline or self.stop_event.is_set():
+                    raise
+                logger.warning("%s Waiting for it to go stale.", exc)
+                self.stop_event.wait(float(settings.HEARTBEAT_INTERVAL))
+
     def start(self) -> None:
         label_database_sessions(self.node.name)
-        self.register()
+        self._register_waiting_for_name()
         logger.info(
             "node %s (pid %s on %s) running groups %s",
             self.node.name,

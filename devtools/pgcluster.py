@@ -146,20 +146,11 @@ class PostgresCluster:
 def main() -> None:
     """Start a cluster, print its URL, and keep it until SIGINT/SIGTERM."""
     with PostgresCluster() as cluster:
+        import psycopg
+
+        with psycopg.connect(cluster.url(), autocommit=True) as conn:
+            conn.execute("CREATE DATABASE instatic")
         print(f"DATABASE_URL={cluster.url('instatic')}", flush=True)
-        run_as(
-            [
-                cluster.bindir / "createdb",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(cluster.port),
-                "-U",
-                "postgres",
-                "instatic",
-            ],
-            None,
-        )
         try:
             signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
             signal.pause()

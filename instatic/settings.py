@@ -144,7 +144,7 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_CONTENT_TYPE_NOSNIFF = True
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^healthz/scheduler$", r"^metrics$"]
 X_FRAME_OPTIONS = "DENY"
 
 # --- Scheduler (coordination app). Read lazily through coordination.conf.settings. ---
@@ -156,6 +156,8 @@ INSTATIC_LEASE = _env_float("INSTATIC_LEASE", 10.0)
 INSTATIC_MAX_TICK = _env_float("INSTATIC_MAX_TICK", 1.0)
 INSTATIC_NOTIFY_MAX_TICK = _env_float("INSTATIC_NOTIFY_MAX_TICK", 30.0)
 INSTATIC_SHUTDOWN_GRACE = _env_float("INSTATIC_SHUTDOWN_GRACE", 25.0)
+# /healthz/scheduler reports 503 when a due job or post waits longer than this (seconds).
+INSTATIC_HEALTH_LATE_THRESHOLD = _env_float("INSTATIC_HEALTH_LATE_THRESHOLD", 60.0)
 # "transaction" when DATABASE_URL goes through PgBouncer in transaction pooling mode.
 INSTATIC_LOCK_MODE = os.environ.get("INSTATIC_LOCK_MODE", "session").strip().lower()
 if INSTATIC_LOCK_MODE == "transaction":
@@ -170,6 +172,12 @@ INSTATIC_EXPORT_BASE_URL = os.environ.get("INSTATIC_EXPORT_BASE_URL", "")
 INSTATIC_EXPORT_KEEP = int(_env_float("INSTATIC_EXPORT_KEEP", 2))
 
 LOG_LEVEL = os.environ.get("INSTATIC_LOG_LEVEL", "INFO").upper()
+# "text" (default) for people, "json" for log shippers: one object per line (instatic/logging.py).
+LOG_FORMAT = (os.environ.get("INSTATIC_LOG_FORMAT") or "text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise SystemExit(
+        f"INSTATIC_LOG_FORMAT={LOG_FORMAT!r} is not a log format; use text (the default) or json."
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -177,9 +185,10 @@ LOGGING = {
         "text": {
             "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
         },
+        "json": {"()": "instatic.logging.JSONFormatter"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "text"},
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT},
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {

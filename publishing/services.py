@@ -14,6 +14,7 @@ Actions that schedule, publish or unpublish need the ``publishing.publish_post``
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
@@ -21,6 +22,7 @@ from django.db.models import QuerySet
 from django.db.models.functions import Length, Now, Trim
 
 from coordination.clock import database_now
+from coordination.metrics import observe_publish_lateness
 from coordination.services import request_wakeup
 from publishing.conf import settings
 from publishing.exceptions import InvalidSchedule, InvalidTransition, NotPublishable
@@ -375,6 +377,9 @@ def publish_selected(
             updated_at=now,
         )
         _insert_events(K.PUBLISHED, published, node=node, now=now)
+        # Feed the lateness histogram only once the publish is committed.
+        lateness = [(now - planned).total_seconds() for _, planned in published]
+        transaction.on_commit(partial(_observe_lateness, lateness))
     return BatchResult(
         now=now,
         selected=len(rows),
@@ -382,6 +387,11 @@ def publish_selected(
         failed=failed,
         batch_size=_batch_size(batch_size),
     )
+
+
+def _observe_lateness(seconds: list[float]) -> None:
+    for value in seconds:
+        observe_publish_lateness(value)
 
 
 def _insert_events(

@@ -283,3 +283,19 @@ def test_a_claim_first_run_killed_mid_job_is_marked_abandoned(replicas):
     )
     assert "stopped heartbeating" in abandoned.error
     assert JobRun.objects.filter(job="hatest.slow", slot=running.slot).count() == 1
+
+
+def test_a_node_name_in_use_is_refused_and_a_restart_under_the_same_name_waits(replicas):
+    (first,) = replicas(1, names=["same-name"])
+    first.wait_for_log("running groups")
+    (second,) = replicas(1, names=["same-name"])
+    assert second.wait(timeout=20) != 0
+    assert "node name 'same-name' is in use by pid" in second.log()
+    assert "Waiting for it to go stale" in second.log()
+    # A crashed process's successor (same name, as after a container restart) starts once the
+    # old heartbeat is stale, without anyone cleaning up.
+    first.signal(signal.SIGKILL)
+    before = JobRun.objects.filter(job=JOB, node="same-name").count()
+    (third,) = replicas(1, names=["same-name"])
+    third.wait_for_log("running groups", timeout=15)
+    wait_for_runs(before + 1, node="same-name", timeout=15)

@@ -54,6 +54,8 @@ class ScriptProcess:
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            # Its own process group, so stop() also ends whatever a broken script left behind.
+            start_new_session=True,
         )
 
     @property
@@ -83,9 +85,12 @@ class ScriptProcess:
             raise AssertionError(f"{self.name} ignored SIGTERM for {timeout}s:\n{self.log()}")
 
     def stop(self) -> None:
-        if self.alive():
-            self.process.kill()
-            self.process.wait()
+        """Kill the process and its whole group (gunicorn workers, a non-exec'd child)."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
         self._log.close()
 
 

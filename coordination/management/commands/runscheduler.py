@@ -64,7 +64,9 @@ class Command(BaseCommand):
         if options["metrics_port"] is not None:
             from coordination.metrics import SchedulerMetrics
 
-            metrics = SchedulerMetrics.serve(options["metrics_address"], options["metrics_port"])
+            metrics = SchedulerMetrics.serve(
+                options["metrics_address"], options["metrics_port"], node_name=node_name
+            )
         scheduler = Scheduler(
             groups=list(dict.fromkeys(groups)),
             node_name=node_name,
