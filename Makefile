@@ -26,9 +26,7 @@ $(DEV_STAMP): requirements-dev.txt requirements-mysql.txt $(STAMP)
 run: $(STAMP)
 	$(PY) -m devtools.run_local
 
-test: $(DEV_STAMP)
-	$(PY) -m ruff check .
-	$(PY) -m ruff format --check .
+test: lint
 	$(PY) -m devtools.testsuite $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
