@@ -49,18 +49,28 @@ def main() -> int:
         f"  Instatic: http://{ADDRESS}/  admin: http://{ADDRESS}/admin/  (Ctrl-C stops)\n",
         flush=True,
     )
+    # The children get their own session, so a Ctrl-C reaches only this process, which turns it
+    # into exactly one SIGTERM each (a second signal would make the scheduler exit at once).
     children = [
-        subprocess.Popen(manage("runserver", ADDRESS, "--noreload")),
-        subprocess.Popen(manage("runscheduler")),
+        subprocess.Popen(manage("runserver", ADDRESS, "--noreload"), start_new_session=True),
+        subprocess.Popen(manage("runscheduler"), start_new_session=True),
     ]
+    stopping = []
 
-    def forward(signum, frame):
+    def stop(signum, frame):
+        if stopping:
+            for child in children:
+                if child.poll() is None:
+                    child.kill()
+            return
+        stopping.append(signum)
+        print("\n  Stopping Instatic (Ctrl-C again to kill at once)...", flush=True)
         for child in children:
             if child.poll() is None:
-                child.send_signal(signum)
+                child.send_signal(signal.SIGTERM)
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)  # the terminal also signals the children directly
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         while all(child.poll() is None for child in children):
             try:
@@ -69,7 +79,7 @@ def main() -> int:
                 pass
     finally:
         for child in children:
-            if child.poll() is None:
+            if child.poll() is None and not stopping:
                 child.send_signal(signal.SIGTERM)
         for child in children:
             child.wait()
