@@ -5,10 +5,10 @@ from django.contrib import admin
 from coordination.models import JobRun, JobState, Leadership, Node
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """The scheduler owns these rows; people look, they do not edit."""
+class ReadOnlyAdminMixin:
+    """For rows the system writes (scheduler state, histories): people look, they do not edit."""
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):
@@ -16,6 +16,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The scheduler owns these rows."""
 
 
 @admin.register(Node)

@@ -107,6 +107,14 @@ class Worker(threading.Thread):
             _stop=self.should_stop,
         )
 
+    def _log_taken(self, slot: datetime) -> None:
+        logger.info(
+            "[%s] job %s slot %s already claimed elsewhere; skipping",
+            self.log_prefix,
+            self.job.name,
+            slot.isoformat(),
+        )
+
     def _lateness(self, slot: datetime) -> float:
         return max(0.0, (self.loop.clock.now() - slot).total_seconds())
 
@@ -155,12 +163,7 @@ class Worker(threading.Thread):
                     manual_requested_at=plan.manual_requested_at,
                 )
         except SlotTaken:
-            logger.info(
-                "[%s] job %s slot %s already claimed elsewhere; skipping",
-                self.log_prefix,
-                job.name,
-                slot.isoformat(),
-            )
+            self._log_taken(slot)
             if plan.next_due is not None:
                 ledger.advance(job, plan.next_due)
             return
@@ -250,12 +253,7 @@ class Worker(threading.Thread):
                 if plan.next_due is not None:
                     ledger.advance(job, plan.next_due)
             if run is None:
-                logger.info(
-                    "[%s] job %s slot %s already claimed elsewhere; skipping",
-                    self.log_prefix,
-                    job.name,
-                    slot.isoformat(),
-                )
+                self._log_taken(slot)
                 return
         self.current_run = run
         started = time.monotonic()

@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 
 from devtools.servers import (
+    ServerProcess,
     free_port,
     make_workdir,
-    remove_tree,
     run_as,
     service_user,
     wait_for_port,
@@ -33,7 +33,7 @@ def client_library_available() -> bool:
     return True
 
 
-class MariaDBServer:
+class MariaDBServer(ServerProcess):
     """One MariaDB server on 127.0.0.1 with a root user that needs no password over TCP."""
 
     def __init__(self, *, port: int | None = None):
@@ -118,22 +118,3 @@ class MariaDBServer:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"MariaDB setup failed: {result.stderr}")
             time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            self.process = None
-        if self.workdir is not None:
-            remove_tree(self.workdir)
-            self.workdir = None
-
-    def __enter__(self) -> "MariaDBServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

@@ -4,7 +4,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from devtools.servers import free_port, make_workdir, remove_tree, service_user, wait_for_port
+from devtools.servers import ServerProcess, free_port, make_workdir, service_user, wait_for_port
 
 
 def find_binary() -> str | None:
@@ -13,7 +13,7 @@ def find_binary() -> str | None:
     )
 
 
-class PgBouncer:
+class PgBouncer(ServerProcess):
     """PgBouncer on 127.0.0.1, pooling ``dbname`` of the server at ``upstream_port``."""
 
     def __init__(self, *, upstream_port: int, dbname: str, pool_mode: str = "transaction"):
@@ -24,6 +24,7 @@ class PgBouncer:
         self.upstream_port = upstream_port
         self.dbname = dbname
         self.pool_mode = pool_mode
+        self.stop_timeout = 15.0
         self.port = free_port()
         self.user = service_user()  # PgBouncer refuses to run as root
         self.workdir: Path | None = None
@@ -66,22 +67,3 @@ ignore_startup_parameters = extra_float_digits
             self.stop()
             raise
         return self
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            self.process = None
-        if self.workdir is not None:
-            remove_tree(self.workdir)
-            self.workdir = None
-
-    def __enter__(self) -> "PgBouncer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

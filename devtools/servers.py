@@ -72,3 +72,37 @@ def wait_for_port(port: int, *, timeout: float = 30.0) -> None:
 
 def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def terminate(process: subprocess.Popen | None, *, timeout: float = 30.0) -> None:
+    """SIGTERM ``process`` and wait; SIGKILL it if it does not exit within ``timeout``."""
+    if process is None:
+        return
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class ServerProcess:
+    """A server run from a temporary folder: ``stop()`` ends it and removes the folder."""
+
+    process: subprocess.Popen | None = None
+    workdir: Path | None = None
+    stop_timeout = 30.0
+
+    def stop(self) -> None:
+        terminate(self.process, timeout=self.stop_timeout)
+        self.process = None
+        if self.workdir is not None:
+            remove_tree(self.workdir)
+            self.workdir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -14,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from coordination.admin import ReadOnlyAdminMixin
 from coordination.models import JobRun
 from plugins import selectors, services
 from plugins.exceptions import ControlError
@@ -100,20 +101,11 @@ def notices() -> list[dict]:
     return found
 
 
-class ControlAdmin(admin.ModelAdmin):
+class ControlAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only rows; actions (for users allowed to control plugins) call the services."""
 
     change_list_template = NOTICES_TEMPLATE
     show_notices = True
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_control_permission(self, request) -> bool:
         return request.user.has_perm("plugins.control_plugins")

@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from coordination.admin import ReadOnlyAdminMixin
 from publishing import services
 from publishing.exceptions import PublishingError
 from publishing.forms import PostAdminForm
@@ -337,7 +338,7 @@ class PostAdmin(admin.ModelAdmin):
 
 
 @admin.register(PublishEvent)
-class PublishEventAdmin(admin.ModelAdmin):
+class PublishEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The whole publish history across posts, read-only (for audits and the failure count)."""
 
     list_display = ["at", "post", "kind", "actor", "lateness", "detail"]
@@ -345,12 +346,3 @@ class PublishEventAdmin(admin.ModelAdmin):
     search_fields = ["post__title", "node", "detail"]
     date_hierarchy = "at"
     list_select_related = ["post", "user"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

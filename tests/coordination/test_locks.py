@@ -27,7 +27,7 @@ from coordination.locks import (
     terminate_holder,
 )
 from coordination.locks.mysql import MAX_NAME_LENGTH, lock_name
-from tests.coordination.lockholder import BASE_DIR, Holders, is_waiting
+from tests.coordination.lockholder import BASE_DIR, is_waiting
 from tests.support.polling import wait_until
 
 # Computed once with coordination.keys.derive_key and written down: these must never change,
@@ -54,18 +54,6 @@ ROUND_TRIP_KEYS = [
     -(2**63),
     *FIXED_KEYS.values(),
 ]
-
-
-@pytest.fixture
-def holders():
-    with Holders() as started:
-        yield started
-
-
-@pytest.fixture
-def key(request) -> str:
-    """A lock name of this test's own, so no two tests share a key."""
-    return f"test:{request.node.name}"
 
 
 # --- keys -----------------------------------------------------------------------------------

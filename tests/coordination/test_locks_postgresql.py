@@ -16,20 +16,9 @@ from django.db import connection
 from coordination.keys import normalize_key
 from coordination.locks import LockHolder, list_holders, make_lock
 from devtools.pgcluster import PostgresCluster
-from tests.coordination.lockholder import Holders, temporary_alias
+from tests.coordination.lockholder import temporary_alias
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def holders():
-    with Holders() as started:
-        yield started
-
-
-@pytest.fixture
-def key(request) -> str:
-    return f"test:{request.node.name}"
 
 
 def scalar(sql: str, params=()):

@@ -15,35 +15,15 @@ from django.db import close_old_connections, connection
 
 from coordination.locks import list_holders, make_lock, terminate_holder
 from devtools.servers import free_port
-from tests.coordination.lockholder import Holders, backend_pid, is_waiting, temporary_alias
+from tests.coordination.lockholder import backend_pid, is_waiting, temporary_alias
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.server, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def holders():
-    with Holders() as started:
-        yield started
-
-
-@pytest.fixture
 def key(request) -> str:
     return f"test:{request.node.name}"
-
-
-@pytest.fixture
-def locks():
-    """Make lock handles in this process that are always closed after the test."""
-    made = []
-
-    def make(*args, **kwargs):
-        made.append(make_lock(*args, **kwargs))
-        return made[-1]
-
-    yield make
-    for lock in made:
-        lock.close()
 
 
 def session_alive(session_id: int) -> bool:

@@ -14,34 +14,15 @@ from django.db import connection
 
 from coordination.locks import list_holders, make_lock, terminate_holder
 from coordination.locks.sqlite import database_path, lock_file_path
-from tests.coordination.lockholder import Holders, temporary_alias
+from tests.coordination.lockholder import temporary_alias
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.sqlite, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def holders():
-    with Holders() as started:
-        yield started
-
-
-@pytest.fixture
 def key(request) -> str:
     return f"test:{request.node.name}"
-
-
-@pytest.fixture
-def locks():
-    made = []
-
-    def make(*args, **kwargs):
-        made.append(make_lock(*args, **kwargs))
-        return made[-1]
-
-    yield make
-    for lock in made:
-        lock.close()
 
 
 def held_keys(key_value: int):

@@ -1,0 +1,33 @@
+"""Fixtures shared by the coordination tests (lock holders and lock handles)."""
+
+import pytest
+
+from coordination.locks import make_lock
+from tests.coordination.lockholder import Holders
+
+
+@pytest.fixture
+def holders():
+    """Lock-holder subprocesses that are always stopped after the test."""
+    with Holders() as started:
+        yield started
+
+
+@pytest.fixture
+def key(request) -> str:
+    """A lock name of this test's own, so no two tests share a key."""
+    return f"test:{request.node.name}"
+
+
+@pytest.fixture
+def locks():
+    """Make lock handles in this process that are always closed after the test."""
+    made = []
+
+    def make(*args, **kwargs):
+        made.append(make_lock(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for lock in made:
+        lock.close()
