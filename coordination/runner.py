@@ -158,14 +158,19 @@ class Worker(threading.Thread):
                     lateness=lateness,
                     error="",
                     node=node.name,
-                    next_due=self._next_due(result),
+                    next_due=self._next_due(result, after=slot),
                     wake_before=plan.wake_before,
                     manual_requested_at=plan.manual_requested_at,
                 )
         except SlotTaken:
             self._log_taken(slot)
-            if plan.next_due is not None:
-                ledger.advance(job, plan.next_due)
+            # The rolled-back transaction held this plan's missed slots too: keep them.
+            with transaction.atomic():
+                if first:
+                    ledger.record_missed(job, plan.missed)
+                next_due = self._next_due(None, after=slot)
+                if next_due is not None:
+                    ledger.advance(job, next_due)
             return
         except LeadershipLost:
             logger.warning(
@@ -180,11 +185,14 @@ class Worker(threading.Thread):
             status = (
                 JobRun.Status.TIMED_OUT if isinstance(exc, JobTimedOut) else JobRun.Status.FAILED
             )
-            self._record_transactional_failure(slot, status, exc, duration, lateness)
+            self._record_transactional_failure(slot, status, exc, duration, lateness, first=first)
             return
         self.loop.report_outcome(job, slot, JobRun.Status.SUCCEEDED, time.monotonic() - started)
 
-    def _record_transactional_failure(self, slot, status, exc, duration, lateness) -> None:
+    def _record_transactional_failure(
+        self, slot, status, exc, duration, lateness, *, first: bool
+    ) -> None:
+        """Record a rolled-back run as failed (and the plan's missed slots) in a new transaction."""
         job, plan, node = self.job, self.plan, self.loop.node
         error = "".join(traceback.format_exception(exc))
         close_old_connections()
@@ -198,6 +206,8 @@ class Worker(threading.Thread):
             return
         try:
             with transaction.atomic():
+                if first:
+                    ledger.record_missed(job, plan.missed)
                 try:
                     with transaction.atomic():
                         JobRun.objects.create(
@@ -221,7 +231,7 @@ class Worker(threading.Thread):
                     lateness=lateness,
                     error=error,
                     node=node.name,
-                    next_due=self._next_due(None),
+                    next_due=self._next_due(None, after=slot),
                     wake_before=plan.wake_before,
                     manual_requested_at=plan.manual_requested_at,
                 )
@@ -250,8 +260,9 @@ class Worker(threading.Thread):
                     instance=node.instance,
                     requested_by=plan.requested_by,
                 )
-                if plan.next_due is not None:
-                    ledger.advance(job, plan.next_due)
+                next_due = self._next_due(None, after=slot)
+                if next_due is not None:
+                    ledger.advance(job, next_due)
             if run is None:
                 self._log_taken(slot)
                 return
@@ -296,9 +307,16 @@ class Worker(threading.Thread):
         )
         self.loop.report_outcome(job, slot, status, duration, error=error, paused=paused)
 
-    def _next_due(self, result) -> datetime | None:
-        """Return the job's next slot: from the plan (periodic) or the job's answer (when due)."""
+    def _next_due(self, result, *, after: datetime | None = None) -> datetime | None:
+        """Return the job's next slot: from the plan (periodic) or the job's answer (when due).
+
+        While catching up several slots (``missed="all"``), each committed slot only moves the
+        job to the plan's next slot, so a crash mid-catch-up loses none of the rest.
+        """
         if self.job.schedule.periodic:
+            later = [s for s in self.plan.slots if after is not None and s > after]
+            if later and self.plan.trigger == JobRun.Trigger.SCHEDULE:
+                return later[0]
             return self.plan.next_due
         fallback = self.job.schedule.next_after(self.loop.clock.now())
         if isinstance(result, datetime):

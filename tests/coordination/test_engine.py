@@ -165,6 +165,44 @@ def test_transactional_failure_rolls_back_the_work_and_records_the_failure():
     assert state.consecutive_failures == 1 and state.last_status == "failed"
 
 
+def test_a_failed_transactional_catch_up_still_records_the_missed_slots():
+    def failing(ctx):
+        raise RuntimeError("fails after downtime")
+
+    reg, job = declare(failing, schedule=every(timedelta(seconds=10)), transactional=True)
+    make_due(job, ago=timedelta(seconds=55))
+    tick(reg)
+    runs = JobRun.objects.filter(job=job.name)
+    assert runs.filter(status=JobRun.Status.FAILED).count() == 1
+    assert runs.filter(status=JobRun.Status.MISSED).count() in (5, 6)
+    slots = sorted(run.slot for run in runs)
+    steps = {b - a for a, b in zip(slots, slots[1:], strict=False)}
+    assert steps == {timedelta(seconds=10)}, "every slot is in the ledger"
+
+
+@pytest.mark.parametrize("transactional", [True, False])
+def test_catching_up_several_slots_moves_the_job_one_slot_at_a_time(transactional):
+    seen = []
+
+    def record_next_due(ctx):
+        seen.append(JobState.objects.get(name=ctx.job.name).next_due)
+
+    reg, job = declare(
+        record_next_due,
+        schedule=every(timedelta(seconds=1)),
+        missed=Missed.ALL,
+        missed_window=timedelta(seconds=4),
+        transactional=transactional,
+    )
+    make_due(job, ago=timedelta(seconds=3))
+    tick(reg)
+    ran = sorted(r.slot for r in JobRun.objects.filter(job=job.name, status="succeeded"))
+    assert len(ran) >= 3
+    # While slot N runs, the job's durable next slot is never beyond N + 1 (a crash loses none).
+    for slot, next_due in zip(ran, seen, strict=False):
+        assert next_due <= slot + timedelta(seconds=1)
+
+
 @override_settings(INSTATIC_FAILURE_PAUSE_THRESHOLD=2)
 def test_failures_in_a_row_pause_the_job_and_a_success_resets_the_count():
     recorder = Recorder(fail=True)
