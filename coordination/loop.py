@@ -311,6 +311,10 @@ class GroupLoop(threading.Thread):
         grace = timedelta(seconds=float(settings.MISFIRE_GRACE))
         latest = slots[-1]
         if job.missed is Missed.LATEST:
+            # Slots that are merely late (a busy database, a takeover) all run, in order; only
+            # after real downtime, beyond the grace, do the older ones collapse into the newest.
+            if now - slots[0] <= grace:
+                return slots, []
             return [latest], slots[:-1]
         if job.missed is Missed.SKIP:
             if now - latest <= grace:

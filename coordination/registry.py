@@ -35,7 +35,9 @@ class Missed(enum.StrEnum):
     """What to do with slots that passed while no scheduler ran (after downtime)."""
 
     SKIP = "skip"  # run only a slot that is still on time; record the rest as missed
-    LATEST = "latest"  # run the most recent missed slot once; record older ones as missed
+    # Run every slot that is merely late (within INSTATIC_MISFIRE_GRACE); after longer downtime
+    # run the most recent slot once and record the older ones as missed.
+    LATEST = "latest"
     ALL = "all"  # run every missed slot within ``missed_window``, oldest first
 
 

@@ -47,7 +47,8 @@ class Recorder:
 
 
 def declare(func, name="enginetest.job", **options):
-    options.setdefault("schedule", every(timedelta(seconds=1)))
+    # Hourly by default: a test's own slot cannot be joined by the next one mid-test.
+    options.setdefault("schedule", every(timedelta(hours=1)))
     reg = JobRegistry()
     job = reg.register(make_job(func, name=name, group=GROUP, **options))
     return reg, job
@@ -138,13 +139,13 @@ def test_all_policy_catches_up_within_the_window_oldest_first():
 
 def test_a_claimed_slot_is_not_run_again():
     recorder = Recorder()
-    reg, job = declare(recorder, schedule=every(timedelta(seconds=10)))
+    reg, job = declare(recorder, schedule=every(timedelta(hours=1)))
     make_due(job, ago=timedelta(seconds=1))
     slot = JobState.objects.get(name=job.name).next_due
     JobRun.objects.create(job=job.name, slot=slot, status=JobRun.Status.SUCCEEDED, node="other")
     tick(reg)
     assert recorder.slots == []
-    assert JobState.objects.get(name=job.name).next_due == slot + timedelta(seconds=10)
+    assert JobState.objects.get(name=job.name).next_due == slot + timedelta(hours=1)
 
 
 def test_transactional_failure_rolls_back_the_work_and_records_the_failure():
