@@ -92,10 +92,28 @@ class MariaDBServer(ServerProcess):
                 " GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"
                 " CREATE DATABASE IF NOT EXISTS instatic;"
             )
+            self._load_time_zones()
         except Exception:
             self.stop()
             raise
         return self
+
+    def _load_time_zones(self) -> None:
+        """Load the zone tables, which Django needs for time-zone-aware date queries on MySQL."""
+        to_sql = shutil.which("mariadb-tzinfo-to-sql") or shutil.which("mysql_tzinfo_to_sql")
+        if to_sql is None or not Path("/usr/share/zoneinfo").is_dir():
+            return
+        statements = subprocess.run(
+            [to_sql, "/usr/share/zoneinfo"], capture_output=True, text=True, check=True
+        ).stdout
+        client = shutil.which("mariadb") or shutil.which("mysql")
+        subprocess.run(
+            [client, "--no-defaults", f"--socket={self.workdir}/mysqld.sock", "-uroot", "mysql"],
+            input=statements,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
 
     def _sql(self, sql: str) -> None:
         client = shutil.which("mariadb") or shutil.which("mysql")
