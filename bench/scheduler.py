@@ -21,7 +21,7 @@ import psycopg
 from bench._harness import Replica, leader, migrated_site, print_table, wait_for
 
 LEASE = 10.0
-STATEMENT = re.compile(r"^([^|\n]*)\|LOG:  (?:statement|execute [^:]*):", re.MULTILINE)
+STATEMENT = re.compile(r"^([^|\n]*)\|LOG:  (?:statement|execute [^:]*): (.{0,60})", re.MULTILINE)
 
 
 def measure_takeover(conn, replicas: dict, action) -> float:
@@ -41,14 +41,18 @@ def main() -> None:
         conn = psycopg.connect(url, autocommit=True, application_name="bench")
         try:
             wait_for(lambda: leader(conn) and leader(conn, "plugins"), 30)
-            time.sleep(5)  # let start-up work (first ticks, maintenance) finish
+            # Let start-up work finish: first ticks, and the maintenance pass one lease later.
+            time.sleep(LEASE + 5)
             log_path = cluster.workdir / "server.log"
             offset = log_path.stat().st_size
             time.sleep(idle_seconds)
             with open(log_path, errors="replace") as f:
                 f.seek(offset)
                 text = f.read()
-            counts = Counter(m.group(1).split("/")[0] for m in STATEMENT.finditer(text))
+            matches = list(STATEMENT.finditer(text))
+            counts = Counter(m.group(1).split("/")[0] for m in matches)
+            busiest = max(counts, key=counts.get) if counts else None
+            kinds = Counter(m.group(2) for m in matches if m.group(1).startswith(f"{busiest}/"))
             per_minute = {n: counts.get(n, 0) * 60 / idle_seconds for n in replicas}
             rss = max(r.peak_rss_mb() for r in replicas.values())
 
@@ -84,6 +88,10 @@ def main() -> None:
         ("takeover after SIGTERM", f"{term:.2f} s", "<= 1 s", term <= 1),
         ("peak RSS of one runscheduler", f"{rss:.1f} MB", "<= 80 MB", rss <= 80),
     ]
+    if os.environ.get("BENCH_SHOW_STATEMENTS"):
+        print(f"  statements of the busiest replica ({busiest}) while idle:")
+        for sql, n in kinds.most_common(15):
+            print(f"    {n:4d}  {sql}")
     print_table("bench/scheduler.py: three replicas on a throwaway PostgreSQL 15", rows)
     print(
         "  idle statements/min per replica: "

@@ -23,6 +23,7 @@ from coordination.models import JobRun, JobState, Leadership
 from coordination.registry import Group, Job, Missed
 from coordination.runner import RunPlan, Worker
 from coordination.selectors import abandoned_runs_to_retry, declared_by_live_nodes, group_states
+from coordination.threads import JobThreads
 from coordination.waker import Waker
 
 logger = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class GroupLoop(threading.Thread):
         self.key = settings.group_key(group.name)
         self.lock = make_lock(self.key, node_name=self.node.name, label=group.log_prefix)
         self.workers: dict[str, Worker] = {}
+        self.job_threads = JobThreads(f"jobs:{group.name}")
         self.leading = False
         self.ticks = 0
         self._wake = Waker()
@@ -356,6 +358,13 @@ class GroupLoop(threading.Thread):
         return any(name not in declared and not s.retired_at for name, s in by_name.items())
 
     def _maintain(self, now, declared: dict[str, Job], by_name: dict[str, JobState]) -> None:
+        logger.debug(
+            "[%s] maintenance (requested %s, states %s, declared %s)",
+            self.group.log_prefix,
+            self._maintenance_requested,
+            sorted(by_name),
+            sorted(declared),
+        )
         self._maintenance_requested = False
         self._last_maintenance = time.monotonic()
         ledger.ensure_states(list(declared.values()), by_name, now)
@@ -475,4 +484,5 @@ class GroupLoop(threading.Thread):
             )
         self.leading = False
         self.lock.close()
+        self.job_threads.shutdown()
         connection.close()

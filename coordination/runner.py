@@ -13,12 +13,13 @@ import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
 from coordination import ledger
 from coordination.models import JobRun
 from coordination.registry import Job, JobContext
+from coordination.threads import discard_broken_connection
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +51,12 @@ class RunPlan:
     retry_run: JobRun | None = None
 
 
-class Worker(threading.Thread):
-    """One thread running one plan; the group loop never starts a job while its worker lives."""
+class Worker:
+    """One plan run on one of the group's job threads; a job never runs while its worker does."""
 
     def __init__(self, loop, plan: RunPlan):
-        super().__init__(name=f"job:{plan.job.name}", daemon=True)
         self.loop = loop
+        self._done: threading.Event | None = None
         self.plan = plan
         self.job = plan.job
         self.started_mono = time.monotonic()
@@ -76,6 +77,16 @@ class Worker(threading.Thread):
     def should_stop(self) -> bool:
         return self.timed_out or self.past_deadline() or self.loop.stopping or not self.loop.leading
 
+    def start(self) -> None:
+        self._done = self.loop.job_threads.submit(self.run)
+
+    def is_alive(self) -> bool:
+        return self._done is not None and not self._done.is_set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._done is not None:
+            self._done.wait(timeout)
+
     def run(self) -> None:
         try:
             for index, slot in enumerate(self.plan.slots):
@@ -90,7 +101,6 @@ class Worker(threading.Thread):
                 "[%s] job %s: unexpected scheduler error", self.log_prefix, self.job.name
             )
         finally:
-            connection.close()
             self.loop.wake()
 
     def _context(self, slot: datetime) -> JobContext:
@@ -107,13 +117,21 @@ class Worker(threading.Thread):
             _stop=self.should_stop,
         )
 
-    def _log_taken(self, slot: datetime) -> None:
+    def _slot_taken(self, slot: datetime, *, first: bool) -> None:
+        """Skip a slot another node claimed; keep the plan's missed slots and move on."""
         logger.info(
             "[%s] job %s slot %s already claimed elsewhere; skipping",
             self.log_prefix,
             self.job.name,
             slot.isoformat(),
         )
+        # The rolled-back claim held this plan's missed slots too: record them again.
+        with transaction.atomic():
+            if first:
+                ledger.record_missed(self.job, self.plan.missed)
+            next_due = self._next_due(None, after=slot)
+            if next_due is not None:
+                ledger.advance(self.job, next_due)
 
     def _lateness(self, slot: datetime) -> float:
         return max(0.0, (self.loop.clock.now() - slot).total_seconds())
@@ -163,14 +181,7 @@ class Worker(threading.Thread):
                     manual_requested_at=plan.manual_requested_at,
                 )
         except SlotTaken:
-            self._log_taken(slot)
-            # The rolled-back transaction held this plan's missed slots too: keep them.
-            with transaction.atomic():
-                if first:
-                    ledger.record_missed(job, plan.missed)
-                next_due = self._next_due(None, after=slot)
-                if next_due is not None:
-                    ledger.advance(job, next_due)
+            self._slot_taken(slot, first=first)
             return
         except LeadershipLost:
             logger.warning(
@@ -195,7 +206,7 @@ class Worker(threading.Thread):
         """Record a rolled-back run as failed (and the plan's missed slots) in a new transaction."""
         job, plan, node = self.job, self.plan, self.loop.node
         error = "".join(traceback.format_exception(exc))
-        close_old_connections()
+        discard_broken_connection()
         if not self.loop.lock_still_held():
             logger.warning(
                 "[%s] job %s slot %s failed after the lock was lost; leaving it to the new leader",
@@ -249,22 +260,27 @@ class Worker(threading.Thread):
                 return
             run = JobRun.objects.get(pk=plan.retry_run.pk)
         else:
-            with transaction.atomic():
-                if first:
-                    ledger.record_missed(job, plan.missed)
-                run = ledger.claim(
-                    job,
-                    slot,
-                    trigger=plan.trigger,
-                    node=node.name,
-                    instance=node.instance,
-                    requested_by=plan.requested_by,
-                )
-                next_due = self._next_due(None, after=slot)
-                if next_due is not None:
-                    ledger.advance(job, next_due)
-            if run is None:
-                self._log_taken(slot)
+            try:
+                with transaction.atomic():
+                    if first:
+                        ledger.record_missed(job, plan.missed)
+                    try:
+                        run = ledger.claim(
+                            job,
+                            slot,
+                            trigger=plan.trigger,
+                            node=node.name,
+                            instance=node.instance,
+                            requested_by=plan.requested_by,
+                            savepoint=False,
+                        )
+                    except IntegrityError as exc:
+                        raise SlotTaken from exc
+                    next_due = self._next_due(None, after=slot)
+                    if next_due is not None:
+                        ledger.advance(job, next_due)
+            except SlotTaken:
+                self._slot_taken(slot, first=first)
                 return
         self.current_run = run
         started = time.monotonic()
@@ -275,7 +291,7 @@ class Worker(threading.Thread):
         except Exception as exc:
             error = exc
         duration = time.monotonic() - started
-        close_old_connections()
+        discard_broken_connection()
         if self.timed_out or self.past_deadline():
             status = JobRun.Status.TIMED_OUT
         else:

@@ -1,5 +1,16 @@
-"""The built-in plugins' jobs, discovered like any app's ``jobs.py`` (see ``plugins.sdk``)."""
+"""The built-in plugins' jobs, discovered like any app's ``jobs.py`` (see ``plugins.sdk``).
 
-from plugins.builtin import retention, static_export
+The static export has nothing to do until ``INSTATIC_EXPORT_ROOT`` names a folder, so its job
+is only declared then: an unconfigured site gets no ledger row a minute for nothing.
+"""
 
-__all__ = ["retention", "static_export"]
+from django.conf import settings
+
+from plugins.builtin import retention
+
+__all__ = ["retention"]
+
+if getattr(settings, "INSTATIC_EXPORT_ROOT", ""):
+    from plugins.builtin import static_export
+
+    __all__ += ["static_export"]

@@ -1,0 +1,79 @@
+"""Daemon threads that run a group's jobs and keep their database connections between runs.
+
+Opening a connection per run would cost a connect and its set-up statements every time a job
+runs. Threads are daemons so that a job hung past its max duration can never keep a stopping
+scheduler alive past its grace period (``concurrent.futures`` joins its threads at exit).
+"""
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+
+def discard_broken_connection() -> None:
+    """Close this thread's connection only if an error left it unusable (it is kept otherwise).
+
+    Django's ``close_old_connections()`` would also close it for ``CONN_MAX_AGE=0``, which is
+    meant for request threads, not for long-lived job threads.
+    """
+    if connection.connection is None or connection.in_atomic_block:
+        return
+    if connection.errors_occurred:
+        if connection.is_usable():
+            connection.errors_occurred = False
+        else:
+            connection.close()
+
+
+class JobThreads:
+    """A pool that grows when every thread is busy; idle threads wait for the next run."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._count = 0
+
+    def submit(self, func: Callable[[], None]) -> threading.Event:
+        """Run ``func`` on an idle thread (or a new one); return an event set when it is done."""
+        done = threading.Event()
+        with self._lock:
+            spawn = self._idle == 0
+            if spawn:
+                self._count += 1
+                name = f"{self.prefix}-{self._count}"
+            else:
+                self._idle -= 1
+        self._tasks.put((func, done))
+        if spawn:
+            threading.Thread(target=self._work, name=name, daemon=True).start()
+        return done
+
+    def _work(self) -> None:
+        while True:
+            func, done = self._tasks.get()
+            if func is None:
+                connection.close()
+                return
+            try:
+                func()
+            except Exception:
+                logger.exception("%s: a job run failed outside its own error handling", self.prefix)
+            finally:
+                discard_broken_connection()
+                done.set()
+            with self._lock:
+                self._idle += 1
+
+    def shutdown(self) -> None:
+        """Let idle threads close their connections and end; busy ones end after their run."""
+        with self._lock:
+            count = self._count
+        for _ in range(count):
+            self._tasks.put((None, None))
