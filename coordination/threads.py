@@ -7,6 +7,7 @@ scheduler alive past its grace period (``concurrent.futures`` joins its threads 
 
 import logging
 import queue
+import select
 import threading
 from collections.abc import Callable
 
@@ -28,6 +29,29 @@ def discard_broken_connection() -> None:
             connection.errors_occurred = False
         else:
             connection.close()
+
+
+def drop_dead_connection() -> None:
+    """Close this thread's connection if the server hung up on it while it sat idle.
+
+    A kept connection may have been ended by a server restart or a session termination; the
+    first statement of the next run would fail and be recorded as the job's failure. An idle
+    connection has nothing to read unless the server closed it (job threads never ``LISTEN``),
+    so a zero-timeout ``select()`` tells, without a round trip.
+    """
+    raw = connection.connection
+    if raw is None or connection.in_atomic_block:
+        return
+    try:
+        if getattr(raw, "closed", False) or getattr(raw, "broken", False):
+            connection.close()
+            return
+        fileno = raw.fileno()
+    except Exception:
+        return  # this driver has no socket to look at (SQLite)
+    readable, _, _ = select.select([fileno], [], [], 0)
+    if readable:
+        connection.close()
 
 
 class JobThreads:
@@ -62,6 +86,7 @@ class JobThreads:
                 connection.close()
                 return
             try:
+                drop_dead_connection()
                 func()
             except Exception:
                 logger.exception("%s: a job run failed outside its own error handling", self.prefix)

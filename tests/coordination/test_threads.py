@@ -1,0 +1,48 @@
+"""Job threads keep their database connection between runs, and drop it once the server has."""
+
+import pytest
+from django.db import connection
+
+from coordination.threads import JobThreads
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def session_id():
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return cursor.fetchone()[0]
+    connection.ensure_connection()
+    return id(connection.connection)
+
+
+def run(threads: JobThreads, func):
+    results = []
+    done = threads.submit(lambda: results.append(func()))
+    assert done.wait(10)
+    return results
+
+
+def test_consecutive_runs_reuse_one_connection():
+    threads = JobThreads("test")
+    try:
+        first = run(threads, session_id)
+        second = run(threads, session_id)
+        assert first and first == second
+    finally:
+        threads.shutdown()
+
+
+@pytest.mark.postgresql
+def test_a_connection_the_server_ended_is_replaced_before_the_next_run():
+    threads = JobThreads("test")
+    try:
+        (first,) = run(threads, session_id)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [first])
+        second = run(threads, session_id)
+        assert second, "the run after a server-side disconnect must not fail"
+        assert second[0] != first
+    finally:
+        threads.shutdown()
