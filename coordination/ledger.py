@@ -168,11 +168,11 @@ def abandon_orphans(job_names: list[str], *, reason: str = "") -> int:
     )
 
 
-def abandon_own(instance: str, *, reason: str) -> int:
-    """Mark this node's unfinished runs abandoned (shutdown past the grace period)."""
-    return JobRun.objects.filter(status=JobRun.Status.RUNNING, node_instance=instance).update(
-        status=JobRun.Status.ABANDONED, finished_at=Now(), error=reason
-    )
+def abandon_own(instance: str, job_names: list[str], *, reason: str) -> int:
+    """Mark this node's unfinished runs of ``job_names`` abandoned (shutdown past the grace)."""
+    return JobRun.objects.filter(
+        job__in=job_names, status=JobRun.Status.RUNNING, node_instance=instance
+    ).update(status=JobRun.Status.ABANDONED, finished_at=Now(), error=reason)
 
 
 def update_state_after_run(

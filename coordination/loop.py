@@ -65,7 +65,6 @@ class GroupLoop(threading.Thread):
         self.workers: dict[str, Worker] = {}
         self.job_threads = JobThreads(f"jobs:{group.name}")
         self.leading = False
-        self.ticks = 0
         self._wake = Waker()
         self._maintenance_requested = True
         self._last_maintenance = 0.0
@@ -218,7 +217,6 @@ class GroupLoop(threading.Thread):
     def tick(self) -> float:
         """Run what is due; return how long to sleep (seconds)."""
         self._wake.clear()
-        self.ticks += 1
         if not self.lock.keep_alive():
             return 0.0
         now, states = group_states(self.group.name)
@@ -462,12 +460,10 @@ class GroupLoop(threading.Thread):
                     ", ".join(w.job.name for w in still_running),
                 )
                 names = [w.job.name for w in still_running if not w.job.transactional]
-                JobRun.objects.filter(
-                    job__in=names, status=JobRun.Status.RUNNING, node_instance=self.node.instance
-                ).update(
-                    status=JobRun.Status.ABANDONED,
-                    finished_at=Now(),
-                    error="the node shut down before the run finished (grace period exceeded)",
+                ledger.abandon_own(
+                    self.node.instance,
+                    names,
+                    reason="the node shut down before the run finished (grace period exceeded)",
                 )
             if self.leading and self.lock.acquired:
                 Leadership.objects.filter(

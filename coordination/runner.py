@@ -11,7 +11,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
@@ -117,6 +117,21 @@ class Worker:
             _stop=self.should_stop,
         )
 
+    def _claim(self, slot: datetime) -> JobRun:
+        """Insert this slot's ledger row inside the caller's transaction; raise ``SlotTaken``."""
+        try:
+            return ledger.claim(
+                self.job,
+                slot,
+                trigger=self.plan.trigger,
+                node=self.loop.node.name,
+                instance=self.loop.node.instance,
+                requested_by=self.plan.requested_by,
+                savepoint=False,
+            )
+        except IntegrityError as exc:
+            raise SlotTaken from exc
+
     def _slot_taken(self, slot: datetime, *, first: bool) -> None:
         """Skip a slot another node claimed; keep the plan's missed slots and move on."""
         logger.info(
@@ -146,18 +161,7 @@ class Worker:
             with transaction.atomic():
                 if first:
                     ledger.record_missed(job, plan.missed)
-                try:
-                    run = ledger.claim(
-                        job,
-                        slot,
-                        trigger=plan.trigger,
-                        node=node.name,
-                        instance=node.instance,
-                        requested_by=plan.requested_by,
-                        savepoint=False,
-                    )
-                except IntegrityError as exc:
-                    raise SlotTaken from exc
+                run = self._claim(slot)
                 self.current_run = run
                 result = job.func(self._context(slot))
                 if self.timed_out or self.past_deadline():
@@ -264,18 +268,7 @@ class Worker:
                 with transaction.atomic():
                     if first:
                         ledger.record_missed(job, plan.missed)
-                    try:
-                        run = ledger.claim(
-                            job,
-                            slot,
-                            trigger=plan.trigger,
-                            node=node.name,
-                            instance=node.instance,
-                            requested_by=plan.requested_by,
-                            savepoint=False,
-                        )
-                    except IntegrityError as exc:
-                        raise SlotTaken from exc
+                    run = self._claim(slot)
                     next_due = self._next_due(None, after=slot)
                     if next_due is not None:
                         ledger.advance(job, next_due)
@@ -338,7 +331,3 @@ class Worker:
         if isinstance(result, datetime):
             return min(result, fallback)
         return fallback if self.plan.next_due is None else min(self.plan.next_due, fallback)
-
-
-def lateness_seconds(slot: datetime, now: datetime) -> float:
-    return max(0.0, (now - slot) / timedelta(seconds=1))
