@@ -111,6 +111,15 @@ class JobRun(models.Model):
         MANUAL = "manual"
         RETRY = "retry"
 
+    class MissedReason(models.TextChoices):
+        """Why a slot was recorded as ``missed`` instead of run."""
+
+        DOWNTIME = "downtime", "downtime"
+        PAUSED = "paused", "paused"
+        OVERLAP = "overlap", "overlap"
+        PLUGIN_DISABLED = "plugin disabled", "plugin disabled"
+        CATCH_UP_WINDOW = "catch-up window", "catch-up window"
+
     job = models.CharField(max_length=200)
     slot = models.DateTimeField(help_text="The scheduled instant (UTC) this run is for.")
     status = models.CharField(max_length=20, choices=Status.choices)
@@ -123,6 +132,12 @@ class JobRun(models.Model):
     duration = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
     requested_by = models.CharField(max_length=150, blank=True)
+    reason = models.CharField(
+        max_length=40,
+        blank=True,
+        choices=MissedReason.choices,
+        help_text="Why a missed slot was not run.",
+    )
 
     class Meta:
         constraints = [
