@@ -1,7 +1,29 @@
 """Turn "cannot reach the database" into one clear line instead of a traceback."""
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections
+
+from coordination.conf import settings as coordination_settings
+
+#: What a lost or restarting database raises through Django's connections.
+DATABASE_ERRORS = (DatabaseError, InterfaceError)
+
+
+class Backoff:
+    """Capped exponential backoff for database outages (``INSTATIC_DB_RETRY_MAX`` by default)."""
+
+    def __init__(self, first: float = 0.2, cap: float | None = None):
+        self.first = first
+        self.cap = cap
+        self.current = 0.0
+
+    def next(self) -> float:
+        cap = float(self.cap if self.cap is not None else coordination_settings.DB_RETRY_MAX)
+        self.current = min(cap, self.current * 2 if self.current else self.first)
+        return self.current
+
+    def reset(self) -> None:
+        self.current = 0.0
 
 
 def describe_database(using: str = DEFAULT_DB_ALIAS) -> str:

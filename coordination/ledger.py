@@ -6,6 +6,7 @@ a second claimant cannot make, whoever thinks it leads.
 
 import logging
 from datetime import datetime
+from itertools import islice
 
 from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Q, Value, When
@@ -19,6 +20,8 @@ from coordination.selectors import live_instances
 logger = logging.getLogger(__name__)
 
 MAX_ERROR_LENGTH = 20_000
+#: Missed slots written per statement (and per transaction) when a long gap is recorded.
+MISSED_BATCH = 5_000
 
 
 def ensure_states(jobs: list[Job], states: dict[str, JobState], now: datetime) -> bool:
@@ -76,15 +79,43 @@ def retire_undeclared(group: str, declared_here: set[str], declared_anywhere: se
     return retired
 
 
-def record_missed(job: Job, slots: list[datetime]) -> None:
-    """Record slots that will not run (policy), so nothing is silently lost."""
+def record_missed(job: Job, slots: list[datetime], *, reason: str) -> None:
+    """Record slots that will not run, with why, so nothing is silently lost."""
     if not slots:
         return
     JobRun.objects.bulk_create(
-        [JobRun(job=job.name, slot=slot, status=JobRun.Status.MISSED) for slot in slots],
+        [
+            JobRun(job=job.name, slot=slot, status=JobRun.Status.MISSED, reason=reason)
+            for slot in slots
+        ],
         ignore_conflicts=True,
     )
     JobState.objects.filter(name=job.name).update(missed_count=F("missed_count") + len(slots))
+
+
+def skip_slots(job: Job, start: datetime, *, before: datetime, reason: str) -> int:
+    """Record every slot in ``[start, before)`` as missed and move the job's next slot past it.
+
+    However long the gap (an every-second job down for a day has 86,400 slots), it is written
+    in batches of ``MISSED_BATCH`` rows, each committed together with the job's next slot, so
+    memory stays bounded and a crash half-way loses nothing: the next leader carries on from
+    the last committed batch. Return how many slots were recorded.
+    """
+    slots = job.schedule.iter_slots(start, before)
+    total = 0
+    while batch := list(islice(slots, MISSED_BATCH)):
+        with transaction.atomic():
+            record_missed(job, batch, reason=reason)
+            advance(job, job.schedule.next_after(batch[-1]))
+        total += len(batch)
+    return total
+
+
+def serve_run_request(job: Job, requested_at: datetime) -> None:
+    """Clear the run-now request a run served (keep one that arrived after it)."""
+    JobState.objects.filter(name=job.name, run_requested_at__lte=requested_at).update(
+        run_requested_at=None, run_requested_by=""
+    )
 
 
 def claim(
@@ -118,6 +149,37 @@ def claim(
         if not savepoint:
             raise
         return None
+
+
+def record_failed(
+    job: Job,
+    slot: datetime,
+    *,
+    status: str,
+    trigger: str,
+    node: str,
+    instance: str,
+    duration: float,
+    error: str,
+    requested_by: str = "",
+) -> None:
+    """Record a rolled-back transactional run as failed (or timed out); keep an existing row."""
+    JobRun.objects.bulk_create(
+        [
+            JobRun(
+                job=job.name,
+                slot=slot,
+                status=status,
+                trigger=trigger,
+                node=node,
+                node_instance=instance,
+                duration=duration,
+                error=error[:MAX_ERROR_LENGTH],
+                requested_by=requested_by,
+            )
+        ],
+        ignore_conflicts=True,
+    )
 
 
 def claim_retry(run: JobRun, *, node: str, instance: str) -> bool:
@@ -229,5 +291,10 @@ def update_state_after_run(
 
 
 def advance(job: Job, next_due: datetime) -> None:
-    """Move a job's next slot forward without recording a run (slot taken elsewhere)."""
-    JobState.objects.filter(name=job.name).update(next_due=next_due)
+    """Move a job's next slot forward (never back) without recording a run.
+
+    Never back: a stale leader that wakes up with an old plan cannot rewind the job.
+    """
+    JobState.objects.filter(
+        Q(next_due__isnull=True) | Q(next_due__lt=next_due), name=job.name
+    ).update(next_due=next_due)

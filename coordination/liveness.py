@@ -270,10 +270,11 @@ class Heartbeat(threading.Thread):
                 continue
             if not leader.stale(now, lease):
                 continue
-            pid = terminate_holder(leader.key, pid=leader.session_id)
-            # Even where the lock is a lease (PgBouncer mode) and ends by itself, a frozen
-            # transaction of the stale node must not block or commit.
+            # Fence first: end the frozen node's work sessions, so none of its transactions
+            # can block or commit, then its lock session, which frees the lock for a follower
+            # (also where the lock is a lease, in PgBouncer mode, and ends by itself).
             work = terminate_node_work_sessions(leader.node) if leader.frozen(now, lease) else 0
+            pid = terminate_holder(leader.key, pid=leader.session_id)
             if pid is None and not work:
                 continue
             age = (now - leader.last_heartbeat).total_seconds() if leader.last_heartbeat else None

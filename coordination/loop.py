@@ -12,42 +12,27 @@ import threading
 import time
 from datetime import datetime, timedelta
 
-from django.db import DatabaseError, InterfaceError, connection, transaction
+from django.db import connection
 from django.db.models.functions import Now
 
-from coordination import ledger
+from coordination import catchup, ledger
 from coordination.conf import settings
+from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.keys import format_key
 from coordination.locks import make_lock
 from coordination.models import JobRun, JobState, Leadership
-from coordination.registry import Group, Job, Missed
+from coordination.registry import Group, Job
 from coordination.runner import RunPlan, Worker
 from coordination.selectors import abandoned_runs_to_retry, declared_by_live_nodes, group_states
+from coordination.services import paused_reason
 from coordination.threads import JobThreads
 from coordination.waker import Waker
 
 logger = logging.getLogger(__name__)
 
-DATABASE_ERRORS = (DatabaseError, InterfaceError)
 MAINTENANCE_INTERVAL = 300.0
-MAX_CATCH_UP_SLOTS = 1000
-
-
-class Backoff:
-    """Capped exponential backoff for database outages."""
-
-    def __init__(self, first: float = 0.2, cap: float | None = None):
-        self.first = first
-        self.cap = cap
-        self.current = 0.0
-
-    def next(self) -> float:
-        cap = float(self.cap if self.cap is not None else settings.DB_RETRY_MAX)
-        self.current = min(cap, self.current * 2 if self.current else self.first)
-        return self.current
-
-    def reset(self) -> None:
-        self.current = 0.0
+#: Longest pause before a crashed loop is started again (it starts at one second).
+MAX_RESTART_DELAY = 30.0
 
 
 class GroupLoop(threading.Thread):
@@ -65,11 +50,17 @@ class GroupLoop(threading.Thread):
         self.workers: dict[str, Worker] = {}
         self.job_threads = JobThreads(f"jobs:{group.name}")
         self.leading = False
+        #: Monotonic time since which this loop is down after a crash (None: running).
+        self.down_since: float | None = None
+        self._restart_backoff = Backoff(first=1.0, cap=MAX_RESTART_DELAY)
         self._wake = Waker()
         self._maintenance_requested = True
         self._last_maintenance = 0.0
         self._retries: list[JobRun] = []
         self._recheck_at: float | None = None
+        self._held: dict[str, float] = {}
+        self._once_horizon: datetime | None = None
+        self.started_last_tick = 0
 
     # --- control from other threads -----------------------------------------------------
     @property
@@ -91,25 +82,78 @@ class GroupLoop(threading.Thread):
     def lock_still_held(self) -> bool:
         return self.leading and self.lock.still_held()
 
+    def hold_off(self, job_name: str, seconds: float | None = None) -> None:
+        """Do not plan ``job_name`` again for a while (default ``INSTATIC_MAX_TICK``).
+
+        For a run that could not start (its previous run is still alive elsewhere) or that
+        broke in the scheduler itself: planning it again at once would spin.
+        """
+        delay = float(settings.MAX_TICK) if seconds is None else seconds
+        self._held[job_name] = time.monotonic() + delay
+
     # --- the loop -------------------------------------------------------------------------
     def run(self) -> None:
+        """Run the loop; if it crashes, log it, start it again with backoff, and say so.
+
+        A loop that died for good would leave the process up and heartbeating but never
+        leading its group again. While it is down, ``down_since`` is set, which the node's
+        health check reports.
+        """
         try:
-            if self.once:
-                self._run_once()
-            else:
-                self._run_forever()
-        except Exception:
-            logger.exception("[%s] scheduler loop crashed", self.group.log_prefix)
+            while True:
+                try:
+                    if self.once:
+                        self._run_once()
+                    else:
+                        self._run_forever()
+                    return
+                except Exception as exc:
+                    delay = self._crashed(exc)
+                    if self.once or self.stopping:
+                        return
+                    self._wake.wait(delay)
+                    self._wake.clear()
         finally:
             self._shutdown()
 
+    def _crashed(self, exc: Exception) -> float:
+        """Log a crash, drop the lock (another node can lead meanwhile); return the delay."""
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+        delay = self._restart_backoff.next()
+        logger.error(
+            "[%s] scheduler loop crashed; starting it again in %.0fs",
+            self.group.log_prefix,
+            delay,
+            exc_info=exc,
+        )
+        self.scheduler.cut_off(f"the {self.group.name} loop crashed")
+        self.leading = False
+        try:
+            self.lock.close()
+        except Exception:
+            logger.debug("[%s] closing the lock after a crash failed", self.group.log_prefix)
+        connection.close()
+        return delay
+
+    def _running_again(self) -> None:
+        if self.down_since is not None:
+            logger.warning(
+                "[%s] scheduler loop is running again after %.1fs",
+                self.group.log_prefix,
+                time.monotonic() - self.down_since,
+            )
+            self.down_since = None
+            self._restart_backoff.reset()
+
     def _run_forever(self) -> None:
         backoff = Backoff()
-        lock_wait = float(settings.LOCK_WAIT)
         while not self.stopping:
             if not self.leading:
                 waited = time.monotonic()
-                if self._try_lead(wait=lock_wait if self._interruptible_wait else 1.0):
+                led = self._try_lead(wait=float(settings.LOCK_WAIT))
+                self._running_again()
+                if led:
                     backoff.reset()
                     continue
                 # A failed acquire that returned at once means an error: back off.
@@ -125,6 +169,7 @@ class GroupLoop(threading.Thread):
                 self.scheduler.db_health.failed(exc)
                 connection.close()
                 sleep_for = backoff.next()
+            self._running_again()
             if self.leading and not self.lock.acquired:
                 self._lost()
                 continue
@@ -145,10 +190,6 @@ class GroupLoop(threading.Thread):
             return float(settings.NOTIFY_MAX_TICK)
         return float(settings.MAX_TICK)
 
-    @property
-    def _interruptible_wait(self) -> bool:
-        return self.lock.vendor == "postgresql"
-
     def _run_once(self) -> None:
         if not self._try_lead(wait=0):
             logger.info(
@@ -157,9 +198,15 @@ class GroupLoop(threading.Thread):
                 format_key(self.lock.key),
             )
             return
-        self.tick()
-        for worker in list(self.workers.values()):
-            worker.join()
+        # One slot per job per tick: tick again until everything that was due when this
+        # started has run (a catch-up of several slots, a run-now behind a slot), no further.
+        self._once_horizon = None
+        while not self.stopping:
+            self.tick()
+            for worker in list(self.workers.values()):
+                worker.join()
+            if not self.started_last_tick:
+                return
 
     def _try_lead(self, *, wait: float) -> bool:
         if not self.lock.acquire(wait=wait):
@@ -167,13 +214,15 @@ class GroupLoop(threading.Thread):
         try:
             self._record_leadership()
             self.lock.listen(self.group.channel)
-        except DATABASE_ERRORS as exc:
+        except Exception as exc:
+            # Django's errors from the work connection, psycopg's from the lock connection
+            # (a database restarting at takeover): either way, not leader yet.
             logger.warning(
                 "[%s] could not record leadership (%s); releasing the lock",
                 self.group.log_prefix,
                 exc,
             )
-            self.lock.release()
+            self.lock.close()
             connection.close()
             return False
         self.leading = True
@@ -207,6 +256,8 @@ class GroupLoop(threading.Thread):
 
     def _lost(self) -> None:
         self.leading = False
+        if self.workers:
+            self.scheduler.cut_off(f"the {self.group.name} lock was lost with work running")
         logger.warning(
             "[%s] no longer leader (key %s); stopping this group's work and following",
             self.group.log_prefix,
@@ -215,17 +266,18 @@ class GroupLoop(threading.Thread):
 
     # --- one tick -------------------------------------------------------------------------
     def tick(self) -> float:
-        """Run what is due; return how long to sleep (seconds)."""
+        """Start what is due (one slot per job); return how long to sleep (seconds)."""
         self._wake.clear()
+        self.started_last_tick = 0
         if not self.lock.keep_alive():
             return 0.0
-        now, states = group_states(self.group.name)
+        now, states = group_states(self.group.name, exclude_instance=self.node.instance)
         self.clock.sync(now)
         declared = {job.name: job for job in self.scheduler.jobs_for(self.group.name)}
         by_name = {state.name: state for state in states}
         if self._needs_maintenance(declared, by_name):
             self._maintain(now, declared, by_name)
-            now, states = group_states(self.group.name)
+            now, states = group_states(self.group.name, exclude_instance=self.node.instance)
             self.clock.sync(now)
             by_name = {state.name: state for state in states}
         self._reap_workers()
@@ -237,16 +289,32 @@ class GroupLoop(threading.Thread):
             next_wake = min(
                 next_wake, now + timedelta(seconds=max(0.0, self._recheck_at - time.monotonic()))
             )
+        soon = now + timedelta(seconds=float(settings.MAX_TICK))
+        if self.once:
+            # --once runs what was due when it started, not what falls due meanwhile.
+            self._once_horizon = self._once_horizon or now
         for state in states:
             job = declared.get(state.name)
             if job is None or state.retired_at is not None or job.name in self.workers:
+                continue
+            held = self._held.get(job.name, 0.0) - time.monotonic()
+            if held > 0:
+                next_wake = min(next_wake, now + timedelta(seconds=held))
+                continue
+            if state.busy_elsewhere:
+                # A live node (an ex-leader that lost only its lock) still runs this job:
+                # a job never overlaps itself, so look again shortly.
+                next_wake = min(next_wake, soon)
                 continue
             plan, due_at = self._plan(job, state, now)
             if plan is not None:
                 plans.append(plan)
             elif due_at is not None:
                 next_wake = min(next_wake, due_at)
-        plans += self._retry_plans(declared)
+        plans += self._retry_plans(declared, plans)
+        if self.once:
+            plans = [plan for plan in plans if plan.slot <= self._once_horizon]
+        self.started_last_tick = len(plans)
         if plans:
             if not self.scheduler.heartbeat_fresh():
                 logger.warning(
@@ -263,79 +331,81 @@ class GroupLoop(threading.Thread):
         return max(0.0, (next_wake - now).total_seconds())
 
     def _plan(self, job: Job, state: JobState, now: datetime):
-        """Return (plan or None, the instant it becomes due when not due yet)."""
-        if state.run_requested_at is not None:
-            return (
-                RunPlan(
-                    job=job,
-                    slots=[state.run_requested_at],
-                    trigger=JobRun.Trigger.MANUAL,
-                    manual_requested_at=state.run_requested_at,
-                    requested_by=state.run_requested_by,
-                    wake_before=None,
-                ),
-                None,
+        """Return (plan or None, the instant it becomes due when not due yet).
+
+        A run-now request comes first, whatever the backlog. Slots that pass while a job is
+        paused are recorded as missed as they go (and, on resume, the rest of them).
+        """
+        if state.run_requested_at is not None and (
+            self._once_horizon is None or state.run_requested_at <= self._once_horizon
+        ):
+            plan = RunPlan(
+                job=job,
+                slot=state.run_requested_at,
+                trigger=JobRun.Trigger.MANUAL,
+                manual_requested_at=state.run_requested_at,
+                requested_by=state.run_requested_by,
             )
+            return plan, None
+        periodic = job.schedule.periodic
         if state.paused:
+            if periodic and state.next_due is not None and state.next_due <= now:
+                ledger.skip_slots(
+                    job,
+                    state.next_due,
+                    before=job.schedule.next_after(now),
+                    reason=paused_reason(state),
+                )
             return None, None
-        if not job.schedule.periodic:
+        if not periodic:
             candidates = [d for d in (state.next_due, state.wake_at) if d is not None]
             due = min(candidates) if candidates else now
             if due > now:
                 return None, due
-            return RunPlan(job=job, slots=[now], wake_before=now), None
+            return RunPlan(job=job, slot=now, wake_before=now), None
         if state.next_due is None or state.next_due > now:
             return None, state.next_due
-        slots = job.schedule.slots_between(state.next_due, now, limit=MAX_CATCH_UP_SLOTS)
-        if not slots:
-            ledger.advance(job, job.schedule.next_after(now))
-            return None, None
-        run, missed = self._apply_missed_policy(job, slots, now)
-        next_due = job.schedule.next_after(slots[-1])
-        if not run:
-            with transaction.atomic():
-                ledger.record_missed(job, missed)
-                ledger.advance(job, next_due)
-            logger.info(
-                "[%s] job %s: %d slot(s) missed (policy %s); next slot %s",
-                self.group.log_prefix,
-                job.name,
-                len(missed),
-                job.missed,
-                next_due.isoformat(),
+        decision = catchup.decide(
+            job,
+            next_due=state.next_due,
+            now=now,
+            grace=timedelta(seconds=float(settings.MISFIRE_GRACE)),
+            previous_finished_at=state.last_finished_at,
+        )
+        if decision.skip_before is not None:
+            skipped = ledger.skip_slots(
+                job, state.next_due, before=decision.skip_before, reason=decision.reason
             )
+            if skipped:
+                logger.info(
+                    "[%s] job %s: %d slot(s) missed (%s, policy %s)",
+                    self.group.log_prefix,
+                    job.name,
+                    skipped,
+                    decision.reason,
+                    job.missed,
+                )
+        if decision.run is None:
+            next_due = job.schedule.next_after(now)
+            ledger.advance(job, next_due)
             return None, next_due
-        return RunPlan(job=job, slots=run, missed=missed, next_due=next_due), None
+        plan = RunPlan(job=job, slot=decision.run, next_due=job.schedule.next_after(decision.run))
+        return plan, None
 
-    def _apply_missed_policy(self, job: Job, slots: list[datetime], now: datetime):
-        grace = timedelta(seconds=float(settings.MISFIRE_GRACE))
-        latest = slots[-1]
-        if job.missed is Missed.LATEST:
-            # Slots that are merely late (a busy database, a takeover) all run, in order; only
-            # after real downtime, beyond the grace, do the older ones collapse into the newest.
-            if now - slots[0] <= grace:
-                return slots, []
-            return [latest], slots[:-1]
-        if job.missed is Missed.SKIP:
-            if now - latest <= grace:
-                return [latest], slots[:-1]
-            return [], slots
-        window = job.missed_window or grace
-        run = [slot for slot in slots if now - slot <= window] or []
-        return run, [slot for slot in slots if now - slot > window]
-
-    def _retry_plans(self, declared: dict[str, Job]) -> list[RunPlan]:
-        plans, self._retries = [], self._retries
-        remaining = []
+    def _retry_plans(self, declared: dict[str, Job], planned: list[RunPlan]) -> list[RunPlan]:
+        """Plan one retry per job of runs abandoned by dead nodes (``retry_abandoned``)."""
+        busy = set(self.workers) | {plan.job.name for plan in planned}
+        plans, remaining = [], []
         for run in self._retries:
             job = declared.get(run.job)
             if job is None or not job.retry_abandoned:
                 continue
-            if job.name in self.workers or any(p.job.name == job.name for p in plans):
+            if job.name in busy:
                 remaining.append(run)
                 continue
+            busy.add(job.name)
             plans.append(
-                RunPlan(job=job, slots=[run.slot], trigger=JobRun.Trigger.RETRY, retry_run=run)
+                RunPlan(job=job, slot=run.slot, trigger=JobRun.Trigger.RETRY, retry_run=run)
             )
         self._retries = remaining
         return plans
@@ -453,6 +523,7 @@ class GroupLoop(threading.Thread):
         still_running = [w for w in self.workers.values() if w.is_alive()]
         try:
             if still_running:
+                self.scheduler.cut_off(f"{len(still_running)} run(s) outlived the grace period")
                 logger.warning(
                     "[%s] %d job(s) still running after the grace period: %s",
                     self.group.log_prefix,

@@ -27,7 +27,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from django.apps import apps
 from django.core.management.base import CommandError
-from django.db import DatabaseError, InterfaceError, connections
+from django.db import connections
 from django.db.models import Count, Q
 from django.db.models.functions import Now
 from django.http import HttpResponse
@@ -37,12 +37,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, make_wsgi_app
 
 from coordination.conf import settings
+from coordination.dberrors import DATABASE_ERRORS
 from coordination.models import Leadership, Node
 from coordination.selectors import live_nodes_q
 
 logger = logging.getLogger(__name__)
 
-DATABASE_ERRORS = (DatabaseError, InterfaceError)
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 
@@ -185,13 +185,16 @@ def metrics_view(request):
     return HttpResponse(body, content_type=content_type)
 
 
-def node_health(*, node_name: str | None = None) -> tuple[bool, dict]:
+def node_health(*, node_name: str | None = None, problems=()) -> tuple[bool, dict]:
     """Return (healthy, details) for this process's own node row.
 
     Healthy means the node is registered, not stopped, and heartbeated within the lease, by
-    the database clock. Without ``node_name`` the row is found by this host name and pid, the
-    identity every scheduler process registers with.
+    the database clock, and the process reports no ``problems`` of its own (a crashed group
+    loop heartbeats happily but leads nothing). Without ``node_name`` the row is found by
+    this host name and pid, the identity every scheduler process registers with.
     """
+    if problems:
+        return False, {"status": "unavailable", "reason": "; ".join(problems)}
     rows = Node.objects.filter(stopped_at__isnull=True)
     if node_name:
         rows = rows.filter(name=node_name)
@@ -235,6 +238,11 @@ class SchedulerMetrics:
         self.server = None
         self.thread: threading.Thread | None = None
         self._prometheus_app = make_wsgi_app(metrics.registry)
+        self._scheduler = None
+
+    def attach(self, scheduler) -> None:
+        """Let ``/healthz`` report the scheduler's own problems (a crashed group loop)."""
+        self._scheduler = scheduler
 
     # --- called by coordination.scheduler.Scheduler ---------------------------------------
     def job_run(self, job, status: str, duration: float | None) -> None:
@@ -258,7 +266,8 @@ class SchedulerMetrics:
         """``/healthz``: this node's heartbeat; anything else: the metrics."""
         try:
             if environ.get("PATH_INFO", "").rstrip("/") == "/healthz":
-                healthy, details = node_health(node_name=self.node_name)
+                problems = self._scheduler.problems() if self._scheduler is not None else ()
+                healthy, details = node_health(node_name=self.node_name, problems=problems)
                 body = json.dumps(details).encode()
                 status = "200 OK" if healthy else "503 Service Unavailable"
                 start_response(

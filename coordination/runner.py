@@ -4,24 +4,32 @@ A transactional job runs inside one transaction together with its ledger row and
 slot, so a crash rolls all of it back and the next leader runs the slot again. Any other job
 has its ledger row committed as ``running`` first; if its node dies the row becomes
 ``abandoned`` and the job's ``retry_abandoned`` decides what happens.
+
+A worker runs exactly one slot; the loop plans again after each, so a run-now request or the
+next on-time slot never waits behind a backlog.
 """
 
 import logging
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models.functions import Now
 
 from coordination import ledger
-from coordination.models import JobRun
+from coordination.dberrors import DATABASE_ERRORS, Backoff
+from coordination.models import JobRun, JobState
 from coordination.registry import Job, JobContext
 from coordination.threads import discard_broken_connection
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class JobTimedOut(Exception):
@@ -36,14 +44,30 @@ class LeadershipLost(Exception):
     """Raised inside a transactional run when the lock is gone before commit."""
 
 
+class PreviousRunAlive(Exception):
+    """Another node's run of this job still holds the job's state row: do not overlap it."""
+
+
+#: PostgreSQL's lock_not_available; MySQL's and MariaDB's NOWAIT refusals.
+_LOCK_UNAVAILABLE_SQLSTATE = "55P03"
+_LOCK_UNAVAILABLE_MYSQL = {1205, 3572}
+
+
+def _lock_unavailable(exc: OperationalError) -> bool:
+    """Return True if ``exc`` says a ``NOWAIT`` row lock is held by someone else."""
+    cause = exc.__cause__
+    if getattr(cause, "sqlstate", None) == _LOCK_UNAVAILABLE_SQLSTATE:
+        return True
+    return bool(exc.args) and exc.args[0] in _LOCK_UNAVAILABLE_MYSQL
+
+
 @dataclass
 class RunPlan:
-    """What one worker does: the slots to run, the slots to record as missed, the next slot."""
+    """What one worker does: run ``job`` for ``slot``, then move it to ``next_due``."""
 
     job: Job
-    slots: list[datetime]
+    slot: datetime
     trigger: str = JobRun.Trigger.SCHEDULE
-    missed: list[datetime] = field(default_factory=list)
     next_due: datetime | None = None
     wake_before: datetime | None = None
     manual_requested_at: datetime | None = None
@@ -59,6 +83,7 @@ class Worker:
         self._done: threading.Event | None = None
         self.plan = plan
         self.job = plan.job
+        self.slot = plan.slot
         self.started_mono = time.monotonic()
         max_duration = self.job.max_duration
         self.deadline_mono = (
@@ -89,27 +114,37 @@ class Worker:
 
     def run(self) -> None:
         try:
-            for index, slot in enumerate(self.plan.slots):
-                if index and self.should_stop():
-                    break
-                if self.job.transactional:
-                    self._run_transactional(slot, first=index == 0)
-                else:
-                    self._run_claim_first(slot, first=index == 0)
+            if self.job.transactional:
+                self._run_transactional()
+            else:
+                self._run_claim_first()
+        except PreviousRunAlive:
+            self._defer("its previous run still holds the job on another node")
         except Exception:
             logger.exception(
                 "[%s] job %s: unexpected scheduler error", self.log_prefix, self.job.name
             )
+            self.loop.hold_off(self.job.name)
         finally:
             self.loop.wake()
 
-    def _context(self, slot: datetime) -> JobContext:
+    def _defer(self, why: str) -> None:
+        logger.info(
+            "[%s] job %s slot %s waits: %s",
+            self.log_prefix,
+            self.job.name,
+            self.slot.isoformat(),
+            why,
+        )
+        self.loop.hold_off(self.job.name)
+
+    def _context(self) -> JobContext:
         deadline = None
         if self.job.max_duration:
             deadline = self.loop.clock.now() + self.job.max_duration
         return JobContext(
             job=self.job,
-            slot=slot,
+            slot=self.slot,
             node=self.loop.node.name,
             logger=logging.getLogger(f"instatic.jobs.{self.job.name}"),
             deadline=deadline,
@@ -117,12 +152,33 @@ class Worker:
             _stop=self.should_stop,
         )
 
-    def _claim(self, slot: datetime) -> JobRun:
+    def _lock_state(self) -> None:
+        """Lock the job's state row for this transaction, or raise ``PreviousRunAlive``.
+
+        A transactional run holds this row lock until it commits or rolls back, so a run that
+        an ex-leader still has in flight (it lost only its lock) is seen here and not
+        overlapped. ``NOWAIT``: the loop tries again shortly instead of blocking a thread.
+        SQLite has no row locks (and one host-level leader), so there this is a no-op.
+        """
+        if not connection.features.has_select_for_update_nowait:
+            return
+        try:
+            list(
+                JobState.objects.select_for_update(nowait=True)
+                .filter(name=self.job.name)
+                .values_list("pk")
+            )
+        except OperationalError as exc:
+            if not _lock_unavailable(exc):
+                raise
+            raise PreviousRunAlive from exc
+
+    def _claim(self) -> JobRun:
         """Insert this slot's ledger row inside the caller's transaction; raise ``SlotTaken``."""
         try:
             return ledger.claim(
                 self.job,
-                slot,
+                self.slot,
                 trigger=self.plan.trigger,
                 node=self.loop.node.name,
                 instance=self.loop.node.instance,
@@ -132,38 +188,67 @@ class Worker:
         except IntegrityError as exc:
             raise SlotTaken from exc
 
-    def _slot_taken(self, slot: datetime, *, first: bool) -> None:
-        """Skip a slot another node claimed; keep the plan's missed slots and move on."""
+    def _slot_taken(self) -> None:
+        """Skip a slot already in the ledger, and make sure nothing plans it again."""
         logger.info(
             "[%s] job %s slot %s already claimed elsewhere; skipping",
             self.log_prefix,
             self.job.name,
-            slot.isoformat(),
+            self.slot.isoformat(),
         )
-        # The rolled-back claim held this plan's missed slots too: record them again.
         with transaction.atomic():
-            if first:
-                ledger.record_missed(self.job, self.plan.missed)
-            next_due = self._next_due(None, after=slot)
-            if next_due is not None:
-                ledger.advance(self.job, next_due)
+            self._claimed()
 
-    def _lateness(self, slot: datetime) -> float:
-        return max(0.0, (self.loop.clock.now() - slot).total_seconds())
+    def _claimed(self) -> None:
+        """Mark the slot as dealt with: the job's next slot moves on, a run-now is served."""
+        if self.plan.next_due is not None:
+            ledger.advance(self.job, self.plan.next_due)
+        if self.plan.manual_requested_at is not None:
+            ledger.serve_run_request(self.job, self.plan.manual_requested_at)
+
+    def _lateness(self) -> float:
+        return max(0.0, (self.loop.clock.now() - self.slot).total_seconds())
+
+    def _durably(self, what: str, write: Callable[[], T]) -> T | None:
+        """Run ``write`` in a transaction, retrying on a new connection while the database is away.
+
+        A run's outcome must not be lost because the server dropped this thread's connection
+        (a restart, a failover) between the job and its bookkeeping: left ``running`` under
+        a live node, the slot would later be abandoned and perhaps run again. The worker keeps
+        its job marked busy meanwhile; at shutdown it gives up once the grace period is over.
+        """
+        backoff = Backoff()
+        while True:
+            try:
+                with transaction.atomic():
+                    return write()
+            except DATABASE_ERRORS as exc:
+                self.loop.scheduler.db_health.failed(exc)
+                connection.close()
+                if self.loop.stopping and time.monotonic() >= self.loop.scheduler.grace_deadline():
+                    logger.error(
+                        "[%s] job %s slot %s: could not record %s before shutdown: %s",
+                        self.log_prefix,
+                        self.job.name,
+                        self.slot.isoformat(),
+                        what,
+                        exc,
+                    )
+                    return None
+                time.sleep(backoff.next())
 
     # --- transactional --------------------------------------------------------------------
-    def _run_transactional(self, slot: datetime, *, first: bool) -> None:
+    def _run_transactional(self) -> None:
         job, plan, node = self.job, self.plan, self.loop.node
-        lateness = self._lateness(slot)
+        lateness = self._lateness()
         started = time.monotonic()
         result = None
         try:
             with transaction.atomic():
-                if first:
-                    ledger.record_missed(job, plan.missed)
-                run = self._claim(slot)
+                self._lock_state()
+                run = self._claim()
                 self.current_run = run
-                result = job.func(self._context(slot))
+                result = job.func(self._context())
                 if self.timed_out or self.past_deadline():
                     raise JobTimedOut(f"ran past its max_duration of {job.max_duration}")
                 if not self.loop.lock_still_held():
@@ -174,25 +259,28 @@ class Worker:
                 )
                 ledger.update_state_after_run(
                     job,
-                    slot=slot,
+                    slot=self.slot,
                     status=JobRun.Status.SUCCEEDED,
                     duration=duration,
                     lateness=lateness,
                     error="",
                     node=node.name,
-                    next_due=self._next_due(result, after=slot),
+                    next_due=self._next_due(result),
                     wake_before=plan.wake_before,
                     manual_requested_at=plan.manual_requested_at,
                 )
         except SlotTaken:
-            self._slot_taken(slot, first=first)
+            self._slot_taken()
             return
+        except PreviousRunAlive:
+            raise
         except LeadershipLost:
+            self.loop.scheduler.cut_off(f"{job.name} slot {self.slot.isoformat()} rolled back")
             logger.warning(
                 "[%s] job %s slot %s rolled back: lock lost mid-run; the new leader runs it",
                 self.log_prefix,
                 job.name,
-                slot.isoformat(),
+                self.slot.isoformat(),
             )
             return
         except Exception as exc:
@@ -200,65 +288,59 @@ class Worker:
             status = (
                 JobRun.Status.TIMED_OUT if isinstance(exc, JobTimedOut) else JobRun.Status.FAILED
             )
-            self._record_transactional_failure(slot, status, exc, duration, lateness, first=first)
+            self._record_transactional_failure(status, exc, duration, lateness)
             return
-        self.loop.report_outcome(job, slot, JobRun.Status.SUCCEEDED, time.monotonic() - started)
+        self.loop.report_outcome(
+            job, self.slot, JobRun.Status.SUCCEEDED, time.monotonic() - started
+        )
 
-    def _record_transactional_failure(
-        self, slot, status, exc, duration, lateness, *, first: bool
-    ) -> None:
-        """Record a rolled-back run as failed (and the plan's missed slots) in a new transaction."""
+    def _record_transactional_failure(self, status, exc, duration, lateness) -> None:
+        """Record a rolled-back run as failed in a new transaction (the job's state too)."""
         job, plan, node = self.job, self.plan, self.loop.node
         error = "".join(traceback.format_exception(exc))
         discard_broken_connection()
         if not self.loop.lock_still_held():
+            self.loop.scheduler.cut_off(f"{job.name} slot {self.slot.isoformat()} failed")
             logger.warning(
                 "[%s] job %s slot %s failed after the lock was lost; leaving it to the new leader",
                 self.log_prefix,
                 job.name,
-                slot.isoformat(),
+                self.slot.isoformat(),
             )
             return
-        try:
-            with transaction.atomic():
-                if first:
-                    ledger.record_missed(job, plan.missed)
-                try:
-                    with transaction.atomic():
-                        JobRun.objects.create(
-                            job=job.name,
-                            slot=slot,
-                            status=status,
-                            trigger=plan.trigger,
-                            node=node.name,
-                            node_instance=node.instance,
-                            duration=duration,
-                            error=error[: ledger.MAX_ERROR_LENGTH],
-                            requested_by=plan.requested_by,
-                        )
-                except IntegrityError:
-                    pass
-                paused = ledger.update_state_after_run(
-                    job,
-                    slot=slot,
-                    status=status,
-                    duration=duration,
-                    lateness=lateness,
-                    error=error,
-                    node=node.name,
-                    next_due=self._next_due(None, after=slot),
-                    wake_before=plan.wake_before,
-                    manual_requested_at=plan.manual_requested_at,
-                )
-        except Exception:
-            logger.exception("[%s] job %s: could not record its failure", self.log_prefix, job.name)
-            return
-        self.loop.report_outcome(job, slot, status, duration, error=exc, paused=paused)
+
+        def record() -> bool:
+            ledger.record_failed(
+                job,
+                self.slot,
+                status=status,
+                trigger=plan.trigger,
+                node=node.name,
+                instance=node.instance,
+                duration=duration,
+                error=error,
+                requested_by=plan.requested_by,
+            )
+            return ledger.update_state_after_run(
+                job,
+                slot=self.slot,
+                status=status,
+                duration=duration,
+                lateness=lateness,
+                error=error,
+                node=node.name,
+                next_due=self._next_due(None),
+                wake_before=plan.wake_before,
+                manual_requested_at=plan.manual_requested_at,
+            )
+
+        paused = self._durably("its failure", record)
+        self.loop.report_outcome(job, self.slot, status, duration, error=exc, paused=bool(paused))
 
     # --- claim first ----------------------------------------------------------------------
-    def _run_claim_first(self, slot: datetime, *, first: bool) -> None:
+    def _run_claim_first(self) -> None:
         job, plan, node = self.job, self.plan, self.loop.node
-        lateness = self._lateness(slot)
+        lateness = self._lateness()
         if plan.retry_run is not None:
             if not ledger.claim_retry(plan.retry_run, node=node.name, instance=node.instance):
                 return
@@ -266,21 +348,20 @@ class Worker:
         else:
             try:
                 with transaction.atomic():
-                    if first:
-                        ledger.record_missed(job, plan.missed)
-                    run = self._claim(slot)
-                    next_due = self._next_due(None, after=slot)
-                    if next_due is not None:
-                        ledger.advance(job, next_due)
+                    run = self._claim()
+                    # The request and the slot are served by this claim: a crash from here
+                    # on leaves an abandoned run (and the job's retry policy), never a
+                    # request that is planned again and again.
+                    self._claimed()
             except SlotTaken:
-                self._slot_taken(slot, first=first)
+                self._slot_taken()
                 return
         self.current_run = run
         started = time.monotonic()
         error: BaseException | None = None
         result = None
         try:
-            result = job.func(self._context(slot))
+            result = job.func(self._context())
         except Exception as exc:
             error = exc
         duration = time.monotonic() - started
@@ -292,42 +373,43 @@ class Worker:
         text = "".join(traceback.format_exception(error)) if error else ""
         if status == JobRun.Status.TIMED_OUT and not text:
             text = f"ran past its max_duration of {job.max_duration}"
-        if not ledger.finish(
-            run, status=status, duration=duration, error=text, instance=node.instance
-        ):
+
+        def record() -> tuple[bool, bool] | None:
+            if not ledger.finish(
+                run, status=status, duration=duration, error=text, instance=node.instance
+            ):
+                return None
+            paused = ledger.update_state_after_run(
+                job,
+                slot=self.slot,
+                status=status,
+                duration=duration,
+                lateness=lateness,
+                error=text,
+                node=node.name,
+                next_due=self._next_due(result) if not job.schedule.periodic else None,
+                wake_before=plan.wake_before,
+                manual_requested_at=plan.manual_requested_at,
+            )
+            return True, paused
+
+        recorded = self._durably("its outcome", record)
+        if recorded is None:
+            self.loop.scheduler.cut_off(f"{job.name} slot {self.slot.isoformat()} taken over")
             logger.warning(
                 "[%s] job %s slot %s finished but its run was taken over; outcome not recorded",
                 self.log_prefix,
                 job.name,
-                slot.isoformat(),
+                self.slot.isoformat(),
             )
             return
-        paused = ledger.update_state_after_run(
-            job,
-            slot=slot,
-            status=status,
-            duration=duration,
-            lateness=lateness,
-            error=text,
-            node=node.name,
-            next_due=self._next_due(result) if not job.schedule.periodic else None,
-            wake_before=plan.wake_before,
-            manual_requested_at=plan.manual_requested_at,
-        )
-        self.loop.report_outcome(job, slot, status, duration, error=error, paused=paused)
+        self.loop.report_outcome(job, self.slot, status, duration, error=error, paused=recorded[1])
 
-    def _next_due(self, result, *, after: datetime | None = None) -> datetime | None:
-        """Return the job's next slot: from the plan (periodic) or the job's answer (when due).
-
-        While catching up several slots (``missed="all"``), each committed slot only moves the
-        job to the plan's next slot, so a crash mid-catch-up loses none of the rest.
-        """
+    def _next_due(self, result) -> datetime | None:
+        """Return the job's next slot: from the plan (periodic) or the job's answer (when due)."""
         if self.job.schedule.periodic:
-            later = [s for s in self.plan.slots if after is not None and s > after]
-            if later and self.plan.trigger == JobRun.Trigger.SCHEDULE:
-                return later[0]
             return self.plan.next_due
         fallback = self.job.schedule.next_after(self.loop.clock.now())
         if isinstance(result, datetime):
             return min(result, fallback)
-        return fallback if self.plan.next_due is None else min(self.plan.next_due, fallback)
+        return fallback

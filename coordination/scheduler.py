@@ -21,6 +21,7 @@ from coordination.liveness import (
     register_node,
     work_application_name,
 )
+from coordination.locks.postgresql import connection_options
 from coordination.loop import GroupLoop
 from coordination.registry import JobRegistry, group, registry
 
@@ -34,15 +35,17 @@ def jobs_fingerprint(names: list[str], registry: JobRegistry) -> str:
 
 
 def label_database_sessions(node_name: str) -> None:
-    """Name this process's PostgreSQL sessions after the node (seen in ``pg_stat_activity``).
+    """Name this process's PostgreSQL sessions after the node and give them liveness probes.
 
     Every thread opens its own Django connection from these settings, so a follower can find
     (and end) a frozen leader's work sessions by name.
     """
     settings_dict = connections.settings["default"]
     if settings_dict["ENGINE"].endswith("postgresql"):
-        settings_dict.setdefault("OPTIONS", {})["application_name"] = work_application_name(
-            node_name
+        # The lock connection's liveness probes too: a partition must not leave a job thread
+        # (or shutdown) blocked on a dead socket for the kernel's default of minutes.
+        settings_dict.setdefault("OPTIONS", {}).update(
+            connection_options(work_application_name(node_name))
         )
 
 
@@ -72,6 +75,8 @@ class Scheduler:
         self.stop_event = threading.Event()
         self.metrics = metrics
         self._grace_deadline: float | None = None
+        #: What was cut off before it could finish (``--once`` exits non-zero if any).
+        self.cut_offs: list[str] = []
         self.loops = [GroupLoop(self, group(name), once=once) for name in self.group_names]
         self.heartbeat = Heartbeat(self)
 
@@ -83,7 +88,24 @@ class Scheduler:
         return next((loop for loop in self.loops if loop.group.name == group_name), None)
 
     def heartbeat_fresh(self) -> bool:
-        return self.once or self.heartbeat.fresh()
+        return self.heartbeat.fresh()
+
+    def cut_off(self, what: str) -> None:
+        """Note that some work of this process was cut off (rolled back, taken over, crashed)."""
+        self.cut_offs.append(what)
+
+    def problems(self) -> list[str]:
+        """Return what keeps this process from doing its share (for its health check)."""
+        found = []
+        for loop in self.loops:
+            if loop.down_since is not None:
+                found.append(
+                    f"the {loop.group.name} scheduler loop crashed"
+                    f" {time.monotonic() - loop.down_since:.0f}s ago and is being restarted"
+                )
+            elif not loop.is_alive() and loop.ident is not None and not self.stop_event.is_set():
+                found.append(f"the {loop.group.name} scheduler loop has stopped")
+        return found
 
     def grace_deadline(self) -> float:
         if self._grace_deadline is None:
@@ -136,8 +158,8 @@ class Scheduler:
             self.node.host,
             ", ".join(self.group_names),
         )
-        if not self.once:
-            self.heartbeat.start()
+        # Also with --once: a run that outlives the lease must not look like a frozen leader.
+        self.heartbeat.start()
         for loop in self.loops:
             loop.start()
 

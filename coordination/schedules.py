@@ -173,6 +173,19 @@ class Schedule(ABC):
                 return slots[-limit:]
             window *= 8
 
+    def iter_slots(self, start: datetime, before: datetime) -> Iterator[datetime]:
+        """Yield the slots ``s`` with ``start <= s < before``, ascending, one at a time.
+
+        Lazy, because a long outage of a frequent job spans millions of slots that are recorded
+        in batches rather than held in memory at once.
+        """
+        start = _require_aware(start, "start")
+        before = _require_aware(before, "before")
+        for slot in self._slots_from(start):
+            if slot >= before:
+                return
+            yield slot
+
     def _slots_in(self, start: datetime, end: datetime) -> list[datetime]:
         """Return every slot in ``[start, end]``, ascending."""
         slots = []
@@ -237,6 +250,10 @@ class Every(Schedule):
         """Return the index of the last slot at or before ``instant``."""
         return ((instant - EPOCH) // _MICROSECOND) // self._micros
 
+    def _index_ceil(self, instant: datetime) -> int:
+        """Return the index of the first slot at or after ``instant``."""
+        return -(-((instant - EPOCH) // _MICROSECOND) // self._micros)  # ceiling division
+
     def _slot(self, index: int) -> datetime:
         """Return slot number ``index`` (0 is the epoch)."""
         return EPOCH + timedelta(microseconds=index * self._micros)
@@ -259,11 +276,18 @@ class Every(Schedule):
         _check_limit(limit)
         if end < start or limit == 0:
             return []
-        first = -(-((start - EPOCH) // _MICROSECOND) // self._micros)  # ceiling division
+        first = self._index_ceil(start)
         last = self._index_floor(end)
         if limit is not None:
             first = max(first, last - limit + 1)
         return [self._slot(index) for index in range(first, last + 1)]
+
+    def _slots_from(self, start: datetime) -> Iterator[datetime]:
+        """Yield the slots at or after ``start`` by arithmetic, ascending, without end."""
+        index = self._index_ceil(start)
+        while True:
+            yield self._slot(index)
+            index += 1
 
     def describe(self) -> str:
         """Return text such as ``every 1h``, ``every 15 min`` or ``every 30s``."""

@@ -2,7 +2,7 @@
 
 from datetime import datetime, timedelta
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
@@ -10,9 +10,23 @@ from coordination.conf import settings
 from coordination.models import JobRun, JobState, Leadership, Node
 
 
-def group_states(group: str) -> tuple[datetime, list[JobState]]:
-    """Return (database now, the group's job states) in one round trip when there are states."""
-    states = list(JobState.objects.filter(group=group).annotate(db_now=Now()))
+def group_states(group: str, *, exclude_instance: str = "") -> tuple[datetime, list[JobState]]:
+    """Return (database now, the group's job states) in one round trip when there are states.
+
+    Each state carries ``busy_elsewhere``: a live node other than ``exclude_instance`` still
+    has a run of the job going (an ex-leader that lost only its lock), so starting the job
+    now would overlap it.
+    """
+    running_elsewhere = (
+        JobRun.objects.filter(job=OuterRef("name"), status=JobRun.Status.RUNNING)
+        .exclude(node_instance=exclude_instance)
+        .filter(node_instance__in=live_instances())
+    )
+    states = list(
+        JobState.objects.filter(group=group).annotate(
+            db_now=Now(), busy_elsewhere=Exists(running_elsewhere)
+        )
+    )
     now = states[0].db_now if states else database_now()
     return now, states
 

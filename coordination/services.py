@@ -7,7 +7,9 @@ from django.db import connection, transaction
 from django.db.models import Value
 from django.db.models.functions import Coalesce, Least, Now
 
-from coordination.models import JobState
+from coordination import ledger
+from coordination.clock import database_now
+from coordination.models import JobRun, JobState
 from coordination.registry import group as group_named
 from coordination.registry import registry
 
@@ -55,13 +57,43 @@ def request_run(job_name: str, *, requested_by: str = "") -> bool:
 
 
 def set_paused(job_name: str, paused: bool, *, reason: str = "") -> bool:
-    """Pause or resume a job; resuming clears its failure streak."""
+    """Pause or resume a job; resuming clears its failure streak.
+
+    On resume, the slots that passed while the job was paused are recorded as missed (reason
+    ``paused`` or ``plugin disabled``) and the job moves on to its next slot, so they are
+    neither run late as a backlog nor lost from the ledger.
+    """
     values = {"paused": paused, "paused_reason": reason[:255] if paused else ""}
     if not paused:
         values["consecutive_failures"] = 0
     with transaction.atomic():
-        updated = JobState.objects.filter(name=job_name).update(**values)
-        state = JobState.objects.filter(name=job_name).only("group").first()
-        if state is not None:
-            notify_group(state.group)
-    return bool(updated)
+        state = JobState.objects.select_for_update().filter(name=job_name).first()
+        if state is None:
+            return False
+        if not paused and state.paused:
+            _record_paused_gap(state)
+        JobState.objects.filter(name=job_name).update(**values)
+        notify_group(state.group)
+    return True
+
+
+def _record_paused_gap(state: JobState) -> None:
+    """Record the slots a paused job let pass, up to now (the leader records them as they go)."""
+    job = registry.get(state.name)
+    if job is None or not job.schedule.periodic or state.next_due is None:
+        return  # not declared in this process: the leader's tick records them
+    now = database_now()
+    if state.next_due <= now:
+        ledger.skip_slots(
+            job,
+            state.next_due,
+            before=job.schedule.next_after(now),
+            reason=paused_reason(state),
+        )
+
+
+def paused_reason(state: JobState) -> str:
+    """Return the missed-slot reason for slots that pass while ``state`` is paused."""
+    if state.paused_reason == JobRun.MissedReason.PLUGIN_DISABLED:
+        return JobRun.MissedReason.PLUGIN_DISABLED
+    return JobRun.MissedReason.PAUSED

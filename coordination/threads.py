@@ -37,7 +37,7 @@ def drop_dead_connection() -> None:
     A kept connection may have been ended by a server restart or a session termination; the
     first statement of the next run would fail and be recorded as the job's failure. An idle
     connection has nothing to read unless the server closed it (job threads never ``LISTEN``),
-    so a zero-timeout ``select()`` tells, without a round trip.
+    so a zero-timeout ``poll()`` tells, without a round trip.
     """
     raw = connection.connection
     if raw is None or connection.in_atomic_block:
@@ -49,8 +49,9 @@ def drop_dead_connection() -> None:
         fileno = raw.fileno()
     except Exception:
         return  # this driver has no socket to look at (SQLite)
-    readable, _, _ = select.select([fileno], [], [], 0)
-    if readable:
+    poller = select.poll()  # not select(): descriptors above 1024 are fine
+    poller.register(fileno, select.POLLIN)
+    if poller.poll(0):
         connection.close()
 
 

@@ -1,8 +1,8 @@
-"""A wake-up flag that a thread can set and a loop can wait on, also through ``select()``.
+"""A wake-up flag that a thread can set and a loop can wait on, also through ``poll()``.
 
-The PostgreSQL leader sleeps in ``select()`` on its lock connection's socket (so a ``NOTIFY``
+The PostgreSQL leader sleeps in ``poll()`` on its lock connection's socket (so a ``NOTIFY``
 or the session's death wakes it at once); a worker that finishes must be able to wake that
-same ``select()``, hence a pipe beside the event.
+same ``poll()``, hence a pipe beside the event.
 """
 
 import os
@@ -42,11 +42,19 @@ class Waker:
         return self._event.wait(timeout)
 
     def wait_with(self, fileno: int, timeout: float) -> bool:
-        """Wait until set, or ``fileno`` is readable, or ``timeout``; return if ``fileno`` is."""
+        """Wait until set, or ``fileno`` is readable, or ``timeout``; return if ``fileno`` is.
+
+        ``poll()``, not ``select()``: a busy process can have descriptors numbered above
+        1024, which ``select()`` cannot watch. A descriptor closed under us counts as
+        readable, so the caller reads, fails and notices.
+        """
         if self._event.is_set():
             return False
-        readable, _, _ = select.select([self._read, fileno], [], [], max(0.0, timeout))
-        return fileno in readable
+        poller = select.poll()
+        poller.register(self._read, select.POLLIN)
+        poller.register(fileno, select.POLLIN)
+        events = poller.poll(max(0.0, timeout) * 1000)
+        return any(fd == fileno for fd, _ in events)
 
     def close(self) -> None:
         for fd in (self._read, self._write):

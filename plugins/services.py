@@ -13,7 +13,7 @@ from django.db.models.functions import Now
 from coordination import ledger
 from coordination import services as coordination
 from coordination.clock import database_now
-from coordination.models import JobState
+from coordination.models import JobRun, JobState
 from plugins import selectors
 from plugins.exceptions import ControlError
 from plugins.models import PLUGIN_GROUP, ControlEvent, PluginState
@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 #: The pause reason of jobs paused because their plugin is disabled; enabling the plugin
 #: resumes exactly these, and leaves jobs paused for other reasons (an operator, the failure
 #: cap) paused.
-PLUGIN_DISABLED_REASON = "plugin disabled"
+PLUGIN_DISABLED_REASON = JobRun.MissedReason.PLUGIN_DISABLED.value
 
 A = ControlEvent.Action
 

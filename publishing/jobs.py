@@ -5,7 +5,8 @@ with its run-ledger row, whenever something is due: it returns the next ``publis
 ``unpublish_at`` and the scheduler sleeps until then, woken earlier by
 :func:`coordination.services.request_wakeup` when an editor schedules something sooner.
 A full batch returns "now", so a backlog is worked through batch after batch, each in its own
-short transaction.
+short transaction. A due post that another transaction holds locked (an editor saving it) is
+skipped and looked at again a second later, not at once: that would run the job in a loop.
 """
 
 import logging
@@ -17,6 +18,9 @@ from publishing import selectors, services
 from publishing.conf import settings
 
 logger = logging.getLogger(__name__)
+
+#: How soon the job looks again at due posts it had to skip because their rows were locked.
+LOCKED_RETRY = timedelta(seconds=1)
 
 
 @job(
@@ -39,4 +43,7 @@ def publish_due(ctx: JobContext) -> datetime | None:
         )
     if published.more or unpublished.more:
         return published.now
-    return selectors.next_due_at()
+    next_due = selectors.next_due_at()
+    if next_due is not None and next_due <= published.now:
+        return published.now + LOCKED_RETRY  # still due, so skipped: locked by someone else
+    return next_due

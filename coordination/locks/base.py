@@ -53,6 +53,9 @@ class LeaderLock:
         self.acquired = False
         self._conn = None
         self._mutex = threading.RLock()
+        # Set by cancel_wait() (shutdown): no lock wait starts or goes on after it.
+        self._cancelled = threading.Event()
+        self._waiting = False
 
     def __repr__(self) -> str:
         state = "held" if self.acquired else "not held"
@@ -68,9 +71,15 @@ class LeaderLock:
         with self._mutex:
             if self.acquired:
                 return True
+            if wait > 0 and self._cancelled.is_set():
+                return False
+            self._waiting = wait > 0
             try:
                 self.acquired = bool(self._acquire(max(0.0, wait)))
             except Exception as exc:
+                if self._cancelled.is_set():
+                    return False  # our own shutdown interrupted the wait
+
                 logger.warning(
                     "[%s] could not take advisory lock key %s: %s; not leader",
                     self.label,
@@ -81,6 +90,8 @@ class LeaderLock:
                 if self.raise_errors:
                     raise
                 return False
+            finally:
+                self._waiting = False
             return self.acquired
 
     def still_held(self) -> bool:
@@ -155,7 +166,25 @@ class LeaderLock:
         return None
 
     def cancel_wait(self) -> None:
-        """Interrupt a blocking ``acquire`` from another thread (best effort)."""
+        """Interrupt a blocking ``acquire`` from another thread; no later wait starts.
+
+        Only a wait in progress is interrupted: the same connection also serves the workers'
+        ``still_held()`` checks, which must not be cancelled (a transactional run inside its
+        shutdown grace period would roll back).
+        """
+        self._cancelled.set()
+        if self._waiting:
+            try:
+                self._interrupt_wait()
+            except Exception:
+                logger.debug("[%s] interrupting a lock wait failed", self.label)
+
+    def _interrupt_wait(self) -> None:
+        """End a blocking wait on the lock connection (vendors that block in the server)."""
+
+    def _pause(self, seconds: float) -> bool:
+        """Sleep between polls of a lock; return True if the wait was cancelled meanwhile."""
+        return self._cancelled.wait(seconds)
 
     def wait_for_wakeup(self, timeout: float, waker) -> None:
         """Sleep up to ``timeout`` seconds or until ``waker`` is set or a wake-up arrives."""

@@ -66,6 +66,17 @@ class MySQLLeaderLock(LeaderLock):
     def _acquire(self, wait: float) -> bool:
         return self._scalar("SELECT GET_LOCK(%s, %s)", (self.lock_name, wait)) == 1
 
+    def _interrupt_wait(self) -> None:
+        """End a waiting ``GET_LOCK`` with ``KILL QUERY`` from a connection of its own."""
+        thread_id = self._thread_id
+        if thread_id is None:
+            return
+        conn = self._new_raw_connection({"connect_timeout": 2})
+        try:
+            conn.cursor().execute(f"KILL QUERY {int(thread_id)}")
+        finally:
+            conn.close()
+
     def _still_held(self) -> bool:
         return self._scalar("SELECT IS_USED_LOCK(%s) = CONNECTION_ID()", (self.lock_name,)) == 1
 

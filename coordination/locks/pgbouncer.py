@@ -88,9 +88,8 @@ class PgBouncerLeaderLock(LeaderLock):
         while True:
             if self._try_claim():
                 return True
-            if time.monotonic() + _POLL > deadline:
+            if time.monotonic() + _POLL > deadline or self._pause(_POLL):
                 return False
-            time.sleep(_POLL)
 
     def _still_held(self) -> bool:
         """Confirm and renew the lease in one statement."""

@@ -94,13 +94,18 @@ class PostgresLeaderLock(LeaderLock):
 
     def _still_held(self) -> bool:
         classid, objid = split_key(self.key)
-        row = self._conn.execute(
+        query = (
             "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"
             " AND pid = pg_backend_pid() AND granted AND objsubid = 1"
-            " AND classid::bigint = %s AND objid::bigint = %s)",
-            (classid, objid),
-        ).fetchone()
-        return row[0]
+            " AND classid::bigint = %s AND objid::bigint = %s)"
+        )
+        try:
+            return self._conn.execute(query, (classid, objid)).fetchone()[0]
+        except psycopg.errors.QueryCanceled:
+            if not self._cancelled.is_set():
+                raise
+            # Shutdown's cancel of a lock wait arrived just as this check ran: ask again.
+            return self._conn.execute(query, (classid, objid)).fetchone()[0]
 
     def _release(self) -> bool:
         return self._conn.execute("SELECT pg_advisory_unlock(%s::bigint)", (self.key,)).fetchone()[
@@ -110,13 +115,10 @@ class PostgresLeaderLock(LeaderLock):
     def session_id(self) -> int | None:
         return self._conn.info.backend_pid if self._conn is not None else None
 
-    def cancel_wait(self) -> None:
+    def _interrupt_wait(self) -> None:
         conn = self._conn
         if conn is not None:
-            try:
-                conn.cancel_safe(timeout=2.0)
-            except Exception:
-                logger.debug("[%s] cancelling a lock wait failed", self.label)
+            conn.cancel_safe(timeout=2.0)
 
     @property
     def listening(self) -> bool:
@@ -129,35 +131,47 @@ class PostgresLeaderLock(LeaderLock):
         self._listening.add(channel)
 
     def wait_for_wakeup(self, timeout: float, waker) -> None:
-        """Sleep in ``select()`` on the lock connection's socket and the loop's waker.
+        """Sleep in ``poll()`` on the lock connection's socket and the loop's waker.
 
         A ``NOTIFY`` on a channel we listen to, the session's death, or the waker ends the
         sleep at once. The connection is not held while waiting, so other threads can run
-        ``still_held()`` on it meanwhile.
+        ``still_held()`` on it meanwhile; if one of them finds it broken and closes it, this
+        wait ends and leaves any newer connection alone.
         """
-        conn = self._conn
-        if conn is None or not self._listening:
+        with self._mutex:
+            conn = self._conn
+            if conn is None or not self._listening:
+                conn = None
+            else:
+                try:
+                    fileno = conn.fileno()
+                except psycopg.Error:
+                    return  # closed by another thread just now; the loop sees it is not held
+        if conn is None:
             waker.wait(timeout)
             return
         deadline = time.monotonic() + timeout
         try:
             while not waker.is_set():
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or conn is not self._conn:
                     return
                 # Drain what arrived: notifications end the sleep, EOF raises.
-                if waker.wait_with(conn.fileno(), remaining) and any(
+                if waker.wait_with(fileno, remaining) and any(
                     True for _ in conn.notifies(timeout=0.01)
                 ):
                     return
         except psycopg.Error as exc:
-            logger.error(
-                "[%s] lost advisory lock key %s: connection closed (%s)",
-                self.label,
-                self.key_text,
-                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
-            )
-            self._discard()
+            with self._mutex:
+                if conn is not self._conn:
+                    return
+                logger.error(
+                    "[%s] lost advisory lock key %s: connection closed (%s)",
+                    self.label,
+                    self.key_text,
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                )
+                self._discard()
 
     @classmethod
     def list_holders(cls, *, using: str, keys=()) -> list[LockHolder]:

@@ -54,10 +54,9 @@ class SQLiteLeaderLock(LeaderLock):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or self._pause(_POLL):
                     os.close(fd)
                     return False
-                time.sleep(_POLL)
             except BaseException:
                 os.close(fd)
                 raise
@@ -75,9 +74,10 @@ class SQLiteLeaderLock(LeaderLock):
     def _acquire_in_process(self, wait: float) -> bool:
         with _PROCESS_LOCKS_GUARD:
             lock = _PROCESS_LOCKS.setdefault(self.key, threading.Lock())
-        acquired = lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)
-        if not acquired:
-            return False
+        deadline = time.monotonic() + wait
+        while not lock.acquire(timeout=min(_POLL, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline or self._cancelled.is_set():
+                return False
         self._conn = ("memory", lock)
         return True
 

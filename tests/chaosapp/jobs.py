@@ -1,4 +1,7 @@
-"""Plugin jobs at several cadences for the chaos soak: each writes an ``Effect`` per slot.
+"""Jobs at several cadences for the chaos soak: each writes an ``Effect`` per slot.
+
+All but one are plugin jobs (the ``plugins`` group); ``lease_tick`` has a group of its own for
+the soak's lease-mode replicas.
 
 Whether a slot fails or hangs is decided from the slot itself, so a rerun of the same slot
 behaves the same and the soak stays reproducible.
@@ -8,8 +11,12 @@ import hashlib
 import threading
 from datetime import timedelta
 
+from coordination.registry import job
 from plugins.sdk import Missed, every, plugin_job
 from tests.jobsapp.models import Effect
+
+# The group of the lease-mode replicas (devtools.chaos starts them with --group chaoslease).
+LEASE_GROUP = "chaoslease"
 
 
 def _chance(slot, salt: str) -> float:
@@ -52,3 +59,40 @@ def hang(ctx):
             threading.Event().wait(0.1)
             waited += 0.1
         threading.Event().wait(1.0)
+
+
+@plugin_job(schedule=every(timedelta(seconds=4)))
+def slow_claim(ctx):
+    """Every 4 s, claim first, then about 3 s of non-database work.
+
+    It gives the soak a run that is reliably in progress, so faults can land mid-run (the lock
+    session ended, PostgreSQL restarted) and the soak can see how the run's row ends up. It does
+    not poll ``should_stop()``: plenty of real jobs do not either.
+    """
+    _effect(ctx)
+    threading.Event().wait(3.0)
+
+
+@plugin_job(schedule=every(timedelta(seconds=1)), transactional=True)
+def catchup(ctx):
+    """Every second; the soak moves its next slot back 30 minutes to force a long catch-up.
+
+    A dedicated job, so the 1,800 caught-up slots land before its first ledger row instead of
+    on top of slots another fault already accounts for.
+    """
+    _effect(ctx)
+
+
+@job(
+    name="chaosapp.lease_tick",
+    group=LEASE_GROUP,
+    schedule=every(timedelta(seconds=1)),
+    transactional=True,
+)
+def lease_tick(ctx):
+    """Every second in its own group, run only by the soak's lease-mode replicas.
+
+    Lease mode (``INSTATIC_LOCK_MODE=transaction``) must never share a group with session-lock
+    replicas, so this group has its own replicas and no session replica runs it.
+    """
+    _effect(ctx)

@@ -21,65 +21,10 @@ from coordination.models import JobRun, JobState, Node
 from coordination.registry import JobDeclarationError, JobRegistry, Missed, make_job
 from coordination.scheduler import Scheduler
 from coordination.schedules import Every, WhenDue, every, hourly
+from tests.coordination.enginekit import GROUP, Recorder, declare, make_due, ran, tick
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-GROUP = "enginetest"
-
-
-class Recorder:
-    """A job function that records the slots it ran, optionally failing or blocking."""
-
-    def __init__(self, *, fail: bool = False, block: threading.Event | None = None):
-        self.slots = []
-        self.fail = fail
-        self.block = block
-        self.contexts = []
-
-    def __call__(self, ctx):
-        self.slots.append(ctx.slot)
-        self.contexts.append(ctx)
-        if self.block is not None:
-            self.block.wait(10)
-        if self.fail:
-            raise RuntimeError("boom from the job")
-
-
-def declare(func, name="enginetest.job", **options):
-    # Hourly by default: a test's own slot cannot be joined by the next one mid-test.
-    options.setdefault("schedule", every(timedelta(hours=1)))
-    reg = JobRegistry()
-    job = reg.register(make_job(func, name=name, group=GROUP, **options))
-    return reg, job
-
-
-def tick(reg: JobRegistry, node_name: str = "engine-node") -> Scheduler:
-    scheduler = Scheduler(groups=[GROUP], node_name=node_name, once=True, registry=reg)
-    scheduler.run()
-    return scheduler
-
-
-def make_due(job, *, ago: timedelta, **extra) -> None:
-    """Create the job's state as if the cluster had been down for ``ago``."""
-    then = database_now() - ago
-    # The latest slot at or before ``then``: due now, with every later slot missed.
-    next_due = job.schedule.slots_between(then - timedelta(days=2), then, limit=1)[-1]
-    JobState.objects.update_or_create(
-        name=job.name,
-        defaults={
-            "group": GROUP,
-            "schedule": job.schedule.describe(),
-            "fingerprint": job.fingerprint,
-            "next_due": next_due,
-            **extra,
-        },
-    )
-
-
-def ran(job) -> JobRun:
-    """Return the one run of ``job`` that was not recorded as missed."""
-    return JobRun.objects.exclude(status=JobRun.Status.MISSED).get(job=job.name)
 
 
 def test_first_tick_creates_state_at_the_next_slot_without_running():
@@ -219,9 +164,11 @@ def test_failures_in_a_row_pause_the_job_and_a_success_resets_the_count():
     make_due(job, ago=timedelta(seconds=1))
     tick(reg)
     assert len(recorder.slots) == 2, "a paused job does not run on schedule"
+    skipped = JobRun.objects.get(job=job.name, status=JobRun.Status.MISSED)
+    assert skipped.reason == JobRun.MissedReason.PAUSED, "its slot is recorded, not lost"
     services.set_paused(job.name, False)
     recorder.fail = False
-    make_due(job, ago=timedelta(seconds=1))
+    services.request_run(job.name, requested_by="test")
     tick(reg)
     state = JobState.objects.get(name=job.name)
     assert not state.paused and state.consecutive_failures == 0 and state.last_status == "succeeded"

@@ -1,9 +1,11 @@
 """The publish job: declared in the publishing group, run directly and by the real engine."""
 
 import logging
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection, transaction
 from django.test import override_settings
 
 from coordination.clock import database_now
@@ -101,3 +103,35 @@ def test_the_engine_runs_the_publish_job_in_process():
     assert state.next_due == upcoming.publish_at, "the scheduler sleeps until the next post"
     upcoming.refresh_from_db()
     assert upcoming.status == S.SCHEDULED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_due_post_locked_by_another_transaction_does_not_make_the_job_due_at_once():
+    """The job skips a row-locked post; it must look again later, not loop on it."""
+    if not connection.features.has_select_for_update_skip_locked:
+        pytest.skip("SKIP LOCKED needs row locks (PostgreSQL, MariaDB)")
+    post = due_post()
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_row_lock():
+        with transaction.atomic():
+            list(Post.objects.select_for_update().filter(pk=post.pk))
+            locked.set()
+            release.wait(30)
+        connection.close()
+
+    holder = threading.Thread(target=hold_row_lock)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        before = database_now()
+        next_due = run_job()
+        assert next_due >= before + timedelta(seconds=0.5), "due again at once: a busy loop"
+        post.refresh_from_db()
+        assert post.status == S.SCHEDULED
+    finally:
+        release.set()
+        holder.join()
+    assert run_job() is None
+    post.refresh_from_db()
+    assert post.status == S.PUBLISHED

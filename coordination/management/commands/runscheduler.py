@@ -73,8 +73,16 @@ class Command(BaseCommand):
             once=options["once"],
             metrics=metrics,
         )
+        if metrics is not None:
+            metrics.attach(scheduler)
         try:
             with graceful_signals(scheduler.stop):
                 scheduler.run()
         except NodeNameInUse as exc:
             raise CommandError(str(exc)) from None
+        if options["once"] and scheduler.cut_offs:
+            raise CommandError(
+                "--once: work was cut off before it finished ("
+                + "; ".join(dict.fromkeys(scheduler.cut_offs))
+                + "); the next leader picks it up."
+            )

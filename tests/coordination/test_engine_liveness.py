@@ -1,0 +1,188 @@
+"""Liveness of the engine in one process: no stuck job, no busy loop, no silently lost slot."""
+
+import threading
+from datetime import timedelta
+
+import psycopg
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from coordination import services
+from coordination.clock import database_now
+from coordination.models import JobRun, JobState
+from coordination.registry import Missed
+from coordination.scheduler import Scheduler
+from coordination.schedules import every
+from tests.coordination.enginekit import GROUP, Recorder, declare, make_due, tick
+from tests.support.polling import wait_until
+from tests.support.processes import database_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECOND = timedelta(seconds=1)
+
+
+def ledger_slots(job) -> list:
+    return list(JobRun.objects.filter(job=job.name).order_by("slot").values_list("slot", flat=True))
+
+
+def test_a_catch_up_of_more_than_a_thousand_slots_records_every_slot():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=every(SECOND), missed=Missed.LATEST)
+    make_due(job, ago=timedelta(minutes=30))
+    first = JobState.objects.get(name=job.name).next_due
+    tick(reg)
+    slots = ledger_slots(job)
+    assert slots[0] == first, "the oldest slots of the gap are in the ledger too"
+    assert all(b - a == SECOND for a, b in zip(slots, slots[1:], strict=False)), "no gaps"
+    assert len(slots) >= 1800
+    missed = JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED)
+    assert missed.count() == len(slots) - 1
+    assert set(missed.values_list("reason", flat=True)) == {JobRun.MissedReason.DOWNTIME}
+    assert recorder.slots == [slots[-1]]
+    assert JobState.objects.get(name=job.name).next_due == slots[-1] + SECOND
+
+
+def test_a_run_now_whose_slot_is_already_in_the_ledger_is_served_not_planned_again():
+    """A claim-first manual run whose node died leaves its slot in the ledger: no spin."""
+    recorder = Recorder()
+    reg, job = declare(recorder)
+    make_due(job, ago=timedelta(0))
+    requested = database_now() - SECOND
+    JobState.objects.filter(name=job.name).update(
+        next_due=database_now() + timedelta(hours=1),
+        run_requested_at=requested,
+        run_requested_by="editor",
+    )
+    JobRun.objects.create(
+        job=job.name,
+        slot=requested,
+        status=JobRun.Status.ABANDONED,
+        trigger=JobRun.Trigger.MANUAL,
+        node="gone",
+        node_instance="gone",
+    )
+    tick(reg)
+    state = JobState.objects.get(name=job.name)
+    assert state.run_requested_at is None, "the request is served by the run already claimed"
+    assert recorder.slots == []
+    tick(reg)
+    assert JobRun.objects.filter(job=job.name).count() == 1
+
+
+def test_run_now_goes_ahead_of_a_catch_up_backlog():
+    """A backlog runs one slot per tick, so a run-now request is next, not last."""
+    started, release = threading.Event(), threading.Event()
+    triggers = []
+
+    def job_func(ctx):
+        triggers.append(ctx.trigger)
+        started.set()
+        release.wait(10)
+
+    reg, job = declare(
+        job_func, schedule=every(SECOND), missed=Missed.ALL, missed_window=timedelta(minutes=1)
+    )
+    make_due(job, ago=timedelta(seconds=20))
+    scheduler = Scheduler(groups=[GROUP], node_name="engine-node", registry=reg)
+    scheduler.start()
+    try:
+        assert started.wait(10)
+        services.request_run(job.name, requested_by="editor")
+        release.set()
+        wait_until(lambda: len(triggers) >= 3, timeout=10)
+    finally:
+        release.set()
+        scheduler.stop()
+        scheduler.wait()
+        scheduler.finish()
+    assert triggers[:2] == [JobRun.Trigger.SCHEDULE, JobRun.Trigger.MANUAL]
+
+
+def test_resuming_a_paused_job_records_the_slots_it_let_pass_and_does_not_run_them():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=every(SECOND))
+    make_due(job, ago=timedelta(seconds=10), paused=True, paused_reason="plugin disabled")
+    first = JobState.objects.get(name=job.name).next_due
+    with services.registry.temporary(job, replace=True):
+        assert services.set_paused(job.name, False)
+    state = JobState.objects.get(name=job.name)
+    assert state.next_due > database_now() - SECOND
+    slots = ledger_slots(job)
+    assert slots[0] == first and len(slots) >= 10
+    reasons = set(JobRun.objects.filter(job=job.name).values_list("reason", flat=True))
+    assert reasons == {JobRun.MissedReason.PLUGIN_DISABLED}
+    tick(reg)
+    assert recorder.slots == [] or recorder.slots[0] > slots[-1]
+
+
+def test_slots_that_pass_while_paused_are_recorded_as_they_go():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=every(SECOND))
+    make_due(job, ago=timedelta(seconds=5), paused=True, paused_reason="paused by ann")
+    tick(reg)
+    assert recorder.slots == []
+    missed = JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED)
+    assert missed.count() >= 5
+    assert set(missed.values_list("reason", flat=True)) == {JobRun.MissedReason.PAUSED}
+
+
+@pytest.mark.postgresql
+def test_an_outcome_is_recorded_when_the_server_dropped_the_connection_during_the_run():
+    """Bookkeeping retries on a new connection instead of leaving the run 'running'."""
+    url = database_url()
+
+    def job_func(ctx):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            pid = cursor.fetchone()[0]
+        with psycopg.connect(url, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+
+    reg, job = declare(job_func, schedule=every(SECOND))
+    make_due(job, ago=timedelta(0))
+    tick(reg)
+    run = JobRun.objects.exclude(status=JobRun.Status.MISSED).get(job=job.name)
+    assert run.status == JobRun.Status.SUCCEEDED and run.finished_at is not None
+    assert JobState.objects.get(name=job.name).last_status == "succeeded"
+
+
+@override_settings(INSTATIC_LOCK_WAIT=0.5)
+def test_a_loop_survives_a_lock_connection_error_and_a_crash_and_reports_it_meanwhile():
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=every(SECOND))
+    make_due(job, ago=timedelta(0))
+    scheduler = Scheduler(groups=[GROUP], node_name="engine-node", registry=reg)
+    (loop,) = scheduler.loops
+    real_listen, real_tick = loop.lock.listen, loop.tick
+    faults = {"listen": 1, "tick": 1}
+    crashed = threading.Event()
+
+    def failing_listen(channel):
+        if faults["listen"]:
+            faults["listen"] -= 1
+            raise psycopg.OperationalError("the database system is starting up")
+        return real_listen(channel)
+
+    def crashing_tick():
+        if faults["tick"]:
+            faults["tick"] -= 1
+            crashed.set()
+            raise RuntimeError("a bug in a tick")
+        return real_tick()
+
+    loop.lock.listen = failing_listen
+    loop.tick = crashing_tick
+    scheduler.start()
+    try:
+        assert crashed.wait(10)
+        problems = wait_until(scheduler.problems, timeout=5)
+        assert "crashed" in problems[0]
+        wait_until(lambda: len(recorder.slots) >= 1, timeout=15)
+        wait_until(lambda: not scheduler.problems(), timeout=5)
+        assert loop.is_alive() and loop.leading
+    finally:
+        scheduler.stop()
+        scheduler.wait()
+        scheduler.finish()
