@@ -117,7 +117,10 @@ def test_failures_in_a_row_pause_the_job_with_its_traceback_and_a_log_line(opera
     state = JobState.objects.get(name=job.name)
     assert not state.paused and state.consecutive_failures == 0
     assert events(job.name) == [(A.JOB_RESUMED, "operator")]
-    make_due(job)
+    skipped = JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED)
+    assert [run.reason for run in skipped] == [JobRun.MissedReason.PAUSED]
+    # The slot that passed while it was paused stays missed; the job runs again.
+    coordination_services.request_run(job.name, requested_by="test")
     run_tick(job)
     assert JobState.objects.get(name=job.name).last_status == "succeeded"
 
@@ -209,8 +212,12 @@ def test_disabling_a_plugin_pauses_its_jobs_and_enabling_resumes_only_those(oper
     assert not states[fast.name].paused and not states[fresh.name].paused
     assert states[held.name].paused_reason == "investigating"
     run_tick(fast, held, other, fresh)
-    assert len(fast_calls.contexts) == 1, "the latest missed slot runs once (policy 'latest')"
-    assert JobRun.objects.filter(job=fast.name, status=JobRun.Status.MISSED).exists()
+    assert fast_calls.contexts == [], "slots that passed while disabled do not run late"
+    missed = JobRun.objects.filter(job=fast.name, status=JobRun.Status.MISSED)
+    assert missed.count() >= 120, "they are recorded, with why"
+    assert set(missed.values_list("reason", flat=True)) == {JobRun.MissedReason.PLUGIN_DISABLED}
+    state = JobState.objects.get(name=fast.name)
+    assert not state.paused and state.next_due > missed.order_by("-slot")[0].slot, "it goes on"
     assert [a for a, _ in events("demo")] == [A.PLUGIN_DISABLED, A.PLUGIN_ENABLED]
     [disabled] = ControlEvent.objects.filter(target="demo", action=A.PLUGIN_DISABLED)
     assert disabled.user == operator and fast.name in disabled.detail
