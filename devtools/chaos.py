@@ -710,7 +710,8 @@ def fault_lockonly(soak: Soak) -> Fault:
         " WHERE pid = %s AND application_name = %s",
         (run.lock_pid, f"{run.node}/lock"),
     )
-    fault.takeover = soak.wait_new_leader("plugins", run.node, since=fault.at)
+    # The same node may take the lock straight back, so "resumed" is the next run, not a leader.
+    fault.takeover = soak.wait_for_runs_after(soak.db_now(), since=fault.at)
     fault.note = f"{len(ended)} session ended; slow run {soak.final_status(run.id)}"
     return fault
 

@@ -21,42 +21,27 @@ from coordination.models import JobRun, Leadership, Node
 from devtools.pgcluster import PostgresCluster
 from tests.jobsapp.models import Effect
 from tests.support.polling import wait_until
-from tests.support.processes import process_env, start_scheduler
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True)]
 
 JOB = "hatest.tick"
 GROUP = "hatest"
-FAST = {"INSTATIC_LEASE": "3", "INSTATIC_HEARTBEAT_INTERVAL": "0.5", "INSTATIC_MAX_TICK": "2"}
 
 
 @pytest.fixture
-def replicas():
-    started = []
+def replicas(schedulers):
+    count_started = []
 
     def start(count: int = 3, *, env: dict | None = None, prefix=(), names=None):
         procs = []
         for i in range(count):
-            name = names[i] if names else f"ha-{len(started)}"
-            proc = start_scheduler(
-                name, GROUP, env=process_env(**FAST, **(env or {})), prefix=prefix
-            )
-            started.append(proc)
-            procs.append(proc)
+            name = names[i] if names else f"ha-{len(count_started)}"
+            count_started.append(name)
+            procs.append(schedulers(name, GROUP, env=env, prefix=prefix))
         return procs
 
-    def extra(node: str, group: str):
-        proc = start_scheduler(node, group, env=process_env(**FAST))
-        started.append(proc)
-        return proc
-
-    start.extra = extra
-    yield start
-    for proc in started:
-        proc.stop()
-        # Shown by pytest only when the test failed.
-        print(f"----- {proc.name} (exit {proc.process.returncode}) -----\n{proc.log()[-4000:]}")
-    connection.close()
+    start.extra = lambda node, group: schedulers(node, group)
+    return start
 
 
 def succeeded_runs():
