@@ -52,7 +52,17 @@ class JobStateAdmin(ReadOnlyAdmin):
 
 @admin.register(JobRun)
 class JobRunAdmin(ReadOnlyAdmin):
-    list_display = ["job", "slot", "status", "trigger", "node", "attempt", "duration", "started_at"]
-    list_filter = ["status", "trigger", "job"]
+    list_display = [
+        "job",
+        "slot",
+        "status",
+        "reason",
+        "trigger",
+        "node",
+        "attempt",
+        "duration",
+        "started_at",
+    ]
+    list_filter = ["status", "reason", "trigger", "job"]
     search_fields = ["job", "node", "error"]
     date_hierarchy = "slot"

@@ -2,7 +2,7 @@
 
 from datetime import datetime, timedelta
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
@@ -107,6 +107,13 @@ def status_snapshot() -> dict:
         }
         for row in Leadership.objects.all()
     ]
+    missed: dict[str, dict[str, int]] = {}
+    for row in (
+        JobRun.objects.filter(status=JobRun.Status.MISSED)
+        .values("job", "reason")
+        .annotate(count=Count("id"))
+    ):
+        missed.setdefault(row["job"], {})[row["reason"] or "unknown"] = row["count"]
     jobs = []
     for state in JobState.objects.all():
         jobs.append(
@@ -122,6 +129,7 @@ def status_snapshot() -> dict:
                 "consecutive_failures": state.consecutive_failures,
                 "paused": state.paused,
                 "retired": state.retired_at is not None,
+                "missed": missed.get(state.name, {}),
             }
         )
     return {"now": now.isoformat(), "nodes": node_rows, "leaders": leaders, "jobs": jobs}

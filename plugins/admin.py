@@ -380,6 +380,7 @@ class PluginRunAdmin(ControlAdmin):
         "job",
         "slot",
         "status_badge",
+        "reason",
         "trigger",
         "node",
         "attempt",
@@ -387,13 +388,14 @@ class PluginRunAdmin(ControlAdmin):
         "started_at",
         "error_summary",
     ]
-    list_filter = [JobFilter, "status", "trigger"]
+    list_filter = [JobFilter, "status", "reason", "trigger"]
     search_fields = ["job", "node", "error"]
     date_hierarchy = "slot"
     fields = [
         "job",
         "slot",
         "status",
+        "reason",
         "trigger",
         "requested_by",
         "node",

@@ -1,10 +1,13 @@
 """Liveness of the engine in one process: no stuck job, no busy loop, no silently lost slot."""
 
+import json
 import threading
 from datetime import timedelta
+from io import StringIO
 
 import psycopg
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
 
@@ -42,6 +45,10 @@ def test_a_catch_up_of_more_than_a_thousand_slots_records_every_slot():
     assert set(missed.values_list("reason", flat=True)) == {JobRun.MissedReason.DOWNTIME}
     assert recorder.slots == [slots[-1]]
     assert JobState.objects.get(name=job.name).next_due == slots[-1] + SECOND
+    status = StringIO()
+    call_command("schedulerstatus", "--json", stdout=status)
+    (shown,) = [j for j in json.loads(status.getvalue())["jobs"] if j["name"] == job.name]
+    assert shown["missed"] == {"downtime": len(slots) - 1}
 
 
 def test_a_run_now_whose_slot_is_already_in_the_ledger_is_served_not_planned_again():

@@ -177,3 +177,17 @@ def test_run_history_per_job_with_status_node_duration_and_error(operator_client
     # The engine's own read-only admin of the same rows still works beside this one.
     page = admin_client.get(reverse("admin:coordination_jobrun_changelist")).content.decode()
     assert "publishing.publish_due" in page and "example.digest" in page
+
+
+def test_missed_runs_show_why_they_were_missed(operator_client):
+    state("example.digest")
+    now = database_now()
+    for seconds, reason in ((1, "downtime"), (2, "plugin disabled")):
+        JobRun.objects.create(
+            job="example.digest",
+            slot=now - timedelta(seconds=seconds),
+            status=JobRun.Status.MISSED,
+            reason=reason,
+        )
+    page = operator_client.get(RUNS_URL, {"reason__exact": "plugin disabled"}).content.decode()
+    assert "plugin disabled" in page and page.count('class="field-reason"') == 1

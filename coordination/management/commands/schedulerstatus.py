@@ -60,7 +60,18 @@ class Command(BaseCommand):
         )
         self._table(
             "Jobs",
-            ["job", "group", "schedule", "next slot", "last", "took", "late", "fails", "state"],
+            [
+                "job",
+                "group",
+                "schedule",
+                "next slot",
+                "last",
+                "took",
+                "late",
+                "fails",
+                "missed (in the ledger, by reason)",
+                "state",
+            ],
             [
                 [
                     j["name"],
@@ -71,6 +82,7 @@ class Command(BaseCommand):
                     _age(j["last_duration"]),
                     _age(j["last_lateness"]),
                     str(j["consecutive_failures"]),
+                    ", ".join(f"{n} {why}" for why, n in sorted(j["missed"].items())) or "-",
                     "retired" if j["retired"] else ("paused" if j["paused"] else "active"),
                 ]
                 for j in snapshot["jobs"]
