@@ -128,6 +128,18 @@ def check_lock_mode(app_configs=None, **kwargs):
                 id="coordination.E008",
             )
         ]
+    max_tick, lease = float(settings.MAX_TICK), float(settings.LEASE)
+    if mode == "transaction" and max_tick >= lease / 3:
+        # The leader renews its lease on ticks once a third of it has passed; a longer tick
+        # could let a healthy leader's lease run out and a second leader start.
+        return [
+            checks.Error(
+                f"INSTATIC_MAX_TICK ({max_tick:g}s) must be under a third of INSTATIC_LEASE "
+                f"({lease:g}s) in lease mode (INSTATIC_LOCK_MODE=transaction).",
+                hint="Lower INSTATIC_MAX_TICK or raise INSTATIC_LEASE (defaults: 1s and 10s).",
+                id="coordination.E009",
+            )
+        ]
     return []
 
 

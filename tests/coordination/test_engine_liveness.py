@@ -12,6 +12,7 @@ from django.db import connection
 from django.test import override_settings
 
 from coordination import services
+from coordination.checks import check_lock_mode
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState
 from coordination.registry import Missed
@@ -193,3 +194,14 @@ def test_a_loop_survives_a_lock_connection_error_and_a_crash_and_reports_it_mean
         scheduler.stop()
         scheduler.wait()
         scheduler.finish()
+
+
+@override_settings(INSTATIC_LOCK_MODE="transaction", INSTATIC_LEASE=3, INSTATIC_MAX_TICK=1)
+def test_lease_mode_needs_a_tick_well_under_the_lease():
+    errors = check_lock_mode()
+    if connection.vendor != "postgresql":
+        assert [e.id for e in errors] == ["coordination.E008"]
+        return
+    assert [e.id for e in errors] == ["coordination.E009"]
+    with override_settings(INSTATIC_MAX_TICK=0.5):
+        assert check_lock_mode() == []

@@ -108,7 +108,7 @@ def test_once_exits_non_zero_when_its_work_is_cut_off(schedulers):
 
 @pytest.mark.postgresql
 def test_a_follower_in_lease_mode_exits_within_a_second_of_sigterm(schedulers):
-    lease_mode = {"INSTATIC_LOCK_MODE": "transaction"}
+    lease_mode = {"INSTATIC_LOCK_MODE": "transaction", "INSTATIC_MAX_TICK": "0.5"}
     procs = [schedulers(f"lease-{i}", "hatest", env=lease_mode) for i in range(2)]
     name = wait_until(lambda: leader("hatest"), timeout=20)
     follower = next(p for p in procs if p.name != name)

@@ -50,7 +50,7 @@ def bounced_replicas(bouncer):
         INSTATIC_LOCK_MODE="transaction",
         INSTATIC_LEASE="3",
         INSTATIC_HEARTBEAT_INTERVAL="0.5",
-        INSTATIC_MAX_TICK="1",
+        INSTATIC_MAX_TICK="0.5",
     )
     procs = [start_scheduler(f"bouncer-{i}", "hatest", env=env) for i in range(3)]
     yield procs
