@@ -254,6 +254,7 @@ class Soak:
     faults: list[Fault] = field(default_factory=list)
     once_runs: list[OnceRun] = field(default_factory=list)
     run_requests: Counter = field(default_factory=Counter)
+    catchup_from: datetime | None = None  # the earliest slot a catchup fault moved back to
     web: subprocess.Popen | None = None
     web_port: int = 0
     stop_stream: threading.Event = field(default_factory=threading.Event)
@@ -606,24 +607,22 @@ def fault_partition(soak: Soak) -> Fault:
 
 
 def fault_runnow(soak: Soak) -> Fault:
-    """Run now on a job (mostly claim-first), sometimes then SIGKILL the leader that runs it.
+    """Run now on a job (mostly claim-first); half the time SIGKILL the node that claimed the
+    manual run, 0-0.5 s after its claim (mid-run for the slower jobs).
 
     The takeover is the time until the request is served (``run_requested_at`` cleared).
     """
     rng = soak.rng
     job = rng.choice(CLAIM_FIRST_JOBS if rng.random() < 0.7 else PLUGIN_JOBS)
     kill_after = rng.uniform(0.0, 0.5) if rng.random() < 0.5 else None
-    leader = soak.by_name(soak.leader("plugins"))
-    fault = new_fault(soak, "runnow", job, "then SIGKILL the plugins leader" if kill_after else "")
+    fault = new_fault(soak, "runnow", job, "then SIGKILL its node" if kill_after else "")
+    asked_at = soak.db_now()
     if not soak.request_run(job):
         fault.skip("no job state")
         return fault
     soak.run_requests[job] += 1
-    if kill_after is not None and leader is not None and leader.alive():
-        time.sleep(kill_after)
-        soak.kill(leader)
-        soak.restart(leader)
-        fault.note = f"leader killed after {kill_after:.2f} s"
+    if kill_after is not None:
+        fault.note = kill_manual_runner(soak, job, asked_at, kill_after)
     fault.takeover = soak.wait_until(
         lambda: soak.scalar(
             "SELECT run_requested_at IS NULL FROM coordination_jobstate WHERE name = %s", (job,)
@@ -634,6 +633,29 @@ def fault_runnow(soak: Soak) -> Fault:
     if fault.takeover is None:
         fault.problem = f"{job} run-now not served in 10 s"
     return fault
+
+
+def kill_manual_runner(soak: Soak, job: str, asked_at, kill_after: float) -> str:
+    """SIGKILL (and restart) the replica that claimed the manual run of ``job``; say what
+    happened."""
+    node_sql = (
+        "SELECT node FROM coordination_jobrun WHERE job = %s AND trigger = 'manual'"
+        " AND slot >= %s ORDER BY slot LIMIT 1"
+    )
+    claimed = soak.wait_until(
+        lambda: soak.scalar(node_sql, (job, asked_at)) is not None,
+        since=time.monotonic(),
+        timeout=6,
+    )
+    if claimed is None:
+        return "manual run not claimed in 6 s; nothing killed"
+    time.sleep(kill_after)
+    replica = soak.by_name(soak.scalar(node_sql, (job, asked_at)))
+    if replica is None or not replica.alive():
+        return "its node was gone already"
+    soak.kill(replica)
+    soak.restart(replica)
+    return f"its node killed {kill_after:.2f} s after the claim"
 
 
 def fault_catchup(soak: Soak) -> Fault:
@@ -652,6 +674,7 @@ def fault_catchup(soak: Soak) -> Fault:
         fault.skip("no job state")
         return fault
     next_due, now = rows[0]
+    soak.catchup_from = min(next_due, soak.catchup_from or next_due)
     fault.note = f"{(now - next_due).total_seconds():.0f} slots behind"
     fault.takeover = soak.wait_until(
         lambda: CATCHUP_JOB not in soak.lagging_jobs(), since=fault.at, timeout=10
@@ -800,9 +823,22 @@ def lock_due_post(conn: psycopg.Connection, timeout: float = 5.0):
 
 
 def fault_leaseterm(soak: Soak) -> Fault:
-    """SIGTERM a lease-mode replica (leader or follower), time its exit, and restart it."""
-    replica = soak.replicas[soak.rng.choice(LEASE_REPLICAS)]
-    role = "leader" if soak.leader(LEASE_GROUP) == replica.name else "follower"
+    """SIGTERM a lease-mode replica, follower and leader in turn; time its exit; restart it."""
+    want_leader = sum(1 for f in soak.faults if f.kind == "leaseterm") % 2 == 1
+    leader = soak.leader(LEASE_GROUP)
+    lease_replicas = [soak.replicas[i] for i in LEASE_REPLICAS]
+    replica = next(
+        (r for r in lease_replicas if (r.name == leader) == want_leader), lease_replicas[0]
+    )
+    role = "leader" if replica.name == leader else "follower"
+    # Before it registers it has no signal handler yet, and would die of the signal.
+    soak.wait_until(
+        lambda: soak.scalar(
+            "SELECT count(*) FROM coordination_node WHERE name = %s", (replica.name,)
+        ),
+        since=time.monotonic(),
+        timeout=10,
+    )
     fault = new_fault(soak, "leaseterm", replica.name, role)
     if not replica.alive():
         fault.problem = f"{replica.name} had already exited ({replica.process.returncode})"
@@ -888,6 +924,9 @@ def ledger_complete(soak: Soak, end_db) -> tuple[bool, str]:
         for a, b in zip(slots, slots[1:], strict=False):
             if b - a != timedelta(seconds=spec.period):
                 gaps.append(f"{job} {a:%H:%M:%S}->{b:%H:%M:%S}")
+        # A catch-up must not lose the slots before its job's first row, either.
+        if job == CATCHUP_JOB and soak.catchup_from and slots and slots[0] > soak.catchup_from:
+            gaps.append(f"{job} {soak.catchup_from:%H:%M:%S}->{slots[0]:%H:%M:%S} (catch-up)")
     unexplained = soak.query(
         f"SELECT job, reason, count(*) FROM coordination_jobrun WHERE {CHAOS_OR_PUBLISH}"
         " AND status = 'missed' AND reason <> ALL(%(reasons)s) GROUP BY job, reason",
