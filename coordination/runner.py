@@ -206,6 +206,21 @@ class Worker:
         if self.plan.manual_requested_at is not None:
             ledger.serve_run_request(self.job, self.plan.manual_requested_at)
 
+    def _update_state(self, *, status: str, duration, lateness, error: str, next_due) -> bool:
+        """Record this run's outcome in the job's state; return True if it paused the job."""
+        return ledger.update_state_after_run(
+            self.job,
+            slot=self.slot,
+            status=status,
+            duration=duration,
+            lateness=lateness,
+            error=error,
+            node=self.loop.node.name,
+            next_due=next_due,
+            wake_before=self.plan.wake_before,
+            manual_requested_at=self.plan.manual_requested_at,
+        )
+
     def _lateness(self) -> float:
         return max(0.0, (self.loop.clock.now() - self.slot).total_seconds())
 
@@ -239,7 +254,7 @@ class Worker:
 
     # --- transactional --------------------------------------------------------------------
     def _run_transactional(self) -> None:
-        job, plan, node = self.job, self.plan, self.loop.node
+        job = self.job
         lateness = self._lateness()
         started = time.monotonic()
         result = None
@@ -257,17 +272,12 @@ class Worker:
                 JobRun.objects.filter(pk=run.pk).update(
                     status=JobRun.Status.SUCCEEDED, duration=duration, finished_at=Now()
                 )
-                ledger.update_state_after_run(
-                    job,
-                    slot=self.slot,
+                self._update_state(
                     status=JobRun.Status.SUCCEEDED,
                     duration=duration,
                     lateness=lateness,
                     error="",
-                    node=node.name,
                     next_due=self._next_due(result),
-                    wake_before=plan.wake_before,
-                    manual_requested_at=plan.manual_requested_at,
                 )
         except SlotTaken:
             self._slot_taken()
@@ -321,17 +331,12 @@ class Worker:
                 error=error,
                 requested_by=plan.requested_by,
             )
-            return ledger.update_state_after_run(
-                job,
-                slot=self.slot,
+            return self._update_state(
                 status=status,
                 duration=duration,
                 lateness=lateness,
                 error=error,
-                node=node.name,
                 next_due=self._next_due(None),
-                wake_before=plan.wake_before,
-                manual_requested_at=plan.manual_requested_at,
             )
 
         paused = self._durably("its failure", record)
@@ -379,17 +384,12 @@ class Worker:
                 run, status=status, duration=duration, error=text, instance=node.instance
             ):
                 return None
-            paused = ledger.update_state_after_run(
-                job,
-                slot=self.slot,
+            paused = self._update_state(
                 status=status,
                 duration=duration,
                 lateness=lateness,
                 error=text,
-                node=node.name,
                 next_due=self._next_due(result) if not job.schedule.periodic else None,
-                wake_before=plan.wake_before,
-                manual_requested_at=plan.manual_requested_at,
             )
             return True, paused
 

@@ -607,14 +607,16 @@ def fault_partition(soak: Soak) -> Fault:
 
 
 def fault_runnow(soak: Soak) -> Fault:
-    """Run now on a job (mostly claim-first); half the time SIGKILL the node that claimed the
-    manual run, 0-0.5 s after its claim (mid-run for the slower jobs).
+    """Run now on a job (mostly claim-first); every other time (the first included) SIGKILL
+    the node that claimed the manual run, 0-0.5 s after its claim (mid-run for slower jobs).
 
     The takeover is the time until the request is served (``run_requested_at`` cleared).
     """
     rng = soak.rng
     job = rng.choice(CLAIM_FIRST_JOBS if rng.random() < 0.7 else PLUGIN_JOBS)
-    kill_after = rng.uniform(0.0, 0.5) if rng.random() < 0.5 else None
+    kill_after = rng.uniform(0.0, 0.5)
+    if sum(1 for f in soak.faults if f.kind == "runnow") % 2:
+        kill_after = None
     fault = new_fault(soak, "runnow", job, "then SIGKILL its node" if kill_after else "")
     asked_at = soak.db_now()
     if not soak.request_run(job):

@@ -3,7 +3,11 @@
 import pytest
 from django.db import connection
 
+from tests.support.processes import process_env, start_scheduler
+
 VENDOR_MARKERS = {"postgresql", "mysql", "sqlite"}
+#: Short lease and heartbeat so that freezes resolve in seconds, set as an operator would.
+FAST = {"INSTATIC_LEASE": "3", "INSTATIC_HEARTBEAT_INTERVAL": "0.5", "INSTATIC_MAX_TICK": "2"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -20,3 +24,27 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_report_header(config):
     return f"instatic: database vendor {connection.vendor} ({connection.settings_dict['NAME']})"
+
+
+@pytest.fixture
+def schedulers():
+    """Start real ``runscheduler`` processes (fast lease); stop them and show their logs after."""
+    started = []
+
+    def start(node: str, *groups: str, env: dict | None = None, extra_args=(), prefix=()):
+        proc = start_scheduler(
+            node,
+            *groups,
+            env=process_env(**{**FAST, **(env or {})}),
+            extra_args=extra_args,
+            prefix=prefix,
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+        # Shown by pytest only when the test failed.
+        print(f"----- {proc.name} (exit {proc.process.returncode}) -----\n{proc.log()[-4000:]}")
+    connection.close()

@@ -22,31 +22,20 @@ from coordination.models import JobRun, JobState, Leadership, Node
 from plugins.contrib.example.models import Beat
 from plugins.models import ControlEvent
 from tests.support.polling import wait_until
-from tests.support.processes import process_env, start_scheduler
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True)]
 
 BEAT = "example.beat"
-FAST = {"INSTATIC_LEASE": "3", "INSTATIC_HEARTBEAT_INTERVAL": "0.5", "INSTATIC_MAX_TICK": "1"}
 JOBS_URL = reverse("admin:plugins_pluginjob_changelist")
 
 
 @pytest.fixture
-def nodes():
-    started = []
-
+def nodes(schedulers):
     def start(name: str, *, extra_apps=(), **env):
-        settings = {**FAST, "INSTATIC_TEST_EXTRA_APPS": ",".join(extra_apps), **env}
-        proc = start_scheduler(name, "plugins", env=process_env(**settings))
-        started.append(proc)
-        return proc
+        settings = {"INSTATIC_MAX_TICK": "1", "INSTATIC_TEST_EXTRA_APPS": ",".join(extra_apps)}
+        return schedulers(name, "plugins", env={**settings, **env})
 
-    yield start
-    for proc in started:
-        proc.stop()
-        # Shown by pytest only when the test failed.
-        print(f"----- {proc.name} (exit {proc.process.returncode}) -----\n{proc.log()[-4000:]}")
-    connection.close()
+    return start
 
 
 def succeeded(job: str, **filters):
