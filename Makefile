@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint format bench ha-demo chaos clean
+.PHONY: run test lint format bench ha-demo chaos clean system-packages
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,14 @@ $(DEV_STAMP): requirements-dev.txt requirements-mysql.txt $(STAMP)
 run: $(STAMP)
 	$(PY) -m devtools.run_local
 
-test: lint
+# Debian packages the tests use (database servers, PgBouncer, Chromium...): installed when root
+# or password-less sudo allows, else the one command to run is printed. One list, in the script.
+system-packages:
+	@devtools/system-packages
+
+# System packages first: the MySQL driver is only built when the MariaDB headers are there.
+test: system-packages
+	$(MAKE) lint
 	$(PY) -m devtools.testsuite $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
