@@ -4,15 +4,25 @@ The database comes from ``DATABASE_URL`` exactly as in production; on SQLite the
 database is a file (not ``:memory:``) so real ``runscheduler`` processes can share it.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
+
+if "INSTATIC_TEST_TMP" not in os.environ:
+    # The first process of a test run (pytest) makes one temporary folder for everything the
+    # tests and the processes they start write (the SQLite file, logs, exports, browsers);
+    # children inherit it through TMPDIR, and it is removed when that first process exits.
+    _root = tempfile.mkdtemp(prefix="instatic-test-")
+    os.environ["INSTATIC_TEST_TMP"] = os.environ["TMPDIR"] = tempfile.tempdir = _root
+    atexit.register(shutil.rmtree, _root, True)
 
 os.environ.setdefault(
     "DJANGO_SECRET_KEY", "instatic-test-suite-secret-key-not-for-production-use-0123456789"
 )
 os.environ.setdefault("DJANGO_SECURE_SSL_REDIRECT", "0")
 os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver,localhost,127.0.0.1")
-os.environ.setdefault("INSTATIC_VAR_DIR", tempfile.mkdtemp(prefix="instatic-test-var-"))
+os.environ.setdefault("INSTATIC_VAR_DIR", os.path.join(os.environ["INSTATIC_TEST_TMP"], "var"))
 
 from instatic.settings import *  # noqa: E402,F403
 from instatic.settings import DATABASES, VAR_DIR  # noqa: E402
