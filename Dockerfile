@@ -5,7 +5,7 @@
 #   docker run IMAGE migrate      apply migrations once, then exit
 # docker-compose.yml wires them to PostgreSQL; docs/ha.md explains running N replicas.
 
-ARG PYTHON_IMAGE=python:3.12-slim
+ARG PYTHON_IMAGE=python:3.11-slim
 
 # --- build: install the pinned dependencies into a virtualenv --------------------------------
 FROM ${PYTHON_IMAGE} AS build
@@ -16,7 +16,7 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 COPY requirements.txt /tmp/requirements.txt
 # Every dependency ships a wheel (psycopg binary included), so no compiler is needed.
-RUN pip install --no-cache-dir --only-binary=:all: -r /tmp/requirements.txt
+RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r /tmp/requirements.txt
 
 # --- runtime: the virtualenv, the code and the collected static files, as a non-root user ---
 FROM ${PYTHON_IMAGE} AS runtime

@@ -5,21 +5,22 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint format bench ha-demo chaos clean system-packages
+.PHONY: run test lint format bench ha-demo chaos clean system-packages lock
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# Hash-locked: pip refuses any file whose hash is not in the lock (`make lock` writes them).
 $(STAMP): requirements.txt | $(PY)
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements.txt
 	touch $@
 
 # mysqlclient is only needed for MySQL/MariaDB; install it when the client headers exist.
 $(DEV_STAMP): requirements-dev.txt requirements-mysql.txt $(STAMP)
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements-dev.txt
 	@if pkg-config --exists libmariadb 2>/dev/null || pkg-config --exists mysqlclient 2>/dev/null; then \
-		$(PY) -m pip install --quiet -r requirements-mysql.txt; \
+		$(PY) -m pip install --quiet --require-hashes -r requirements-mysql.txt; \
 	else echo "NOTICE: MySQL client headers not found; MariaDB tests will be skipped (apt-get install libmariadb-dev pkg-config)."; fi
 	touch $@
 
@@ -51,6 +52,14 @@ bench: $(DEV_STAMP)
 # A throwaway PostgreSQL, three scheduler replicas and the web server on 127.0.0.1; Ctrl-C ends it.
 ha-demo: $(STAMP)
 	$(PY) -m devtools.ha_demo
+
+# Re-lock the dependencies after editing a requirements*.in file: pins and hashes for Python 3.11.
+LOCK := $(VENV)/bin/uv pip compile --quiet --generate-hashes --python-version 3.11 \
+	--custom-compile-command "make lock"
+lock: $(DEV_STAMP)
+	$(LOCK) requirements.in -o requirements.txt
+	$(LOCK) requirements-dev.in -o requirements-dev.txt
+	$(LOCK) requirements-mysql.in -o requirements-mysql.txt
 
 clean:
 	rm -rf $(VENV) var staticfiles

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from devtools import mariadb, pgcluster
+from devtools import coverage_report, mariadb, pgcluster
 
 BANNER = "=" * 78
 
@@ -28,13 +28,17 @@ def run_pytest(label: str, database_url: str | None, args: list[str], cluster=No
         env["DATABASE_URL"] = database_url
     env["INSTATIC_TEST_VENDOR_LABEL"] = label
     notice(f"Instatic test suite on {label}")
-    return subprocess.call([sys.executable, "-m", "pytest", *args], env=env)
+    # Under coverage; the processes the tests start are measured too ([tool.coverage.run]).
+    return subprocess.call(
+        [sys.executable, "-m", "coverage", "run", "-m", "pytest", *args], env=env
+    )
 
 
 def main(argv: list[str]) -> int:
     in_ci = os.environ.get("CI", "").lower() == "true"
     only = os.environ.get("INSTATIC_TEST_VENDORS", "sqlite,mysql,postgresql").split(",")
     failures: list[str] = []
+    coverage_report.erase()
 
     if "sqlite" in only and run_pytest("SQLite", None, argv) != 0:
         failures.append("SQLite")
@@ -65,6 +69,7 @@ def main(argv: list[str]) -> int:
             if in_ci:
                 failures.append("PostgreSQL (skipped under CI=true)")
 
+    coverage_report.report()
     if failures:
         print(f"\nFAILED runs: {', '.join(failures)}", file=sys.stderr, flush=True)
         return 1

@@ -77,7 +77,8 @@ def test_multi_stage_from_python_slim():
         re.sub(r"\$\{(\w+)\}", lambda m: arg_defaults[m.group(1)], rest.split()[0])
         for rest in stages
     }
-    assert images == {"python:3.12-slim"}
+    # The same Python minor version as `make` and CI (the interpreter running this test).
+    assert images == {f"python:{sys.version_info.major}.{sys.version_info.minor}-slim"}
     assert stages[0].lower().endswith("as build")
     assert any(rest.startswith("--from=build ") for rest in args_of("COPY"))
     # Dependencies are installed in the build stage only.
@@ -85,6 +86,15 @@ def test_multi_stage_from_python_slim():
     last_from = max(i for i, w in enumerate(words) if w == "FROM")
     runtime = instructions()[last_from:]
     assert not any("pip install" in rest for word, rest in runtime if word == "RUN")
+
+
+def test_dependencies_install_from_the_hash_locked_file():
+    installs = [rest for word, rest in instructions() if word == "RUN" and "pip install" in rest]
+    assert installs and all("--require-hashes" in rest for rest in installs)
+    assert all("requirements.txt" in rest for rest in installs)
+    lock = (BASE_DIR / "requirements.txt").read_text()
+    pins = [line for line in lock.splitlines() if "==" in line and not line.startswith("#")]
+    assert pins and all(line.endswith("\\") for line in pins), "every pin carries its hashes"
 
 
 def test_runs_as_a_numeric_non_root_user():
