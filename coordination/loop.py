@@ -18,6 +18,7 @@ from django.db.models.functions import Now
 from coordination import catchup, ledger
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS, Backoff
+from coordination.holdoff import HoldOffs
 from coordination.keys import format_key
 from coordination.locks import make_lock
 from coordination.models import JobRun, JobState, Leadership
@@ -58,7 +59,7 @@ class GroupLoop(threading.Thread):
         self._last_maintenance = 0.0
         self._retries: list[JobRun] = []
         self._recheck_at: float | None = None
-        self._held: dict[str, float] = {}
+        self.holds = HoldOffs()
         self._once_horizon: datetime | None = None
         self.started_last_tick = 0
 
@@ -82,14 +83,14 @@ class GroupLoop(threading.Thread):
     def lock_still_held(self) -> bool:
         return self.leading and self.lock.still_held()
 
-    def hold_off(self, job_name: str, seconds: float | None = None) -> None:
-        """Do not plan ``job_name`` again for a while (default ``INSTATIC_MAX_TICK``).
+    def hold_off(self, job_name: str) -> bool:
+        """Do not plan ``job_name`` for a while (doubling up to ``INSTATIC_MAX_TICK``).
 
         For a run that could not start (its previous run is still alive elsewhere) or that
-        broke in the scheduler itself: planning it again at once would spin.
+        broke in the scheduler itself: planning it again at once would spin. Return True for
+        the first hold of a streak.
         """
-        delay = float(settings.MAX_TICK) if seconds is None else seconds
-        self._held[job_name] = time.monotonic() + delay
+        return self.holds.hold(job_name, cap=float(settings.MAX_TICK))
 
     # --- the loop -------------------------------------------------------------------------
     def run(self) -> None:
@@ -297,7 +298,7 @@ class GroupLoop(threading.Thread):
             job = declared.get(state.name)
             if job is None or state.retired_at is not None or job.name in self.workers:
                 continue
-            held = self._held.get(job.name, 0.0) - time.monotonic()
+            held = self.holds.remaining(job.name)
             if held > 0:
                 next_wake = min(next_wake, now + timedelta(seconds=held))
                 continue

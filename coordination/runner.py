@@ -118,8 +118,15 @@ class Worker:
                 self._run_transactional()
             else:
                 self._run_claim_first()
+            self.loop.holds.release(self.job.name)
         except PreviousRunAlive:
-            self._defer("its previous run still holds the job on another node")
+            if self.loop.hold_off(self.job.name):
+                logger.info(
+                    "[%s] job %s slot %s waits: its previous run still holds it on another node",
+                    self.log_prefix,
+                    self.job.name,
+                    self.slot.isoformat(),
+                )
         except Exception:
             logger.exception(
                 "[%s] job %s: unexpected scheduler error", self.log_prefix, self.job.name
@@ -127,16 +134,6 @@ class Worker:
             self.loop.hold_off(self.job.name)
         finally:
             self.loop.wake()
-
-    def _defer(self, why: str) -> None:
-        logger.info(
-            "[%s] job %s slot %s waits: %s",
-            self.log_prefix,
-            self.job.name,
-            self.slot.isoformat(),
-            why,
-        )
-        self.loop.hold_off(self.job.name)
 
     def _context(self) -> JobContext:
         deadline = None
