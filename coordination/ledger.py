@@ -113,9 +113,16 @@ def skip_slots(job: Job, start: datetime, *, before: datetime, reason: str) -> i
 
 def serve_run_request(job: Job, requested_at: datetime) -> None:
     """Clear the run-now request a run served (keep one that arrived after it)."""
-    JobState.objects.filter(name=job.name, run_requested_at__lte=requested_at).update(
-        run_requested_at=None, run_requested_by=""
-    )
+    JobState.objects.filter(name=job.name).update(**_request_served(requested_at))
+
+
+def _request_served(requested_at: datetime) -> dict:
+    """Return update values clearing a run-now request made at or before ``requested_at``."""
+    served = Q(run_requested_at__lte=requested_at)
+    return {
+        "run_requested_at": Case(When(served, then=None), default=F("run_requested_at")),
+        "run_requested_by": Case(When(served, then=Value("")), default=F("run_requested_by")),
+    }
 
 
 def claim(
@@ -272,11 +279,7 @@ def update_state_after_run(
     if wake_before is not None:
         values["wake_at"] = Case(When(wake_at__lte=wake_before, then=None), default=F("wake_at"))
     if manual_requested_at is not None:
-        served = Q(run_requested_at__lte=manual_requested_at)
-        values["run_requested_at"] = Case(When(served, then=None), default=F("run_requested_at"))
-        values["run_requested_by"] = Case(
-            When(served, then=Value("")), default=F("run_requested_by")
-        )
+        values.update(_request_served(manual_requested_at))
     JobState.objects.filter(name=job.name).update(**values)
     if succeeded:
         return False
