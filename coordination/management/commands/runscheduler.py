@@ -24,7 +24,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--once",
             action="store_true",
-            help="Run one tick per group (if this node can lead it), wait for its jobs, exit.",
+            help=(
+                "Run what is due in each group this node can lead (every slot due when it "
+                "starts, one per job per tick), wait for it, exit; non-zero if cut off."
+            ),
         )
         parser.add_argument(
             "--group",
