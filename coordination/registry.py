@@ -2,19 +2,24 @@
 
 A job is a function plus a name, a group, a schedule and its policies. Declaring one with a bad
 schedule or a name that is already taken raises at once with a message that names both
-declarations; ``autodiscover()`` collects such errors so ``manage.py check`` and
-``runscheduler`` report them instead of crashing at import.
+declarations. While ``autodiscover()`` imports the ``jobs.py`` modules it does not raise: one
+plugin's mistake must not stop the web process from importing. Each bad declaration becomes one
+line in ``registry.errors`` naming its file and line, which ``manage.py check`` reports as
+``coordination.E001`` and ``runscheduler`` refuses to start on; the good jobs still register.
 """
 
 import enum
 import logging
 import re
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from importlib import import_module
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
 
 from django.apps import apps
@@ -230,26 +235,122 @@ def register_job(func: Callable, *, registry: JobRegistry = registry, **options)
 
 
 def job(*, registry: JobRegistry = registry, **options) -> Callable[[Callable], Callable]:
-    """Decorator form of :func:`register_job`; returns the function unchanged."""
+    """Decorator form of :func:`register_job`; returns the function unchanged.
+
+    During discovery a bad declaration is recorded (see :func:`declaration_failed`) and the
+    function is returned undeclared, so the rest of its ``jobs.py`` still registers.
+    """
 
     def decorator(func: Callable) -> Callable:
-        register_job(func, registry=registry, **options)
+        try:
+            register_job(func, registry=registry, **options)
+        except JobDeclarationError as exc:
+            declaration_failed(exc, func, registry=registry)
         return func
 
     return decorator
 
 
+# --- discovery ---------------------------------------------------------------------------------
+_discovery = threading.local()
+
+
+@contextmanager
+def discovering() -> Iterator[None]:
+    """Mark the ``jobs.py`` imports of :func:`autodiscover` (on this thread).
+
+    Inside, declaration helpers record what is wrong instead of raising; outside (a test, a
+    shell) they raise at once, which is what a person calling them wants.
+    """
+    previous = getattr(_discovery, "active", False)
+    _discovery.active = True
+    try:
+        yield
+    finally:
+        _discovery.active = previous
+
+
+def is_discovering() -> bool:
+    """Return True while :func:`autodiscover` imports ``jobs.py`` modules on this thread."""
+    return getattr(_discovery, "active", False)
+
+
+def display_path(filename: str) -> str:
+    """Return ``filename`` relative to the working directory when it is inside it."""
+    path = Path(filename)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (OSError, ValueError):
+        return str(path)
+
+
+def location_of(func: Callable) -> str:
+    """Return ``file:line`` where ``func`` is declared (its first decorator's line)."""
+    code = getattr(func, "__code__", None)
+    if code is not None:
+        return f"{display_path(code.co_filename)}:{code.co_firstlineno}"
+    module = import_module(func.__module__) if func.__module__ else None
+    return display_path(getattr(module, "__file__", None) or repr(func))
+
+
+def declaration_failed(
+    exc: JobDeclarationError, func: Callable, *, registry: JobRegistry = registry
+) -> None:
+    """Record ``exc`` for ``func`` while discovering; re-raise it otherwise."""
+    if not is_discovering():
+        raise exc
+    registry.errors.append(f"{location_of(func)}: {exc} (this job is not scheduled)")
+
+
+def import_failure(module: str, exc: BaseException) -> str:
+    """Return the one line that says where and why importing ``module`` failed."""
+    spec = find_spec(module)
+    filename = spec.origin if spec is not None else None
+    where = display_path(filename) if filename else module
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f"{display_path(exc.filename)}:{exc.lineno}"
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        lines = [frame.lineno for frame in frames if frame.filename == filename]
+        if lines:
+            where = f"{where}:{lines[-1]}"
+    if isinstance(exc, JobDeclarationError | InvalidSchedule):
+        problem = str(exc)
+    else:
+        problem = f"{type(exc).__name__}: {exc}"
+    return (
+        f"{where}: {problem} (importing {module} stopped here: no job from this line on is "
+        "scheduled)"
+    )
+
+
 def autodiscover() -> None:
     """Import every installed app's ``jobs`` module, collecting declaration errors.
 
-    Like the admin's autodiscovery, but one bad ``jobs.py`` does not hide the others: its error
-    is kept in ``registry.errors`` for the system check (``coordination.E001``) to report.
+    Like the admin's autodiscovery, but nothing a ``jobs.py`` does can stop the process from
+    starting: each bad declaration (or a module that fails to import) becomes one line in
+    ``registry.errors`` naming its file, for the system check (``coordination.E001``) and
+    ``runscheduler``'s refusal to report; the web process logs them once
+    (:func:`log_declaration_errors`) and serves on.
     """
-    for app_config in apps.get_app_configs():
-        if not module_has_submodule(app_config.module, "jobs"):
-            continue
-        try:
-            import_module(f"{app_config.name}.jobs")
-        except JobDeclarationError as exc:
-            registry.errors.append(str(exc))
-            logger.error("invalid job declaration in %s.jobs: %s", app_config.name, exc)
+    with discovering():
+        for app_config in apps.get_app_configs():
+            if not module_has_submodule(app_config.module, "jobs"):
+                continue
+            module = f"{app_config.name}.jobs"
+            try:
+                import_module(module)
+            except Exception as exc:
+                registry.errors.append(import_failure(module, exc))
+                logger.debug("importing %s failed", module, exc_info=True)
+
+
+def log_declaration_errors() -> None:
+    """Log the bad declarations once, in one line: for the web process, where no system check
+    runs (management commands report them through ``coordination.E001`` instead)."""
+    if registry.errors:
+        logger.error(
+            "%d invalid job declaration(s) are not scheduled (manage.py check lists them): %s",
+            len(registry.errors),
+            "; ".join(registry.errors),
+        )

@@ -6,3 +6,8 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "instatic.settings")
 application = get_asgi_application()
+
+# A bad jobs.py declaration does not stop the site; say so once in the log (coordination.E001).
+from coordination.registry import log_declaration_errors  # noqa: E402
+
+log_declaration_errors()

@@ -21,6 +21,12 @@ for testing jobs with pytest-django.
 
 Disabling a plugin pauses its jobs (see :mod:`plugins.services`); as a second line of defence
 every plugin job checks, as it starts, that its plugin is enabled, and refuses to run if not.
+
+A bad declaration raises :class:`JobDeclarationError` (or ``InvalidSchedule`` from a schedule
+helper) at once, except while ``jobs.py`` modules are being discovered at start-up: there the
+schedule helpers and :func:`plugin_job` record the problem against the declaration's file and
+line (system check ``coordination.E001``) and leave that one job out, so every mistake in a file
+is reported at once and the web process still starts.
 """
 
 import functools
@@ -31,25 +37,19 @@ from typing import Any
 
 from django.apps import apps
 
+from coordination import schedules
 from coordination.registry import (
     Job,
     JobContext,
     JobDeclarationError,
     JobRegistry,
     Missed,
+    declaration_failed,
+    is_discovering,
     make_job,
 )
 from coordination.registry import registry as default_registry
-from coordination.schedules import (
-    Schedule,
-    cron,
-    daily,
-    every,
-    every_minutes,
-    hourly,
-    monthly,
-    weekly,
-)
+from coordination.schedules import InvalidSchedule, Schedule
 from plugins import selectors, services
 from plugins.exceptions import PluginDisabled
 from plugins.models import PLUGIN_GROUP
@@ -71,6 +71,41 @@ __all__ = [
     "plugin_job",
     "weekly",
 ]
+
+
+class _InvalidSchedule:
+    """What a schedule helper returns during discovery instead of raising: the error, kept
+    until :func:`make_plugin_job` reports it against the job that uses it."""
+
+    def __init__(self, error: InvalidSchedule):
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"<invalid schedule: {self.error}>"
+
+
+def _deferred(helper: Callable[..., Schedule]) -> Callable[..., Schedule]:
+    """Wrap a schedule helper so that during discovery its error waits for the declaration."""
+
+    @functools.wraps(helper)
+    def build(*args, **kwargs):
+        try:
+            return helper(*args, **kwargs)
+        except InvalidSchedule as exc:
+            if not is_discovering():
+                raise
+            return _InvalidSchedule(exc)
+
+    return build
+
+
+cron = _deferred(schedules.cron)
+daily = _deferred(schedules.daily)
+every = _deferred(schedules.every)
+every_minutes = _deferred(schedules.every_minutes)
+hourly = _deferred(schedules.hourly)
+monthly = _deferred(schedules.monthly)
+weekly = _deferred(schedules.weekly)
 
 _PLUGIN_RE = re.compile(r"^[a-z0-9_]+$")
 _JOB_RE = re.compile(r"^[a-z0-9_][a-z0-9_\-]*$")
@@ -156,6 +191,8 @@ def make_plugin_job(
             "must be one lower-case word (letters, digits, _ and -); the plugin's name is "
             f"added in front: {plugin}.<name>."
         )
+    if isinstance(schedule, _InvalidSchedule):
+        raise JobDeclarationError(f"plugin job '{plugin}.{short}': {schedule.error}")
     if isinstance(max_duration, int | float) and not isinstance(max_duration, bool):
         max_duration = timedelta(seconds=max_duration)
     return make_job(
@@ -199,22 +236,27 @@ def plugin_job(
 
     The function is returned unchanged (call it directly in tests); its declared
     :class:`Job` is available as ``func.job``. A name already taken raises
-    :class:`JobDeclarationError` naming both declarations.
+    :class:`JobDeclarationError` naming both declarations; during start-up discovery the error
+    is recorded instead (``coordination.E001``) and the function is returned undeclared.
     """
 
     def decorator(func: Callable) -> Callable:
-        job = make_plugin_job(
-            func,
-            schedule=schedule,
-            name=name,
-            plugin=plugin,
-            missed=missed,
-            missed_window=missed_window,
-            transactional=transactional,
-            retry_abandoned=retry_abandoned,
-            max_duration=max_duration,
-        )
-        registry.register(job)
+        try:
+            job = make_plugin_job(
+                func,
+                schedule=schedule,
+                name=name,
+                plugin=plugin,
+                missed=missed,
+                missed_window=missed_window,
+                transactional=transactional,
+                retry_abandoned=retry_abandoned,
+                max_duration=max_duration,
+            )
+            registry.register(job)
+        except JobDeclarationError as exc:
+            declaration_failed(exc, func, registry=registry)
+            return func
         func.job = job
         return func
 

@@ -14,6 +14,22 @@ from coordination.shutdown import graceful_signals
 logger = logging.getLogger("coordination.runscheduler")
 
 
+def refuse_bad_declarations() -> None:
+    """Raise a one-line :class:`CommandError` when a ``jobs.py`` declaration was invalid.
+
+    A scheduler that ran only the good jobs would quietly skip the bad ones on every replica;
+    the web process serves on (it only logs them), but the scheduler does not start.
+    """
+    errors = registry.errors
+    if errors:
+        plural = "s" if len(errors) != 1 else ""
+        raise CommandError(
+            f"runscheduler refuses to start: {len(errors)} invalid job declaration{plural} "
+            f"(coordination.E001): {'; '.join(errors)}. Fix them (python manage.py check "
+            "lists them) and start again."
+        )
+
+
 class Command(BaseCommand):
     help = (
         "Run the scheduler: elect a leader per group through the database and run scheduled "
@@ -49,7 +65,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--metrics-address", default="127.0.0.1")
 
+    def check(self, *args, **kwargs):
+        """Refuse bad job declarations in one line before Django's multi-line check report."""
+        refuse_bad_declarations()
+        return super().check(*args, **kwargs)
+
     def handle(self, *args, **options):
+        refuse_bad_declarations()  # also with --skip-checks
         known = registry.groups()
         groups = options["groups"] or known
         unknown = sorted(set(groups) - set(known))

@@ -1,0 +1,1 @@
+"""A test-only plugin with bad job declarations next to a good one (INSTATIC_TEST_EXTRA_APPS)."""
