@@ -14,10 +14,17 @@ The web process serves them at ``/metrics`` (:func:`metrics_view`); ``runschedul
 (:meth:`SchedulerMetrics.serve`), which also answers ``/healthz`` with this node's own
 heartbeat freshness, so a container health check works when only the scheduler runs.
 
+Who may read them (issue 12): the web's ``/metrics`` needs a staff login or
+``Authorization: Bearer <INSTATIC_METRICS_TOKEN>`` (node names and backlog sizes are not for
+the public). The scheduler's server is kept internal by its bind address, and needs the same
+token when one is set; its ``/healthz`` answers 200/503 to anyone but shows the reason only
+with ``Authorization: Bearer <INSTATIC_HEALTH_TOKEN>``. See docs/ha.md.
+
 ``coordination`` does not import ``publishing``: the backlog is counted through
 ``apps.get_model`` when the publishing app is installed.
 """
 
+import hmac
 import json
 import logging
 import os
@@ -26,6 +33,7 @@ import threading
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from django.apps import apps
+from django.conf import settings as django_settings
 from django.core.management.base import CommandError
 from django.db import connections
 from django.db.models import Count, Q
@@ -178,9 +186,58 @@ def observe_publish_lateness(seconds: float, *, metrics: InstaticMetrics = METRI
     metrics.publish_lateness.observe(max(0.0, float(seconds)))
 
 
+# --- who may read -------------------------------------------------------------------------------
+def health_token() -> str:
+    """Return ``INSTATIC_HEALTH_TOKEN``: the bearer token that shows health details."""
+    return getattr(django_settings, "INSTATIC_HEALTH_TOKEN", "") or ""
+
+
+def metrics_token() -> str:
+    """Return ``INSTATIC_METRICS_TOKEN``: the bearer token that reads the metrics."""
+    return getattr(django_settings, "INSTATIC_METRICS_TOKEN", "") or ""
+
+
+def bearer_matches(authorization: str | None, token: str) -> bool:
+    """Return True when ``authorization`` is ``Bearer <token>`` and a token is configured.
+
+    An unset token matches nothing, not even an empty bearer value; the comparison takes the
+    same time however much of the value is right, so the token cannot be guessed piecewise.
+    """
+    if not token or not authorization:
+        return False
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(value.strip().encode(), token.encode())
+
+
+def staff_or_bearer(request, token: str) -> bool:
+    """Return True for an active staff user's request or one carrying the bearer ``token``.
+
+    The token is looked at first: a load balancer's probe has no session, so it costs no query.
+    """
+    if bearer_matches(request.headers.get("Authorization"), token):
+        return True
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_active and user.is_staff)
+
+
+def unauthorized(what: str, variable: str) -> HttpResponse:
+    """Return the 401 for a request that may not read ``what``."""
+    response = HttpResponse(
+        f"{what} need a staff login or Authorization: Bearer <{variable}>.\n",
+        status=401,
+        content_type="text/plain; charset=utf-8",
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="instatic"'
+    return response
+
+
 @never_cache
 def metrics_view(request):
-    """Serve the metrics to Prometheus from the web process (``/metrics``)."""
+    """Serve the metrics to Prometheus from the web process (``/metrics``): staff or token."""
+    if not staff_or_bearer(request, metrics_token()):
+        return unauthorized("metrics", "INSTATIC_METRICS_TOKEN")
     body, content_type = METRICS.render(request.headers.get("Accept", ""))
     return HttpResponse(body, content_type=content_type)
 
@@ -263,22 +320,36 @@ class SchedulerMetrics:
         return self.server.server_port if self.server is not None else None
 
     def wsgi_app(self, environ, start_response):
-        """``/healthz``: this node's heartbeat; anything else: the metrics."""
+        """``/healthz``: this node's heartbeat (details with the health token); anything else:
+        the metrics (with the metrics token, when one is set)."""
+        authorization = environ.get("HTTP_AUTHORIZATION")
         try:
             if environ.get("PATH_INFO", "").rstrip("/") == "/healthz":
                 problems = self._scheduler.problems() if self._scheduler is not None else ()
                 healthy, details = node_health(node_name=self.node_name, problems=problems)
-                body = json.dumps(details).encode()
+                if not bearer_matches(authorization, health_token()):
+                    details = {"status": details["status"]}
                 status = "200 OK" if healthy else "503 Service Unavailable"
-                start_response(
-                    status,
-                    [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+                return self._respond(start_response, status, "application/json", details)
+            token = metrics_token()
+            if token and not bearer_matches(authorization, token):
+                message = "metrics need Authorization: Bearer <INSTATIC_METRICS_TOKEN>.\n"
+                return self._respond(
+                    start_response, "401 Unauthorized", "text/plain; charset=utf-8", message
                 )
-                return [body]
             return self._prometheus_app(environ, start_response)
         finally:
             # Each request runs in its own short-lived thread: close that thread's connections.
             connections.close_all()
+
+    @staticmethod
+    def _respond(start_response, status: str, content_type: str, body) -> list[bytes]:
+        data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+        headers = [("Content-Type", content_type), ("Cache-Control", "no-store")]
+        if status.startswith("401"):
+            headers.append(("WWW-Authenticate", 'Bearer realm="instatic"'))
+        start_response(status, headers)
+        return [data]
 
     @classmethod
     def serve(

@@ -10,6 +10,9 @@ from PID 1's command line (the entry scripts ``exec``, so PID 1 is gunicorn or
 - scheduler: ``GET /healthz`` on the metrics port (``INSTATIC_METRICS_PORT``): this node's
   own heartbeat, so the check works when only the scheduler container runs.
 
+Both answer 200/503 with the status only; when ``INSTATIC_HEALTH_TOKEN`` is set the check sends
+it as a bearer token, so the container's health log shows the reason too.
+
 Standard library only, and it never imports Django: it runs every few seconds.
 """
 
@@ -56,6 +59,14 @@ def connect_address(bound: str) -> str:
 
 def target(kind: str, environ) -> tuple[str, dict]:
     """Return (url, headers) to check for ``kind``."""
+    url, headers = _target(kind, environ)
+    token = environ.get("INSTATIC_HEALTH_TOKEN", "").strip()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return url, headers
+
+
+def _target(kind: str, environ) -> tuple[str, dict]:
     if kind == "web":
         address = connect_address(environ.get("INSTATIC_WEB_ADDRESS", ""))
         port = environ.get("PORT") or "8000"

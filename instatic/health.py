@@ -6,8 +6,15 @@
   and nothing due is late beyond ``INSTATIC_HEALTH_LATE_THRESHOLD`` seconds.
 
 Every time comparison uses the database clock, never this server's.
+
+The status code is for everyone (load balancers, container health checks); the reason is not.
+Anonymous answers carry ``{"status": ...}`` only: the reasons name late posts (whose slugs are
+not public yet), job names and the database's host and port. A staff login or
+``Authorization: Bearer <INSTATIC_HEALTH_TOKEN>`` shows them; the reason of an unavailable
+database is also logged, so operators find it without either. See docs/ha.md.
 """
 
+import logging
 from datetime import timedelta
 
 from django.apps import apps
@@ -19,8 +26,11 @@ from django.views.decorators.cache import never_cache
 
 from coordination.clock import database_now
 from coordination.conf import settings as coordination_settings
+from coordination.metrics import health_token, staff_or_bearer
 from coordination.models import JobState, Node
 from coordination.selectors import live_nodes_q
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_LATE_THRESHOLD = 60.0
 MAX_LISTED = 10
@@ -32,23 +42,35 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
+def answer(request, healthy: bool, details: dict) -> JsonResponse:
+    """Return 200/503 with ``details`` for staff or the health token, else the status only."""
+    if not staff_or_bearer(request, health_token()):
+        details = {"status": details["status"]}
+    return JsonResponse(details, status=200 if healthy else 503)
+
+
+def first_line(exc: BaseException) -> str:
+    """Return the first line of ``exc``'s message (drivers add hints on further lines)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 @never_cache
 def readyz(request):
-    """Return 200 when the database answers and every migration is applied, else 503 with why."""
+    """Return 200 when the database answers and every migration is applied, else 503."""
     connection = connections[DEFAULT_DB_ALIAS]
     try:
         connection.ensure_connection()
         executor = MigrationExecutor(connection)
         pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
     except Exception as exc:
-        return JsonResponse({"status": "unavailable", "reason": f"database: {exc}"}, status=503)
+        reason = f"database: {first_line(exc)}"
+        logger.warning("readyz: not ready: %s", reason)
+        return answer(request, False, {"status": "unavailable", "reason": reason})
     if pending:
         names = [f"{m.app_label}.{m.name}" for m, _ in pending]
-        return JsonResponse(
-            {"status": "unavailable", "reason": "migrations not applied", "pending": names},
-            status=503,
-        )
-    return JsonResponse({"status": "ok"})
+        details = {"status": "unavailable", "reason": "migrations not applied", "pending": names}
+        return answer(request, False, details)
+    return answer(request, True, {"status": "ok"})
 
 
 def late_threshold() -> float:
@@ -113,10 +135,11 @@ def scheduler_status() -> tuple[bool, dict]:
 
 @never_cache
 def scheduler_health(request):
-    """Return 200 when scheduled work is being done, else 503 with a JSON reason."""
+    """Return 200 when scheduled work is being done, else 503 (the reason for staff/token)."""
     try:
         healthy, details = scheduler_status()
     except (DatabaseError, InterfaceError) as exc:
-        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return JsonResponse({"status": "unavailable", "reason": f"database: {text}"}, status=503)
-    return JsonResponse(details, status=200 if healthy else 503)
+        reason = f"database: {first_line(exc)}"
+        logger.warning("healthz/scheduler: unavailable: %s", reason)
+        return answer(request, False, {"status": "unavailable", "reason": reason})
+    return answer(request, healthy, details)

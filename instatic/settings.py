@@ -147,6 +147,24 @@ if not DEBUG:
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^healthz/scheduler$", r"^metrics$"]
 X_FRAME_OPTIONS = "DENY"
 
+
+def _env_token(name: str) -> str:
+    """Return a bearer token from the environment ("" when unset); refuse a guessable one."""
+    value = os.environ.get(name, "").strip()
+    if value and len(value) < 32:
+        raise SystemExit(
+            f"{name} is {len(value)} characters long; use at least 32 random characters, e.g. "
+            f"export {name}=$(python -c 'import secrets; print(secrets.token_urlsafe(32))'), "
+            "or unset it."
+        )
+    return value
+
+
+# Health details (/readyz, /healthz/scheduler, the scheduler's /healthz) and metrics (/metrics)
+# are for staff or for a request with "Authorization: Bearer <token>" (docs/ha.md).
+INSTATIC_HEALTH_TOKEN = _env_token("INSTATIC_HEALTH_TOKEN")
+INSTATIC_METRICS_TOKEN = _env_token("INSTATIC_METRICS_TOKEN")
+
 # --- Scheduler (coordination app). Read lazily through coordination.conf.settings. ---
 INSTATIC_NODE_NAME = os.environ.get("INSTATIC_NODE_NAME", "")
 INSTATIC_HEARTBEAT_INTERVAL = _env_float("INSTATIC_HEARTBEAT_INTERVAL", 2.0)

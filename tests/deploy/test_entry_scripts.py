@@ -30,6 +30,7 @@ from tests.support.polling import wait_until
 SCRIPTS = ["entrypoint.sh", "web.sh", "scheduler.sh", "migrate.sh"]
 FAST = {"INSTATIC_LEASE": "3", "INSTATIC_HEARTBEAT_INTERVAL": "0.5", "INSTATIC_MAX_TICK": "2"}
 SECRET = "deploy-test-secret-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFGH"
+HEALTH_TOKEN = "deploy-test-health-token-0123456789abcdef"
 
 
 def logical_lines(text: str) -> list[str]:
@@ -144,15 +145,25 @@ def metric_lines(text: str) -> set[str]:
 @pytest.mark.django_db(transaction=True)
 def test_scheduler_sh_serves_metrics_and_health_and_stops_cleanly(started):
     port = free_port()
-    env = script_env(**FAST, INSTATIC_METRICS_PORT=str(port), INSTATIC_METRICS_ADDRESS="127.0.0.1")
+    env = script_env(
+        **FAST,
+        INSTATIC_METRICS_PORT=str(port),
+        INSTATIC_METRICS_ADDRESS="127.0.0.1",
+        INSTATIC_HEALTH_TOKEN=HEALTH_TOKEN,
+    )
     sched = started("scheduler.sh", "--node-name", "deploy-sched", "--group", "publishing", env=env)
     base = f"http://127.0.0.1:{port}"
-    assert '"node": "deploy-sched"' in wait_for_status(f"{base}/healthz", proc=sched)
+    details = {"Authorization": f"Bearer {HEALTH_TOKEN}"}
+    body = wait_for_status(f"{base}/healthz", proc=sched, headers=details)
+    assert '"node": "deploy-sched"' in body
+    assert http_get(f"{base}/healthz") == (200, '{"status": "ok"}'), "status only without it"
     cmdline = sched.cmdline()
     assert "manage.py" in cmdline[1] and "runscheduler" in cmdline, cmdline
 
     check = run_healthcheck("scheduler", env=env)
     assert check.returncode == 0, check.stderr
+    # The container's health log shows the details: the check sends the token it is given.
+    assert '"node": "deploy-sched"' in check.stdout
 
     def scraped():
         lines = metric_lines(http_get(f"{base}/metrics")[1])

@@ -45,6 +45,13 @@ def test_targets_follow_the_entry_scripts_variables():
     assert url == "http://[::1]:80/healthz"
 
 
+def test_the_health_token_is_sent_so_the_log_shows_the_reason():
+    env = {"INSTATIC_HEALTH_TOKEN": "t" * 40}
+    for kind in ("web", "scheduler"):
+        assert hc.target(kind, env)[1]["Authorization"] == "Bearer " + "t" * 40
+    assert "Authorization" not in hc.target("scheduler", {})[1]
+
+
 @pytest.mark.parametrize(("cmdline", "code"), [(GUNICORN, 1), (SCHEDULER, 1), (MIGRATE, 0)])
 def test_without_argument_checks_what_pid_1_runs(tmp_path, monkeypatch, capsys, cmdline, code):
     proc = tmp_path / "cmdline"

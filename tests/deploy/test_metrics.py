@@ -13,7 +13,7 @@ import pytest
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection
 from django.db.models.functions import Now
-from django.test import RequestFactory
+from django.test import RequestFactory, override_settings
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -32,6 +32,11 @@ from coordination.schedules import Every
 from devtools.servers import free_port
 from publishing.models import Post
 from tests.deploy.support import http_get
+
+HEALTH_TOKEN = "health-details-token-0123456789abcdefghij"
+METRICS_TOKEN = "metrics-scrape-token-0123456789abcdefghij"
+#: Reads this node's health details from the scheduler's server (see test_metrics_access.py).
+DETAILS = {"Authorization": f"Bearer {HEALTH_TOKEN}"}
 
 
 @pytest.fixture
@@ -180,9 +185,11 @@ def test_a_database_error_is_reported_as_a_metric_not_a_failed_scrape():
 
 # --- the web endpoint ---------------------------------------------------------------------------
 @pytest.mark.django_db
+@override_settings(INSTATIC_METRICS_TOKEN=METRICS_TOKEN)
 def test_metrics_view_serves_the_prometheus_text_format():
     make_node("web-view-node")
-    response = metrics_view(RequestFactory().get("/metrics"))
+    request = RequestFactory().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {METRICS_TOKEN}")
+    response = metrics_view(request)
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     families = {f.name: f for f in text_string_to_metric_families(response.content.decode())}
@@ -192,8 +199,9 @@ def test_metrics_view_serves_the_prometheus_text_format():
 
 
 @pytest.mark.django_db
+@override_settings(INSTATIC_METRICS_TOKEN=METRICS_TOKEN)
 def test_metrics_url_is_routed(client):
-    response = client.get("/metrics")
+    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {METRICS_TOKEN}")
     assert response.status_code == 200
     assert b"instatic_live_nodes" in response.content
 
@@ -215,6 +223,7 @@ def served(cluster_metrics):
 
 
 @pytest.mark.django_db(transaction=True)
+@override_settings(INSTATIC_HEALTH_TOKEN=HEALTH_TOKEN)
 def test_serve_answers_metrics_and_this_nodes_health(served, cluster_metrics):
     server = served()
     assert server.thread.daemon
@@ -225,28 +234,29 @@ def test_serve_answers_metrics_and_this_nodes_health(served, cluster_metrics):
     assert 'instatic_job_runs_total{group="plugins",job="demo.job",status="succeeded"} 1.0' in body
     assert "instatic_live_nodes 0.0" in body
 
-    status, body = http_get(f"{base}/healthz")
+    status, body = http_get(f"{base}/healthz", headers=DETAILS)
     assert status == 503 and "not registered" in body
 
     # The process's own node, found by host name and pid like the scheduler registers it.
     node = make_node("me", host=socket.gethostname(), pid=os.getpid())
-    status, body = http_get(f"{base}/healthz")
+    status, body = http_get(f"{base}/healthz", headers=DETAILS)
     assert status == 200 and '"node": "me"' in body
 
     lease = float(coordination_settings.LEASE)
     Node.objects.filter(pk=node.pk).update(last_heartbeat=Now() - timedelta(seconds=lease + 2))
-    status, body = http_get(f"{base}/healthz")
+    status, body = http_get(f"{base}/healthz", headers=DETAILS)
     assert status == 503 and "last heartbeated" in body
 
     Node.objects.filter(pk=node.pk).update(last_heartbeat=Now(), stopped_at=Now())
-    assert http_get(f"{base}/healthz")[0] == 503
+    assert http_get(f"{base}/healthz", headers=DETAILS)[0] == 503
 
 
 @pytest.mark.django_db(transaction=True)
+@override_settings(INSTATIC_HEALTH_TOKEN=HEALTH_TOKEN)
 def test_serve_health_by_node_name(served):
     server = served(node_name="named-node")
     make_node("named-node")
-    status, body = http_get(f"http://127.0.0.1:{server.port}/healthz")
+    status, body = http_get(f"http://127.0.0.1:{server.port}/healthz", headers=DETAILS)
     assert status == 200 and '"node": "named-node"' in body
 
 

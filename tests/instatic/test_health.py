@@ -1,6 +1,7 @@
 """Health endpoints: ``/healthz``, ``/readyz`` and the scheduler's ``/healthz/scheduler``.
 
-Times are set relative to the database clock, as the endpoint compares them.
+Times are set relative to the database clock, as the endpoint compares them. The reasons are
+read with the health token; what anonymous visitors see is in test_health_access.py.
 """
 
 import json
@@ -21,8 +22,14 @@ from publishing.models import Post
 pytestmark = pytest.mark.django_db
 
 
+TOKEN = "health-details-token-0123456789abcdefghij"
+
+
 def call(view=health.scheduler_health):
-    response = view(RequestFactory().get("/healthz/scheduler"))
+    """Call ``view`` as a monitoring system with the health token does (it sees the reasons)."""
+    request = RequestFactory().get("/healthz/scheduler", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    with override_settings(INSTATIC_HEALTH_TOKEN=TOKEN):
+        response = view(request)
     return response.status_code, json.loads(response.content)
 
 

@@ -92,3 +92,9 @@ def test_commands_against_a_postgresql_server_that_is_down(tmp_path, command):
     assert "cannot connect to the database at postgresql://127.0.0.1:" in line
     assert "DATABASE_URL" in line
     assert "secret" not in line, "the password must not be printed"
+
+
+@pytest.mark.parametrize("variable", ["INSTATIC_HEALTH_TOKEN", "INSTATIC_METRICS_TOKEN"])
+def test_a_short_bearer_token_is_one_clear_line(tmp_path, variable):
+    line = one_clear_line(manage("check", **production(tmp_path, **{variable: "letmein"})))
+    assert line.startswith(f"{variable} is 7 characters long; use at least 32")
