@@ -277,6 +277,10 @@ class Soak:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if lease:
+            # Lease mode renews only between ticks: coordination.E009 wants a tick under a
+            # third of the lease.
+            env["INSTATIC_MAX_TICK"] = str(LEASE / 6)
         return env
 
     # --- processes ---------------------------------------------------------------------
@@ -607,23 +611,27 @@ def fault_partition(soak: Soak) -> Fault:
 
 
 def fault_runnow(soak: Soak) -> Fault:
-    """Run now on a job (mostly claim-first); every other time (the first included) SIGKILL
-    the node that claimed the manual run, 0-0.5 s after its claim (mid-run for slower jobs).
+    """Run now on a job, mostly a claim-first one.
 
-    The takeover is the time until the request is served (``run_requested_at`` cleared).
+    Every other time (the first included) it SIGKILLs the node that claimed the manual run of
+    a claim-first job that takes a while, 0-0.2 s after the claim, so mid-run: its ledger row
+    stays ``running`` and the request must still count as served. The takeover is the time
+    until the request is served (``run_requested_at`` cleared).
     """
     rng = soak.rng
-    job = rng.choice(CLAIM_FIRST_JOBS if rng.random() < 0.7 else PLUGIN_JOBS)
-    kill_after = rng.uniform(0.0, 0.5)
-    if sum(1 for f in soak.faults if f.kind == "runnow") % 2:
-        kill_after = None
-    fault = new_fault(soak, "runnow", job, "then SIGKILL its node" if kill_after else "")
+    kill = sum(1 for f in soak.faults if f.kind == "runnow") % 2 == 0
+    if kill:
+        job = rng.choice([SLOW_JOB, "chaosapp.claim_tick"])
+    else:
+        job = rng.choice(CLAIM_FIRST_JOBS if rng.random() < 0.7 else PLUGIN_JOBS)
+    kill_after = rng.uniform(0.0, 0.2)
+    fault = new_fault(soak, "runnow", job, "then SIGKILL its node" if kill else "")
     asked_at = soak.db_now()
     if not soak.request_run(job):
         fault.skip("no job state")
         return fault
     soak.run_requests[job] += 1
-    if kill_after is not None:
+    if kill:
         fault.note = kill_manual_runner(soak, job, asked_at, kill_after)
     fault.takeover = soak.wait_until(
         lambda: soak.scalar(
@@ -1054,19 +1062,24 @@ def claimed_elsewhere_lines(soak: Soak) -> list[float]:
 
 
 def few_claimed_elsewhere(soak: Soak, end_db) -> tuple[bool, str]:
-    """Each line is charged to the latest fault before it (or to the start-up)."""
+    """Each line is charged to the latest fault before it (or to the start-up).
+
+    A spin goes on through later faults, so the detail names the first fault over the bound,
+    the likely cause, rather than the one that happened to precede most of the lines.
+    """
     stamps = claimed_elsewhere_lines(soak)
     walls = [fault.wall for fault in soak.faults]
     per_fault = Counter(bisect.bisect_right(walls, stamp) - 1 for stamp in stamps)
-    if not per_fault:
-        return True, "none"
-    index, worst = per_fault.most_common(1)[0]
-    culprit = "start-up" if index < 0 else f"{soak.faults[index].kind} #{index + 1}"
-    if index >= 0:
-        culprit += f" ({soak.faults[index].target})"
-    return (
-        worst <= CLAIMED_ELSEWHERE_PER_FAULT,
-        f"{len(stamps)} lines; worst {worst} after {culprit}",
+    over = sorted(i for i, n in per_fault.items() if n > CLAIMED_ELSEWHERE_PER_FAULT)
+    if not over:
+        return True, f"{len(stamps)} lines; at most {max(per_fault.values(), default=0)}/fault"
+    first = over[0]
+    culprit = "start-up" if first < 0 else f"{soak.faults[first].kind} #{first + 1}"
+    if first >= 0:
+        culprit += f" ({soak.faults[first].target})"
+    return False, (
+        f"{len(stamps)} lines; over {CLAIMED_ELSEWHERE_PER_FAULT} after {len(over)} fault(s),"
+        f" first {per_fault[first]} after {culprit}"
     )
 
 
