@@ -79,6 +79,17 @@ class Post(models.Model):
     )
     created_at = models.DateTimeField(_("created at"), db_default=Now(), editable=False)
     updated_at = models.DateTimeField(_("updated at"), db_default=Now(), editable=False)
+    updated_by = models.CharField(
+        _("updated by"),
+        max_length=200,
+        blank=True,
+        editable=False,
+        help_text=_("Who made the last change: an editor's username or the scheduler's node."),
+    )
+    # The optimistic-concurrency token: every write adds one (see publishing.services), so a
+    # form saved against an older version is refused instead of undoing a colleague's change.
+    # Not updated_at: on PostgreSQL Now() is the transaction's start, which need not move.
+    version = models.PositiveIntegerField(_("version"), default=1, editable=False)
 
     class Meta:
         verbose_name = _("post")
@@ -139,9 +150,22 @@ class PublishEvent(models.Model):
         PUBLISHED = "published", _("Published")
         UNPUBLISHED = "unpublished", _("Unpublished")
         FAILED = "failed", _("Publish failed")
+        DELETED = "deleted", _("Post deleted")
 
+    # History outlives its post: deleting a post keeps its events, named by post_title.
     post = models.ForeignKey(
-        Post, verbose_name=_("post"), on_delete=models.CASCADE, related_name="events"
+        Post,
+        verbose_name=_("post"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="events",
+    )
+    post_title = models.CharField(
+        _("post title"),
+        max_length=200,
+        blank=True,
+        help_text=_("The title of a deleted post, kept with its history."),
     )
     kind = models.CharField(_("event"), max_length=20, choices=Kind.choices)
     user = models.ForeignKey(
