@@ -188,6 +188,8 @@ INSTATIC_PUBLISH_BATCH_SIZE = int(_env_float("INSTATIC_PUBLISH_BATCH_SIZE", 2000
 INSTATIC_EXPORT_ROOT = os.environ.get("INSTATIC_EXPORT_ROOT", "")
 INSTATIC_EXPORT_BASE_URL = os.environ.get("INSTATIC_EXPORT_BASE_URL", "")
 INSTATIC_EXPORT_KEEP = int(_env_float("INSTATIC_EXPORT_KEEP", 2))
+# Off: images in post bodies must come from this site (an image elsewhere is a tracking pixel).
+INSTATIC_ALLOW_EXTERNAL_IMAGES = _env_bool("INSTATIC_ALLOW_EXTERNAL_IMAGES", False)
 
 LOG_LEVEL = os.environ.get("INSTATIC_LOG_LEVEL", "INFO").upper()
 # "text" (default) for people, "json" for log shippers: one object per line (instatic/logging.py).

@@ -5,8 +5,14 @@ from django.urls import include, path
 
 from coordination.metrics import metrics_view
 from instatic import health
+from instatic.view_on_site import view_on_site
 
 urlpatterns = [
+    # Ahead of the admin's own "view on site" URL, which checks no permission.
+    path(
+        "admin/r/<int:content_type_id>/<path:object_id>/",
+        admin.site.admin_view(view_on_site),
+    ),
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

@@ -17,6 +17,9 @@ _DEFAULTS = {
     "FEED_SIZE": 20,
     # The longest body (characters) a post may have to be published.
     "POST_BODY_MAX_CHARS": 200_000,
+    # Images in bodies may only come from the site itself unless this is on: an image on
+    # another host is a tracking pixel, telling that host who read the post.
+    "ALLOW_EXTERNAL_IMAGES": False,
 }
 
 

@@ -2,19 +2,25 @@
 
 Bodies are rendered with Python-Markdown and then sanitized with ``nh3`` against an allow-list
 of tags, attributes and URL schemes, so raw HTML, ``javascript:`` links and event-handler
-attributes in a body are inert. The public pages and the Atom feed both call
+attributes in a body are inert. Images must come from the site itself unless
+``INSTATIC_ALLOW_EXTERNAL_IMAGES`` is on: an image on another host tells that host who read
+the post and when (a tracking pixel). The public pages and the Atom feed both call
 :func:`render_body`; the admin form calls :func:`render_markdown` to reject bodies that do not
 render at all.
 """
 
 import html
 import logging
+import re
+from urllib.parse import urlsplit
 
 import markdown
 import nh3
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
+
+from publishing.conf import settings
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +74,31 @@ class RenderError(ValueError):
     """A body that Markdown cannot render (e.g. nesting too deep)."""
 
 
+def is_external(url: str) -> bool:
+    """Return True if ``url`` points at another host (has a scheme or a host of its own).
+
+    Browsers ignore tabs and newlines in URLs and read ``\\`` as ``/``, so ``/\\host/x`` and
+    ``/<tab>/host/x`` are other hosts too.
+    """
+    normalized = re.sub(r"[\t\n\r]", "", url).strip().replace("\\", "/")
+    parts = urlsplit(normalized)
+    return bool(parts.scheme or parts.netloc)
+
+
+def _drop_external_images(tag: str, attribute: str, value: str) -> str | None:
+    if tag == "img" and attribute == "src" and is_external(value):
+        return None
+    return value
+
+
 def sanitize(fragment: str) -> str:
     """Return ``fragment`` with everything outside the allow-lists removed."""
+    allow_external_images = bool(settings.ALLOW_EXTERNAL_IMAGES)
     return nh3.clean(
         fragment,
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
+        attribute_filter=None if allow_external_images else _drop_external_images,
         url_schemes=ALLOWED_URL_SCHEMES,
         link_rel="noopener noreferrer nofollow",
         strip_comments=True,

@@ -3,13 +3,11 @@
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.functions import Now
 
 from publishing.conf import settings
-from publishing.models import Post
-
-PUBLIC_STATUSES = (Post.Status.PUBLISHED, Post.Status.UNPUBLISHED)
+from publishing.models import Post, PublishEvent
 
 
 def live_posts() -> QuerySet[Post]:
@@ -40,14 +38,24 @@ class LiveVersion:
 def live_version() -> LiveVersion:
     """Return the version of the public lists (for ``ETag`` and ``Last-Modified``).
 
-    ``last_change`` also covers unpublished posts: taking a post down bumps its ``updated_at``
-    and must make the lists change, not just the live count.
+    Only what the public sees moves it: live posts (their number and latest ``updated_at``) and
+    the instants posts left the public lists (the latest unpublish event, and an unpublish time
+    that has passed before the job took the post down), so ``Last-Modified`` never goes back
+    when a post goes. Edits of drafts, scheduled or unpublished posts leave it alone: they would
+    tell anyone watching the headers that something unpublished is being worked on.
     """
-    count = live_posts().count()
-    last_change = Post.objects.filter(status__in=PUBLIC_STATUSES).aggregate(last=Max("updated_at"))[
-        "last"
-    ]
-    return LiveVersion(count=count, last_change=last_change)
+    live = Q(unpublish_at__isnull=True) | Q(unpublish_at__gt=Now())
+    published = Post.objects.filter(status=Post.Status.PUBLISHED).aggregate(
+        count=Count("id", filter=live),
+        last_live=Max("updated_at", filter=live),
+        last_expired=Max("unpublish_at", filter=~live),
+    )
+    last_unpublished = PublishEvent.objects.filter(kind=PublishEvent.Kind.UNPUBLISHED).aggregate(
+        last=Max("at")
+    )["last"]
+    stamps = [published["last_live"], published["last_expired"], last_unpublished]
+    last_change = max((s for s in stamps if s is not None), default=None)
+    return LiveVersion(count=published["count"], last_change=last_change)
 
 
 def live_post_version(slug: str) -> datetime | None:
