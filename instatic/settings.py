@@ -5,6 +5,7 @@ configuration table. Production mode (``DJANGO_DEBUG`` off, the default) refuses
 without ``DJANGO_SECRET_KEY`` so a deployment can never run with a guessable key.
 """
 
+import math
 import os
 from pathlib import Path
 
@@ -25,14 +26,49 @@ def _env_bool(name: str, default: bool = False) -> bool:
     raise SystemExit(f"{name}={value!r} is not a boolean; use 1/0, true/false, yes/no or on/off.")
 
 
-def _env_float(name: str, default: float) -> float:
+def _env_float(name: str, default: float, *, positive: bool = False) -> float:
     value = os.environ.get(name)
     if value is None or value == "":
         return default
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
         raise SystemExit(f"{name}={value!r} is not a number of seconds.") from None
+    if not math.isfinite(number) or (positive and number <= 0):
+        raise SystemExit(f"{name}={value!r}: use a number of seconds above 0.")
+    return number
+
+
+def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise SystemExit(f"{name}={value!r} is not a whole number.") from None
+    if number < minimum:
+        raise SystemExit(f"{name}={value!r}: use a whole number of at least {minimum}.")
+    return number
+
+
+def _env_lock_keys(name: str) -> dict[str, int]:
+    """Return ``group=key,group=key`` as a dict; keys are integers (decimal or 0x hex)."""
+    keys: dict[str, int] = {}
+    value = os.environ.get(name, "")
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        group, _, key = (part.strip() for part in item.partition("="))
+        try:
+            number = int(key, 0)
+        except ValueError:
+            number = None
+        if not group or number is None or not -(2**63) <= number <= 2**64 - 1 or group in keys:
+            raise SystemExit(
+                f"{name}={value!r}: give each group one 64-bit integer key, e.g. "
+                f"{name}=reports=0x1234,imports=42 ({item!r} is not one)."
+            )
+        keys[group] = number
+    return keys
 
 
 DEBUG = _env_bool("DJANGO_DEBUG", False)
@@ -182,12 +218,24 @@ if INSTATIC_LOCK_MODE == "transaction":
     # Server-side cursors need a session; a transaction pooler cannot give them one.
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 INSTATIC_MISFIRE_GRACE = _env_float("INSTATIC_MISFIRE_GRACE", 30.0)
-INSTATIC_FAILURE_PAUSE_THRESHOLD = int(_env_float("INSTATIC_FAILURE_PAUSE_THRESHOLD", 5))
-INSTATIC_RUN_RETENTION = int(_env_float("INSTATIC_RUN_RETENTION", 200))
-INSTATIC_PUBLISH_BATCH_SIZE = int(_env_float("INSTATIC_PUBLISH_BATCH_SIZE", 2000))
+INSTATIC_FAILURE_PAUSE_THRESHOLD = _env_int("INSTATIC_FAILURE_PAUSE_THRESHOLD", 5)
+INSTATIC_RUN_RETENTION = _env_int("INSTATIC_RUN_RETENTION", 200, minimum=1)
+# How long one attempt to become leader blocks in the database before the loop looks around.
+INSTATIC_LOCK_WAIT = _env_float("INSTATIC_LOCK_WAIT", 30.0, positive=True)
+# Explicit lock keys per group ("reports=0x1234,imports=42"); others are hashed from the name.
+INSTATIC_LOCK_KEYS = _env_lock_keys("INSTATIC_LOCK_KEYS")
+# The longest wait between reconnection attempts while the database is away.
+INSTATIC_DB_RETRY_MAX = _env_float("INSTATIC_DB_RETRY_MAX", 5.0, positive=True)
+# --- Publishing app (publishing.conf.settings). ---
+INSTATIC_PUBLISH_BATCH_SIZE = _env_int("INSTATIC_PUBLISH_BATCH_SIZE", 2000, minimum=1)
+INSTATIC_PUBLISH_LINEUP_SIZE = _env_int("INSTATIC_PUBLISH_LINEUP_SIZE", 10, minimum=1)
+INSTATIC_POSTS_PER_PAGE = _env_int("INSTATIC_POSTS_PER_PAGE", 10, minimum=1)
+INSTATIC_FEED_SIZE = _env_int("INSTATIC_FEED_SIZE", 20, minimum=1)
+INSTATIC_POST_BODY_MAX_CHARS = _env_int("INSTATIC_POST_BODY_MAX_CHARS", 200_000, minimum=1)
+# --- Plugins app (plugins.conf.settings). ---
 INSTATIC_EXPORT_ROOT = os.environ.get("INSTATIC_EXPORT_ROOT", "")
 INSTATIC_EXPORT_BASE_URL = os.environ.get("INSTATIC_EXPORT_BASE_URL", "")
-INSTATIC_EXPORT_KEEP = int(_env_float("INSTATIC_EXPORT_KEEP", 2))
+INSTATIC_EXPORT_KEEP = _env_int("INSTATIC_EXPORT_KEEP", 2)
 # Off: images in post bodies must come from this site (an image elsewhere is a tracking pixel).
 INSTATIC_ALLOW_EXTERNAL_IMAGES = _env_bool("INSTATIC_ALLOW_EXTERNAL_IMAGES", False)
 
