@@ -1,8 +1,37 @@
-"""Read-only admin views of scheduler state, so operators can see what ran where."""
+"""Read-only admin views of scheduler state, so operators can see what ran where.
 
+Besides the tables, each job and each group has a timeline page: runs as bars by node, missed
+slots with their reason and leadership terms with why each ended (``coordination.timeline``).
+"""
+
+from datetime import timedelta
+from zoneinfo import ZoneInfo
+
+from django.conf import settings as django_settings
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html, format_html_join
 
-from coordination.models import JobRun, JobState, Leadership, Node
+from coordination import timeline
+from coordination.clock import database_now
+from coordination.models import JobRun, JobState, Leadership, LeadershipTerm, Node
+from coordination.registry import registry
+from coordination.selectors import timeline_rows
+
+UPCOMING_SLOTS = 5
+
+
+def group_timeline_url(group: str) -> str:
+    return reverse("admin:coordination_group_timeline", args=[group])
+
+
+def job_timeline_url(job_name: str) -> str:
+    return reverse("admin:coordination_jobstate_timeline", args=[job_name])
 
 
 class ReadOnlyAdminMixin:
@@ -30,7 +59,19 @@ class NodeAdmin(ReadOnlyAdmin):
 
 @admin.register(Leadership)
 class LeadershipAdmin(ReadOnlyAdmin):
-    list_display = ["group", "node", "since", "session_id", "key"]
+    list_display = ["group", "node", "since", "session_id", "key", "timeline"]
+
+    @admin.display(description="history")
+    def timeline(self, obj: Leadership):
+        return format_html('<a href="{}">timeline</a>', group_timeline_url(obj.group))
+
+
+@admin.register(LeadershipTerm)
+class LeadershipTermAdmin(ReadOnlyAdmin):
+    list_display = ["group", "node", "started_at", "ended_at", "end_reason", "detail"]
+    list_filter = ["group", "end_reason"]
+    search_fields = ["node"]
+    show_full_result_count = False
 
 
 @admin.register(JobState)
@@ -45,9 +86,123 @@ class JobStateAdmin(ReadOnlyAdmin):
         "consecutive_failures",
         "paused",
         "retired_at",
+        "timeline",
     ]
     list_filter = ["group", "paused", "last_status"]
     search_fields = ["name"]
+    readonly_fields = ["upcoming_slots", "timeline"]
+
+    @admin.display(description="history")
+    def timeline(self, obj: JobState):
+        return format_html(
+            '<a href="{}">job timeline</a> · <a href="{}">{} group timeline</a>',
+            job_timeline_url(obj.name),
+            group_timeline_url(obj.group),
+            obj.group,
+        )
+
+    @admin.display(description="next slots")
+    def upcoming_slots(self, obj: JobState):
+        """The job's next slots in the site's zone and, when it differs, the viewer's."""
+        job = registry.get(obj.name)
+        if job is None or not job.schedule.periodic:
+            return "not periodic here (no slots, or the job is not declared in this process)"
+        site = ZoneInfo(django_settings.TIME_ZONE)
+        viewer = timezone.get_current_timezone()
+        zones = [site] if str(viewer) == str(site) else [site, viewer]
+        now = database_now()
+        slot = obj.next_due if obj.next_due and obj.next_due >= now else None
+        slot = slot or job.schedule.next_after(now)
+        slots = []
+        while len(slots) < UPCOMING_SLOTS:
+            slots.append(slot)
+            slot = job.schedule.next_after(slot)
+        header = format_html_join("", "<th>{}</th>", ((str(zone),) for zone in zones))
+        rows = format_html_join(
+            "",
+            "<tr>{}</tr>",
+            (
+                (
+                    format_html_join(
+                        "",
+                        "<td>{}</td>",
+                        (
+                            (timezone.localtime(s, z).strftime("%Y-%m-%d %H:%M:%S %Z"),)
+                            for z in zones
+                        ),
+                    ),
+                )
+                for s in slots
+            ),
+        )
+        return format_html('<table class="upcoming-slots"><tr>{}</tr>{}</table>', header, rows)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path(
+                "group/<str:group>/timeline/",
+                view(self.group_timeline_view),
+                name="coordination_group_timeline",
+            ),
+            path(
+                "<path:object_id>/timeline/",
+                view(self.job_timeline_view),
+                name="coordination_jobstate_timeline",
+            ),
+            *super().get_urls(),
+        ]
+
+    def job_timeline_view(self, request, object_id: str):
+        state = JobState.objects.filter(name=object_id).first()
+        if state is None:
+            raise Http404("no such job")
+        return self._timeline(
+            request, title=f"Timeline of {state.name}", jobs=[state.name], group=state.group
+        )
+
+    def group_timeline_view(self, request, group: str):
+        jobs = list(JobState.objects.filter(group=group).values_list("name", flat=True))
+        if not jobs and not LeadershipTerm.objects.filter(group=group).exists():
+            raise Http404("no such group")
+        return self._timeline(
+            request, title=f"Timeline of the {group} group", jobs=jobs, group=group
+        )
+
+    def _timeline(self, request, *, title: str, jobs: list[str], group: str):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        hours = _window_hours(request.GET.get("hours"))
+        now = database_now()
+        end = _window_end(request.GET.get("end"), now)
+        start = end - timedelta(hours=hours)
+        runs, terms, truncated = timeline_rows(
+            jobs=jobs, groups=[group], start=start, end=end, limit=timeline.MAX_RUNS
+        )
+        drawn = timeline.build(
+            start=start,
+            end=end,
+            now=now,
+            runs=runs,
+            terms=terms,
+            zone=timezone.get_current_timezone(),
+            truncated=truncated,
+            show_job=len(jobs) != 1,
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "opts": self.model._meta,
+            "timeline": drawn,
+            "hours": hours,
+            "windows": timeline.WINDOWS,
+            "earlier": (end - timedelta(hours=hours)).isoformat(),
+            "later": (end + timedelta(hours=hours)).isoformat() if end < now else None,
+            "group": group,
+            "group_url": group_timeline_url(group),
+            "single_job": jobs[0] if len(jobs) == 1 else None,
+        }
+        return TemplateResponse(request, "admin/coordination/timeline.html", context)
 
 
 @admin.register(JobRun)
@@ -66,3 +221,22 @@ class JobRunAdmin(ReadOnlyAdmin):
     list_filter = ["status", "reason", "trigger", "job"]
     search_fields = ["job", "node", "error"]
     date_hierarchy = "slot"
+
+
+def _window_hours(value: str | None) -> int:
+    try:
+        hours = int(value or timeline.WINDOWS[0])
+    except ValueError:
+        return timeline.WINDOWS[0]
+    return hours if hours in timeline.WINDOWS else timeline.WINDOWS[0]
+
+
+def _window_end(value: str | None, now):
+    """The window's end: ``?end=`` (ISO 8601, aware) if given and not in the future, else now."""
+    try:
+        end = parse_datetime(value or "")
+    except ValueError:
+        end = None
+    if end is None or timezone.is_naive(end) or end > now:
+        return now
+    return end

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from django.db import DatabaseError, InterfaceError, connection, transaction
 from django.db.models.functions import Now
 
+from coordination import leadership
 from coordination.conf import settings
 from coordination.locks import terminate_holder
 from coordination.models import Leadership, Node
@@ -286,5 +287,12 @@ class Heartbeat(threading.Thread):
                 f"{age:.1f}s" if age is not None else "ever",
                 pid,
                 work,
+            )
+            leadership.end(
+                leader.group,
+                instance=leader.instance,
+                reason=leadership.EndReason.FENCED,
+                detail=f"removed by {self.identity.name}: no heartbeat for "
+                + (f"{age:.1f}s" if age is not None else "ever"),
             )
             loop.request_maintenance()

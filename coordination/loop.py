@@ -13,15 +13,14 @@ import time
 from datetime import datetime, timedelta
 
 from django.db import connection
-from django.db.models.functions import Now
 
-from coordination import catchup, ledger
+from coordination import catchup, leadership, ledger
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.holdoff import HoldOffs
 from coordination.keys import format_key
 from coordination.locks import make_lock
-from coordination.models import JobRun, JobState, Leadership
+from coordination.models import JobRun, JobState
 from coordination.registry import Group, Job
 from coordination.runner import RunPlan, Worker
 from coordination.selectors import abandoned_runs_to_retry, declared_by_live_nodes, group_states
@@ -129,6 +128,13 @@ class GroupLoop(threading.Thread):
             exc_info=exc,
         )
         self.scheduler.cut_off(f"the {self.group.name} loop crashed")
+        if self.leading:
+            leadership.end(
+                self.group.name,
+                instance=self.node.instance,
+                reason=leadership.EndReason.LOOP_CRASHED,
+                detail=f"{type(exc).__name__}: {exc}",
+            )
         self.leading = False
         try:
             self.lock.close()
@@ -244,19 +250,19 @@ class GroupLoop(threading.Thread):
         return True
 
     def _record_leadership(self) -> None:
-        Leadership.objects.update_or_create(
-            group=self.group.name,
-            defaults={
-                "node": self.node.name,
-                "instance": self.node.instance,
-                "key": self.lock.key,
-                "since": Now(),
-                "session_id": self.lock.session_id(),
-            },
+        leadership.begin(
+            self.group.name,
+            node=self.node.name,
+            instance=self.node.instance,
+            key=self.lock.key,
+            session_id=self.lock.session_id(),
         )
 
     def _lost(self) -> None:
         self.leading = False
+        leadership.end(
+            self.group.name, instance=self.node.instance, reason=leadership.lost_reason()
+        )
         if self.workers:
             self.scheduler.cut_off(f"the {self.group.name} lock was lost with work running")
         logger.warning(
@@ -538,9 +544,7 @@ class GroupLoop(threading.Thread):
                     reason="the node shut down before the run finished (grace period exceeded)",
                 )
             if self.leading and self.lock.acquired:
-                Leadership.objects.filter(
-                    group=self.group.name, instance=self.node.instance
-                ).delete()
+                leadership.step_down(self.group.name, instance=self.node.instance)
         except DATABASE_ERRORS as exc:
             logger.warning("[%s] could not tidy up at shutdown: %s", self.group.log_prefix, exc)
         was_held = self.lock.acquired

@@ -48,6 +48,40 @@ class Leadership(models.Model):
         return f"{self.group}: {self.node}"
 
 
+class LeadershipTerm(models.Model):
+    """One node's time at the head of one group: the leadership history.
+
+    ``Leadership`` holds only the current leader; a term row is opened at every takeover and
+    closed with the reason it ended, so an operator can see who led when and why it changed.
+    Pruned with the run ledger (``INSTATIC_RUN_RETENTION`` terms per group).
+    """
+
+    class EndReason(models.TextChoices):
+        SHUTDOWN = "shutdown", "shut down (SIGTERM)"
+        FENCED = "fenced", "fenced: no heartbeat within the lease"
+        CRASHED = "crashed", "crashed: its process went away"
+        LOCK_LOST = "lock lost", "lock lost: its lock session ended"
+        LEASE_EXPIRED = "lease expired", "lease expired"
+        LOOP_CRASHED = "loop crashed", "its scheduler loop crashed"
+
+    group = models.CharField(max_length=100)
+    node = models.CharField(max_length=200)
+    instance = models.CharField(max_length=32)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    end_reason = models.CharField(max_length=20, blank=True, choices=EndReason.choices)
+    detail = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(fields=["group", "-started_at"], name="coordination_term_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group}: {self.node} from {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
 class LockLease(models.Model):
     """A leader lease, used instead of session locks behind PgBouncer (transaction pooling)."""
 

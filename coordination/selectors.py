@@ -7,7 +7,7 @@ from django.db.models.functions import Now
 
 from coordination.clock import database_now
 from coordination.conf import settings
-from coordination.models import JobRun, JobState, Leadership, Node
+from coordination.models import JobRun, JobState, Leadership, LeadershipTerm, Node
 
 
 def group_states(group: str, *, exclude_instance: str = "") -> tuple[datetime, list[JobState]]:
@@ -133,3 +133,32 @@ def status_snapshot() -> dict:
             }
         )
     return {"now": now.isoformat(), "nodes": node_rows, "leaders": leaders, "jobs": jobs}
+
+
+def timeline_rows(
+    *, jobs: list[str], groups: list[str], start: datetime, end: datetime, limit: int
+) -> tuple[list[JobRun], list[LeadershipTerm], bool]:
+    """Return the runs and leadership terms to draw between ``start`` and ``end``.
+
+    Runs are found by slot through the ``(job, -slot)`` index: those whose slot is in the
+    window, plus earlier ones still going in it (looked for one window back, and any run still
+    marked running). At most ``limit`` runs, the newest; the flag says whether more were left out.
+    """
+    lookback = start - (end - start)
+    candidates = (
+        JobRun.objects.filter(job__in=jobs)
+        .filter(
+            Q(slot__gte=start, slot__lt=end)
+            | Q(slot__gte=lookback, slot__lt=start, finished_at__gte=start)
+            | Q(status=JobRun.Status.RUNNING, slot__lt=end)
+        )
+        .defer("requested_by")
+        .order_by("-slot")
+    )
+    runs = list(candidates[: limit + 1])
+    terms = list(
+        LeadershipTerm.objects.filter(group__in=groups, started_at__lt=end)
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gte=start))
+        .order_by("started_at")
+    )
+    return runs[:limit], terms, len(runs) > limit

@@ -66,3 +66,31 @@ def test_zero_keeps_everything_and_should_stop_ends_early():
     assert prune_runs(keep=3, should_stop=lambda: True) == {}
     assert JobRun.objects.count() == 20
     assert prune_runs(keep=3) == {"a.job": 7, "b.job": 7}
+
+
+def test_the_hourly_job_keeps_the_newest_leadership_terms_of_every_group_and_every_open_one():
+    from coordination.models import LeadershipTerm
+
+    now = database_now()
+    for group, count in (("publishing", 5), ("plugins", 2)):
+        LeadershipTerm.objects.bulk_create(
+            [
+                LeadershipTerm(
+                    group=group,
+                    node=f"n{i}",
+                    instance=f"i{i}",
+                    started_at=now - timedelta(hours=count - i),
+                    ended_at=None if i == 0 else now - timedelta(hours=count - i, minutes=-30),
+                    end_reason="" if i == 0 else "crashed",
+                )
+                for i in range(count)
+            ]
+        )
+    with override_settings(INSTATIC_RUN_RETENTION=3):
+        retention.prune(context_for(retention.prune))
+    kept = {
+        group: sorted(LeadershipTerm.objects.filter(group=group).values_list("node", flat=True))
+        for group in ("publishing", "plugins")
+    }
+    # The three newest, and the oldest publishing term because it is still open.
+    assert kept == {"publishing": ["n0", "n2", "n3", "n4"], "plugins": ["n0", "n1"]}
