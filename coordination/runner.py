@@ -23,6 +23,7 @@ from django.db.models.functions import Now
 
 from coordination import ledger
 from coordination.dberrors import DATABASE_ERRORS, Backoff
+from coordination.logcontext import job_log_context
 from coordination.models import JobRun, JobState
 from coordination.registry import Job, JobContext
 from coordination.threads import discard_broken_connection
@@ -149,6 +150,16 @@ class Worker:
             _stop=self.should_stop,
         )
 
+    def _log_context(self, run: JobRun):
+        """Name this run in every log line the job writes (JSON logs: node, job, slot, run_id)."""
+        return job_log_context(
+            node=self.loop.node.name,
+            group=self.job.group,
+            job=self.job.name,
+            slot=self.slot,
+            run_id=run.pk,
+        )
+
     def _lock_state(self) -> None:
         """Lock the job's state row for this transaction, or raise ``PreviousRunAlive``.
 
@@ -260,7 +271,8 @@ class Worker:
                 self._lock_state()
                 run = self._claim()
                 self.current_run = run
-                result = job.func(self._context())
+                with self._log_context(run):
+                    result = job.func(self._context())
                 if self.timed_out or self.past_deadline():
                     raise JobTimedOut(f"ran past its max_duration of {job.max_duration}")
                 if not self.loop.lock_still_held():
@@ -363,7 +375,8 @@ class Worker:
         error: BaseException | None = None
         result = None
         try:
-            result = job.func(self._context())
+            with self._log_context(run):
+                result = job.func(self._context())
         except Exception as exc:
             error = exc
         duration = time.monotonic() - started

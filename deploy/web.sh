@@ -1,5 +1,6 @@
 #!/bin/sh
-# The web process: gunicorn serving instatic.wsgi, access log on stdout.
+# The web process: gunicorn serving instatic.wsgi, access log on stdout, errors on stderr;
+# both one JSON object per line when INSTATIC_LOG_FORMAT=json (deploy/gunicorn.conf.py).
 #
 # Environment (defaults in brackets):
 #   PORT                       port to listen on [8000]
@@ -13,6 +14,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 exec gunicorn instatic.wsgi:application \
+    --config deploy/gunicorn.conf.py \
     --bind "${INSTATIC_WEB_ADDRESS:-0.0.0.0}:${PORT:-8000}" \
     --workers "${WEB_CONCURRENCY:-2}" \
     --timeout "${GUNICORN_TIMEOUT:-30}" \

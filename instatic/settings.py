@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from instatic.database_url import database_from_url
+from instatic.logging import parse_log_format
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("INSTATIC_VAR_DIR", BASE_DIR / "var"))
@@ -241,11 +242,7 @@ INSTATIC_ALLOW_EXTERNAL_IMAGES = _env_bool("INSTATIC_ALLOW_EXTERNAL_IMAGES", Fal
 
 LOG_LEVEL = os.environ.get("INSTATIC_LOG_LEVEL", "INFO").upper()
 # "text" (default) for people, "json" for log shippers: one object per line (instatic/logging.py).
-LOG_FORMAT = (os.environ.get("INSTATIC_LOG_FORMAT") or "text").strip().lower()
-if LOG_FORMAT not in ("text", "json"):
-    raise SystemExit(
-        f"INSTATIC_LOG_FORMAT={LOG_FORMAT!r} is not a log format; use text (the default) or json."
-    )
+LOG_FORMAT = parse_log_format(os.environ.get("INSTATIC_LOG_FORMAT"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
