@@ -18,7 +18,7 @@ from django.utils.translation import ngettext
 
 from coordination.admin import ReadOnlyAdminMixin
 from publishing import services
-from publishing.exceptions import PublishingError
+from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import PostAdminForm
 from publishing.models import Post, PublishEvent
 
@@ -145,6 +145,8 @@ class PostAdmin(admin.ModelAdmin):
         "updated_at_local",
     ]
     readonly_fields = system_fields
+    # The fieldsets show the form's own hidden ``version`` field; the model's is never edited.
+    exclude = ["version"]
 
     # --- permissions ------------------------------------------------------------------
     def has_publish_permission(self, request) -> bool:
@@ -159,7 +161,21 @@ class PostAdmin(admin.ModelAdmin):
         )
 
     def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and self._may_touch(request, obj)
+        return super().has_change_permission(request, obj) and (
+            self._may_touch(request, obj) or self._is_stale_submission(request, obj)
+        )
+
+    def _is_stale_submission(self, request, obj) -> bool:
+        """Return True for a form posted against an older version of ``obj``.
+
+        A drafter's tab on a draft that a publisher scheduled meanwhile would otherwise get a
+        bare 403; let it through to the form, which refuses every stale submission with the
+        conflict message (and the services would refuse the write anyway).
+        """
+        if obj is None or request.method != "POST":
+            return False
+        submitted = request.POST.get("version", "")
+        return submitted.isdigit() and submitted != str(obj.version)
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and self._may_touch(request, obj)
@@ -171,7 +187,7 @@ class PostAdmin(admin.ModelAdmin):
             publishing_fields.append("target_status")
         publishing_fields += ["publish_at", "unpublish_at"]
         return [
-            (None, {"fields": ["title", "slug", "body"]}),
+            (None, {"fields": ["title", "slug", "body", "version"]}),
             (
                 _("Publishing"),
                 {
@@ -205,34 +221,71 @@ class PostAdmin(admin.ModelAdmin):
         form.user = request.user
         return form
 
+    def get_formset_kwargs(self, request, obj, inline, prefix):
+        """Show the publish history as it is now, also when a submitted form comes back.
+
+        A form shown again (a conflict, an error) would list only as many events as existed
+        when it was loaded; the history is read-only, so bind it to the current events, which
+        after a conflict are the ones that explain it.
+        """
+        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
+        if isinstance(inline, PublishEventInline) and "data" in kwargs and obj and obj.pk:
+            data = kwargs["data"]
+            events = list(kwargs["queryset"].filter(post=obj).values_list("pk", flat=True))
+            data[f"{prefix}-TOTAL_FORMS"] = data[f"{prefix}-INITIAL_FORMS"] = str(len(events))
+            for index, pk in enumerate(events):
+                data[f"{prefix}-{index}-id"] = str(pk)
+        return kwargs
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        """Show a conflict the services found under the row lock like one the form found.
+
+        The form refuses a stale version before anything is saved; if a colleague's change
+        lands between that check and the row lock, the services raise :class:`EditConflict`,
+        the view's transaction rolls back (nothing written), and the form is shown again, now
+        seeing the newer version.
+        """
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except EditConflict:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+
     def save_model(self, request, obj, form, change):
-        """Save the content, then carry out the status the editor chose via the services."""
-        previous = Post.objects.filter(pk=obj.pk).first() if change else None
-        before = previous.status if previous else S.DRAFT
-        services.save_post(post=obj, user=request.user)
+        """Save the content, then carry out the status the editor chose via the services.
+
+        ``before`` is the status the form was loaded with (its version matched, so it is still
+        the post's status): a status the editor left alone is never turned into a transition.
+        """
+        before = form.current_status
+        user = request.user
+        # The version the form was loaded with; each later call expects the one just written.
+        expected = form.cleaned_data.get("version") if change else None
+        services.save_post(post=obj, user=user, expected_version=expected)
         if "target_status" not in form.cleaned_data:
             return
         target = form.cleaned_data.get("target_status") or before
         publish_at = form.cleaned_data.get("publish_at")
         unpublish_at = form.cleaned_data.get("unpublish_at")
-        user = request.user
+        versioned = {"user": user, "expected_version": obj.version}
         try:
             if target == S.SCHEDULED and before != S.SCHEDULED:
                 services.schedule_post(
-                    post=obj, publish_at=publish_at, unpublish_at=unpublish_at, user=user
+                    post=obj, publish_at=publish_at, unpublish_at=unpublish_at, **versioned
                 )
             elif target == S.SCHEDULED:
                 services.reschedule_post(
-                    post=obj, publish_at=publish_at, unpublish_at=unpublish_at, user=user
+                    post=obj, publish_at=publish_at, unpublish_at=unpublish_at, **versioned
                 )
             elif target == S.DRAFT and before == S.SCHEDULED:
-                services.cancel_schedule(post=obj, user=user)
+                services.cancel_schedule(post=obj, **versioned)
             elif target == S.PUBLISHED and before != S.PUBLISHED:
-                services.publish_now(post=obj, user=user)
+                services.publish_now(post=obj, **versioned)
             elif target == S.PUBLISHED:
-                services.set_unpublish_at(post=obj, unpublish_at=unpublish_at, user=user)
+                services.set_unpublish_at(post=obj, unpublish_at=unpublish_at, **versioned)
             elif target == S.UNPUBLISHED and before == S.PUBLISHED:
-                services.unpublish_now(post=obj, user=user)
+                services.unpublish_now(post=obj, **versioned)
+        except EditConflict:
+            raise
         except PublishingError as exc:
             self.message_user(request, str(exc), messages.ERROR)
 

@@ -1,5 +1,10 @@
 """Errors the publishing services raise; each message says what to do about it."""
 
+from datetime import datetime
+
+from django.utils import timezone
+from django.utils.formats import date_format
+
 
 class PublishingError(Exception):
     """A publishing action that cannot be done as asked."""
@@ -23,3 +28,26 @@ class NotPublishable(PublishingError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         super().__init__("; ".join(problems))
+
+
+class EditConflict(PublishingError):
+    """Someone changed the post after the editor opened it: nothing was written.
+
+    Raised by the services when the caller's ``expected_version`` is not the row's version
+    under the row lock. The message names who changed the post and when, in the current time
+    zone (the editor's, during a request), and says what state the post is in now.
+    """
+
+    def __init__(
+        self, *, title: str, changed_by: str, changed_at: datetime, status_label: str, version: int
+    ):
+        self.title = title
+        self.changed_by = changed_by
+        self.changed_at = changed_at
+        self.status_label = status_label
+        self.version = version
+        when = date_format(timezone.localtime(changed_at), "Y-m-d H:i:s T")
+        super().__init__(
+            f"“{title}” was changed by {changed_by or 'someone'} at {when} since you opened "
+            f"it; it is now {status_label}."
+        )

@@ -4,6 +4,7 @@ from datetime import datetime
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.forms.utils import ErrorDict
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -11,7 +12,7 @@ from coordination.clock import database_now
 from publishing.conf import settings
 from publishing.models import Post
 from publishing.rendering import RenderError, render_markdown
-from publishing.services import can_publish
+from publishing.services import can_publish, edit_conflict
 from publishing.validation import schedule_problems
 
 S = Post.Status
@@ -51,9 +52,16 @@ class PostAdminForm(forms.ModelForm):
 
     ``user`` is set on the form class by :meth:`PostAdmin.get_form`. Users without the
     publish permission get no ``target_status`` field and no time fields: they draft only.
+
+    ``version`` (hidden) is the post's version when the form was loaded. A form submitted after
+    someone else changed the post is refused as a whole with one message saying who changed it
+    and when (:attr:`conflict`), the editor's text kept; the admin passes the version on to the
+    services, which check it again under the row lock. The choices and checks below are those
+    of the status the form was loaded with, which the matching version guarantees.
     """
 
     target_status = forms.ChoiceField(label=_("Set status to"), required=False)
+    version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
     user = None
 
@@ -64,6 +72,8 @@ class PostAdminForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.current_status = self.instance.status if self.instance.pk else S.DRAFT
+        self.fields["version"].initial = self.instance.version
+        self.conflict = self._conflict() if self.is_bound and self.instance.pk else None
         if self.user is None or not can_publish(self.user):
             # Drafting only: whatever such a user submits for the status is not even read.
             self.fields.pop("target_status", None)
@@ -82,6 +92,59 @@ class PostAdminForm(forms.ModelForm):
         if self.current_status == S.PUBLISHED and "publish_at" in self.fields:
             # It is live: when it was planned to go live is history now.
             self.fields["publish_at"].disabled = True
+
+    def _conflict(self) -> str | None:
+        """Return why this submission is stale (None when it was made against this version)."""
+        try:
+            submitted = int(self.data.get("version", ""))
+        except ValueError:
+            return str(
+                _(
+                    "This form carries no version of the post (it was opened before an update "
+                    "of the site). Nothing was saved: reload the post and make your change again."
+                )
+            )
+        conflict = edit_conflict(self.instance, submitted)
+        if conflict is None:
+            return None
+        if self.user is not None and not self._may_edit_now():
+            return str(
+                _(
+                    "%(conflict)s Nothing was saved, and you cannot edit it now: changing a "
+                    "scheduled or published post needs the “Can schedule and publish posts” "
+                    "permission. Your text is still in the form below; copy what you need."
+                )
+                % {"conflict": conflict}
+            )
+        # Show the post's current state and version: saving again keeps the editor's text
+        # deliberately, and a status they did not choose is not turned into a transition.
+        data = self.data.copy()
+        data["version"] = str(self.instance.version)
+        data["target_status"] = self.current_status
+        self.data = data
+        return str(
+            _(
+                "%(conflict)s Nothing was saved. Your text is still in the form below: check it "
+                "against their change, then save again to keep it."
+            )
+            % {"conflict": conflict}
+        )
+
+    def _may_edit_now(self) -> bool:
+        return self.current_status not in (S.SCHEDULED, S.PUBLISHED) or can_publish(self.user)
+
+    def full_clean(self):
+        """Validate, except that a stale submission reports only the conflict.
+
+        Checked against the post as it is now, a stale form's other errors ("not one of the
+        available choices", "must be in the future") would only describe the colleague's
+        change in confusing terms.
+        """
+        super().full_clean()
+        if self.conflict is not None:
+            self._errors = ErrorDict()
+            self.cleaned_data = {}
+            self.add_error(None, self.conflict)
 
     def clean_body(self) -> str:
         body = self.cleaned_data["body"]

@@ -9,6 +9,13 @@ published twice, whichever replica (or stale leader) runs the job.
 
 ``user`` is the person acting; ``None`` means the system (the publish job, scripts, tests).
 Actions that schedule, publish or unpublish need the ``publishing.publish_post`` permission.
+
+Every write adds one to the post's ``version`` and records who made it (``updated_by``). An
+action given ``expected_version`` (the admin always gives the version its form was loaded with)
+compares it with the row's version under the row lock and raises :class:`EditConflict` when
+someone else changed the post meanwhile, so a stale tab can neither undo a colleague's status
+change nor overwrite their text. Callers that give no version (the job, scripts) act on the
+current row.
 """
 
 import logging
@@ -18,14 +25,19 @@ from functools import partial
 
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.db.models.functions import Length, Now, Trim
 
 from coordination.clock import database_now
 from coordination.metrics import observe_publish_lateness
 from coordination.services import request_wakeup
 from publishing.conf import settings
-from publishing.exceptions import InvalidSchedule, InvalidTransition, NotPublishable
+from publishing.exceptions import (
+    EditConflict,
+    InvalidSchedule,
+    InvalidTransition,
+    NotPublishable,
+)
 from publishing.models import Post, PublishEvent
 from publishing.validation import publish_problems, schedule_problems
 
@@ -57,9 +69,47 @@ def _require_permission(user, action: str) -> None:
 # --- helpers ----------------------------------------------------------------------------
 
 
-def _lock(post: Post) -> Post:
-    """Return the post's current row, locked until the transaction ends."""
-    return Post.objects.select_for_update().get(pk=post.pk)
+def edit_conflict(current: Post, expected_version: int | None) -> EditConflict | None:
+    """Return the conflict of an edit made against ``expected_version`` of ``current``, if any.
+
+    ``None`` as the expected version means "whatever is there now" (jobs, scripts). The admin's
+    form calls this too, to show the conflict before saving; the services call it under the
+    row lock, which is what makes it hold.
+    """
+    if expected_version is None or expected_version == current.version:
+        return None
+    return EditConflict(
+        title=str(current),
+        changed_by=current.updated_by,
+        changed_at=current.updated_at,
+        status_label=current.get_status_display(),
+        version=current.version,
+    )
+
+
+def _lock(post: Post, expected_version: int | None = None) -> Post:
+    """Return the post's current row, locked until the transaction ends.
+
+    Raise :class:`EditConflict` if its version is not ``expected_version`` (when given).
+    """
+    current = Post.objects.select_for_update().get(pk=post.pk)
+    conflict = edit_conflict(current, expected_version)
+    if conflict is not None:
+        raise conflict
+    return current
+
+
+def _editor_name(user) -> str:
+    """Return the name recorded as a post's last editor (empty for the system)."""
+    return user.get_username() if _user_or_none(user) is not None else ""
+
+
+def _scheduler_name(node: str) -> str:
+    return (f"the scheduler ({node})" if node else "the scheduler")[:200]
+
+
+def _next_version() -> F:
+    return F("version") + 1
 
 
 def _skip_locked(queryset: QuerySet) -> QuerySet:
@@ -89,11 +139,11 @@ def _iso(value: datetime | None) -> str:
     return value.isoformat() if value is not None else "none"
 
 
-def _conditional_update(current: Post, **values) -> None:
-    """Update ``current`` only if its status is still the one read; raise otherwise."""
-    updated = Post.objects.filter(pk=current.pk, status=current.status).update(
-        updated_at=Now(), **values
-    )
+def _conditional_update(current: Post, *, user, **values) -> None:
+    """Update ``current`` only if its status and version are unchanged; raise otherwise."""
+    updated = Post.objects.filter(
+        pk=current.pk, status=current.status, version=current.version
+    ).update(updated_at=Now(), updated_by=_editor_name(user), version=_next_version(), **values)
     if not updated:
         # Unreachable while the row lock is held; kept so a change can never be blind.
         raise InvalidTransition(f"“{current}” changed while being saved; reload and try again.")
@@ -117,7 +167,7 @@ def _check_publishable(post: Post) -> None:
 # --- editor actions ---------------------------------------------------------------------
 
 
-def save_post(*, post: Post, user) -> Post:
+def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
     """Create ``post`` as a draft, or save its content (title, slug, body).
 
     Publishing state is never written here: ``status`` and ``published_at`` only change through
@@ -130,18 +180,22 @@ def save_post(*, post: Post, user) -> Post:
             post.status = S.DRAFT
             post.published_at = None
             post.last_error = ""
+            post.version = 1
+            post.updated_by = _editor_name(user)
             if post.author_id is None:
                 post.author = _user_or_none(user)
             post.save(force_insert=True)
         else:
-            current = _lock(post)
+            current = _lock(post, expected_version)
             if current.status in (S.SCHEDULED, S.PUBLISHED):
                 _require_permission(user, "edit a scheduled or published post")
-            fields = ["title", "slug", "body", "last_error", "updated_at"]
+            fields = ["title", "slug", "body", "last_error", "updated_at", "updated_by", "version"]
             if current.status in (S.DRAFT, S.UNPUBLISHED):
                 fields += ["publish_at", "unpublish_at"]
             post.last_error = ""
             post.updated_at = Now()
+            post.updated_by = _editor_name(user)
+            post.version = _next_version()
             post.save(update_fields=fields)
             if current.is_failed:
                 # It was skipped while failed; it may be due right now.
@@ -151,12 +205,17 @@ def save_post(*, post: Post, user) -> Post:
 
 
 def schedule_post(
-    *, post: Post, publish_at: datetime, unpublish_at: datetime | None = None, user
+    *,
+    post: Post,
+    publish_at: datetime,
+    unpublish_at: datetime | None = None,
+    user,
+    expected_version: int | None = None,
 ) -> Post:
     """Schedule a draft (or unpublished) post to go live at ``publish_at``."""
     _require_permission(user, "schedule posts")
     with transaction.atomic():
-        current = _lock(post)
+        current = _lock(post, expected_version)
         if current.status not in (S.DRAFT, S.UNPUBLISHED):
             if current.status == S.SCHEDULED:
                 raise InvalidTransition(f"“{current}” is already scheduled; reschedule it.")
@@ -169,6 +228,7 @@ def schedule_post(
         _check_publishable(current)
         _conditional_update(
             current,
+            user=user,
             status=S.SCHEDULED,
             publish_at=publish_at,
             unpublish_at=unpublish_at,
@@ -185,12 +245,17 @@ def schedule_post(
 
 
 def reschedule_post(
-    *, post: Post, publish_at: datetime, unpublish_at: datetime | None = None, user
+    *,
+    post: Post,
+    publish_at: datetime,
+    unpublish_at: datetime | None = None,
+    user,
+    expected_version: int | None = None,
 ) -> Post:
     """Move a scheduled post's publish (and unpublish) time; clear a failed publish."""
     _require_permission(user, "reschedule posts")
     with transaction.atomic():
-        current = _lock(post)
+        current = _lock(post, expected_version)
         if current.status != S.SCHEDULED:
             raise _wrong_state(current, "reschedule")
         if (publish_at, unpublish_at) == (current.publish_at, current.unpublish_at):
@@ -206,7 +271,7 @@ def reschedule_post(
         if errors:
             raise InvalidSchedule(errors)
         _conditional_update(
-            current, publish_at=publish_at, unpublish_at=unpublish_at, last_error=""
+            current, user=user, publish_at=publish_at, unpublish_at=unpublish_at, last_error=""
         )
         detail = f"publish at {_iso(current.publish_at)} -> {_iso(publish_at)}"
         if unpublish_at != current.unpublish_at:
@@ -217,27 +282,27 @@ def reschedule_post(
     return post
 
 
-def cancel_schedule(*, post: Post, user) -> Post:
+def cancel_schedule(*, post: Post, user, expected_version: int | None = None) -> Post:
     """Take a scheduled post back to draft; it keeps its planned times but never goes live.
 
     Raises :class:`InvalidTransition` if the publish job published it first.
     """
     _require_permission(user, "cancel scheduled posts")
     with transaction.atomic():
-        current = _lock(post)
+        current = _lock(post, expected_version)
         if current.status != S.SCHEDULED:
             raise _wrong_state(current, "cancel the schedule of")
-        _conditional_update(current, status=S.DRAFT, last_error="")
+        _conditional_update(current, user=user, status=S.DRAFT, last_error="")
         _event(current, K.CANCELLED, user=user, detail=f"was due at {_iso(current.publish_at)}")
     post.refresh_from_db()
     return post
 
 
-def publish_now(*, post: Post, user) -> Post:
+def publish_now(*, post: Post, user, expected_version: int | None = None) -> Post:
     """Put a draft, scheduled or unpublished post live at once."""
     _require_permission(user, "publish posts")
     with transaction.atomic():
-        current = _lock(post)
+        current = _lock(post, expected_version)
         if current.status == S.PUBLISHED:
             raise _wrong_state(current, "publish")
         _check_publishable(current)
@@ -245,7 +310,9 @@ def publish_now(*, post: Post, user) -> Post:
             raise InvalidSchedule(
                 {"unpublish_at": "The unpublish time has passed; change or clear it first."}
             )
-        _conditional_update(current, status=S.PUBLISHED, published_at=Now(), last_error="")
+        _conditional_update(
+            current, user=user, status=S.PUBLISHED, published_at=Now(), last_error=""
+        )
         _event(current, K.PUBLISHED, user=user, detail="published now")
         if current.unpublish_at is not None:
             request_wakeup(PUBLISH_JOB, at=current.unpublish_at)
@@ -253,26 +320,28 @@ def publish_now(*, post: Post, user) -> Post:
     return post
 
 
-def unpublish_now(*, post: Post, user) -> Post:
+def unpublish_now(*, post: Post, user, expected_version: int | None = None) -> Post:
     """Take a published post down at once."""
     _require_permission(user, "unpublish posts")
     with transaction.atomic():
-        current = _lock(post)
+        current = _lock(post, expected_version)
         if current.status != S.PUBLISHED:
             raise InvalidTransition(
                 f"Cannot unpublish “{current}”: it is {current.get_status_display()}, not live."
             )
-        _conditional_update(current, status=S.UNPUBLISHED)
+        _conditional_update(current, user=user, status=S.UNPUBLISHED)
         _event(current, K.UNPUBLISHED, user=user, detail="unpublished now")
     post.refresh_from_db()
     return post
 
 
-def set_unpublish_at(*, post: Post, unpublish_at: datetime | None, user) -> Post:
+def set_unpublish_at(
+    *, post: Post, unpublish_at: datetime | None, user, expected_version: int | None = None
+) -> Post:
     """Set (or clear) when a published post is taken down."""
     _require_permission(user, "schedule unpublishing")
     with transaction.atomic():
-        current = _lock(post)
+        current = _lock(post, expected_version)
         if current.status != S.PUBLISHED:
             raise InvalidTransition(
                 f"“{current}” is {current.get_status_display()}; set its times in the form."
@@ -289,7 +358,7 @@ def set_unpublish_at(*, post: Post, unpublish_at: datetime | None, user) -> Post
         )
         if errors:
             raise InvalidSchedule(errors)
-        _conditional_update(current, unpublish_at=unpublish_at)
+        _conditional_update(current, user=user, unpublish_at=unpublish_at)
         detail = f"unpublish at {_iso(current.unpublish_at)} -> {_iso(unpublish_at)}"
         _event(current, K.RESCHEDULED, user=user, detail=detail)
         if unpublish_at is not None:
@@ -375,6 +444,8 @@ def publish_selected(
             status=S.PUBLISHED,
             published_at=now,
             updated_at=now,
+            updated_by=_scheduler_name(node),
+            version=_next_version(),
         )
         _insert_events(K.PUBLISHED, published, node=node, now=now)
         # Feed the lateness histogram only once the publish is committed.
@@ -440,7 +511,10 @@ def _conditional_batch_update(
 def _record_failure(row: DueRow, message: str, *, node: str, now: datetime) -> bool:
     """Mark a due post as failed (it stays scheduled, visible in the admin); log it."""
     marked = Post.objects.filter(pk=row.pk, status=S.SCHEDULED, last_error="").update(
-        last_error=message, updated_at=now
+        last_error=message,
+        updated_at=now,
+        updated_by=_scheduler_name(node),
+        version=_next_version(),
     )
     if not marked:
         return False
@@ -495,6 +569,8 @@ def unpublish_selected(
             planned="unpublish_at",
             status=S.UNPUBLISHED,
             updated_at=now,
+            updated_by=_scheduler_name(node),
+            version=_next_version(),
         )
         _insert_events(K.UNPUBLISHED, unpublished, node=node, now=now)
     return BatchResult(

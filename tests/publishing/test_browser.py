@@ -5,48 +5,22 @@ download). The scheduler is a real ``runscheduler`` process. On failure a screen
 under ``test-artifacts/`` (git-ignored).
 """
 
-import os
-import shutil
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
 
 from coordination.clock import database_now
+from tests.support.browser import chromium, screenshot
 from tests.support.processes import process_env, start_scheduler
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.sqlite]
 
 
 @pytest.fixture
 def browser_page():
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("Chromium is missing; .ci/run installs Debian's chromium package")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        page = browser.new_page()
-        try:
-            yield page
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield browser.new_page()
 
 
 def test_editor_schedules_a_post_and_it_appears_on_the_public_index(
@@ -86,8 +60,7 @@ def test_editor_schedules_a_post_and_it_appears_on_the_public_index(
         page.click("text=Hello from the browser")
         assert "in a real browser" in page.content()
     except BaseException:
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+        screenshot(page, request.node.name)
         raise
     finally:
         scheduler.stop()

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from coordination.clock import database_now
 from coordination.registry import group
 from publishing import services
-from publishing.exceptions import InvalidTransition
+from publishing.exceptions import EditConflict, InvalidTransition
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import due_post, make_post
 from tests.support.polling import wait_until
@@ -159,3 +159,37 @@ def test_scheduling_wakes_the_scheduler_with_notify_at_commit():
         assert [n.channel for n in received] == [channel]
     finally:
         listener.close()
+
+
+def test_two_editors_saving_one_version_the_second_waits_for_the_lock_and_is_refused():
+    """The version is compared under the row lock: the loser sees the winner's commit."""
+    post = make_post(body="original")
+    opened = post.version
+    saved, release = threading.Event(), threading.Event()
+
+    def save_and_hold():
+        with transaction.atomic():
+            mine = Post.objects.get(pk=post.pk)
+            mine.body = "first editor"
+            services.save_post(post=mine, user=None, expected_version=opened)
+            saved.set()
+            release.wait(10)
+
+    def save_second():
+        theirs = Post.objects.get(pk=post.pk)
+        theirs.body = "second editor"
+        services.save_post(post=theirs, user=None, expected_version=opened)
+
+    first = Actor(save_and_hold)
+    first.start()
+    assert saved.wait(10)
+    second = Actor(save_second)
+    second.start()
+    wait_until(lambda: lock_waiters() >= 1, timeout=10, message="second editor waits on the lock")
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert first.error is None
+    assert isinstance(second.error, EditConflict)
+    post.refresh_from_db()
+    assert (post.body, post.version) == ("first editor", opened + 1)

@@ -1,0 +1,228 @@
+"""Stale admin tabs: a form saved after someone else changed the post writes nothing.
+
+Each test opens the change form (the editor's tab), lets a colleague or the publish job change
+the post, then submits the tab. The page comes back with "changed by NAME at TIME since you
+opened it", the editor's typed text still in the form, and the post exactly as the colleague
+left it. Submitting the form shown with the conflict saves the text deliberately, without
+turning the status the editor never touched into a transition.
+"""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import override_settings
+from django.urls import reverse
+
+from coordination.clock import database_now
+from publishing import services
+from publishing.admin import local_time
+from publishing.models import Post
+from tests.publishing.conftest import form_data, future_post, make_post
+
+pytestmark = pytest.mark.django_db
+
+S = Post.Status
+TYPED = "A typo fix the editor typed"
+
+
+def change_url(post: Post) -> str:
+    return reverse("admin:publishing_post_change", args=[post.pk])
+
+
+@pytest.fixture
+def bob(db) -> User:
+    """The colleague who changes the post while the editor's tab is open."""
+    user = User.objects.create_user("bob", "bob@example.com", "pw", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="publishing"))
+    return User.objects.get(pk=user.pk)
+
+
+@pytest.fixture
+def as_editor(client, editor):
+    client.force_login(editor)
+    return client
+
+
+@pytest.fixture
+def as_drafter(client, drafter):
+    client.force_login(drafter)
+    return client
+
+
+def open_tab(client, post: Post) -> dict[str, str]:
+    page = client.get(change_url(post))
+    assert page.status_code == 200
+    return form_data(page)
+
+
+def snapshot(post: Post) -> dict:
+    return Post.objects.filter(pk=post.pk).values().get()
+
+
+def assert_conflict(response, post: Post, by: str, typed: str = TYPED) -> str:
+    """Check the page is the form again with the conflict message and the typed text."""
+    assert response.status_code == 200, "the form should be shown again"
+    html = response.content.decode()
+    current = Post.objects.get(pk=post.pk)
+    when = local_time(current.updated_at)
+    assert f"was changed by {by} at {when} since you opened it" in html
+    assert f"it is now {current.get_status_display()}" in html
+    assert typed in html, "the editor's text is kept"
+    assert "Select a valid choice" not in html
+    assert "must be in the future" not in html
+    return html
+
+
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_a_stale_live_tab_does_not_republish_an_unpublished_post(as_editor, bob):
+    post = make_post(status=S.PUBLISHED, title="Live")
+    tab = open_tab(as_editor, post)
+    services.unpublish_now(post=post, user=bob)
+    before = snapshot(post)
+    response = as_editor.post(change_url(post), {**tab, "title": TYPED})
+    html = assert_conflict(response, post, "bob")
+    assert "CET" in html or "CEST" in html, "the time is in the editor's zone"
+    assert snapshot(post) == before
+
+    # Saving the form shown with the conflict keeps the text, and the post stays down.
+    again = form_data(response)
+    assert again["target_status"] == S.UNPUBLISHED
+    assert as_editor.post(change_url(post), again).status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.status) == (TYPED, S.UNPUBLISHED)
+
+
+def test_a_stale_draft_tab_does_not_cancel_a_schedule(as_editor, bob):
+    post = make_post()
+    tab = open_tab(as_editor, post)
+    services.schedule_post(post=post, publish_at=database_now() + timedelta(hours=1), user=bob)
+    before = snapshot(post)
+    response = as_editor.post(change_url(post), {**tab, "body": TYPED})
+    assert_conflict(response, post, "bob")
+    assert snapshot(post) == before
+
+
+def test_a_stale_unpublished_tab_does_not_take_a_republished_post_down(as_editor, bob):
+    post = make_post(status=S.UNPUBLISHED)
+    tab = open_tab(as_editor, post)
+    services.publish_now(post=post, user=bob)
+    before = snapshot(post)
+    response = as_editor.post(change_url(post), {**tab, "title": TYPED})
+    assert_conflict(response, post, "bob")
+    assert snapshot(post) == before
+
+
+def test_a_stale_scheduled_tab_does_not_reschedule_a_cancelled_post(as_editor, bob):
+    post = future_post()
+    tab = open_tab(as_editor, post)
+    services.cancel_schedule(post=post, user=bob)
+    before = snapshot(post)
+    later = database_now() + timedelta(days=2)
+    response = as_editor.post(
+        change_url(post),
+        {**tab, "body": TYPED, "publish_at_0": f"{later:%Y-%m-%d}", "publish_at_1": "10:00:00"},
+    )
+    assert_conflict(response, post, "bob")
+    assert snapshot(post) == before
+
+
+def test_two_tabs_editing_one_body_do_not_overwrite_each_other(client, editor, bob):
+    post = make_post(body="The original body")
+    client.force_login(editor)
+    tab_1 = open_tab(client, post)
+    tab_2 = open_tab(client, post)
+    client.force_login(bob)
+    assert client.post(change_url(post), {**tab_2, "body": "Bob's body"}).status_code == 302
+    client.force_login(editor)
+    response = client.post(change_url(post), {**tab_1, "body": TYPED})
+    assert_conflict(response, post, "bob")
+    assert Post.objects.get(pk=post.pk).body == "Bob's body"
+
+
+def test_a_form_without_its_version_is_refused(as_editor):
+    post = make_post()
+    tab = open_tab(as_editor, post)
+    del tab["version"]
+    response = as_editor.post(change_url(post), {**tab, "body": TYPED})
+    assert response.status_code == 200
+    assert "reload" in response.content.decode()
+    assert Post.objects.get(pk=post.pk).body != TYPED
+
+
+# --- item 2: the publish job or a publisher acted while the form was open -------------------
+
+
+def test_published_by_the_scheduler_while_open_is_a_conflict_not_an_invalid_choice(as_editor):
+    post = future_post(title="Soon")
+    tab = open_tab(as_editor, post)
+    Post.objects.filter(pk=post.pk).update(publish_at=database_now() - timedelta(seconds=1))
+    assert services.publish_due(node="node-a").done == [post.pk]
+    before = snapshot(post)
+    response = as_editor.post(change_url(post), {**tab, "title": TYPED})
+    assert_conflict(response, post, "the scheduler (node-a)")
+    assert snapshot(post) == before
+
+
+def test_unpublished_by_the_scheduler_while_open_is_a_conflict_not_a_past_time(as_editor):
+    now = database_now()
+    post = make_post(
+        status=S.PUBLISHED,
+        publish_at=now - timedelta(hours=1),
+        unpublish_at=now + timedelta(hours=1),
+    )
+    tab = open_tab(as_editor, post)
+    # The unpublish time comes and the job takes the post down.
+    Post.objects.filter(pk=post.pk).update(unpublish_at=database_now() - timedelta(seconds=1))
+    assert services.unpublish_due(node="node-b").done == [post.pk]
+    response = as_editor.post(change_url(post), {**tab, "title": TYPED})
+    assert_conflict(response, post, "the scheduler (node-b)")
+    assert Post.objects.get(pk=post.pk).status == S.UNPUBLISHED
+
+
+def test_a_drafters_tab_on_a_draft_a_publisher_scheduled_is_a_conflict_not_a_403(as_drafter, bob):
+    post = make_post()
+    tab = open_tab(as_drafter, post)
+    services.schedule_post(post=post, publish_at=database_now() + timedelta(hours=1), user=bob)
+    before = snapshot(post)
+    response = as_drafter.post(change_url(post), {**tab, "body": TYPED})
+    html = assert_conflict(response, post, "bob")
+    assert "you cannot edit it now" in html
+    assert snapshot(post) == before
+    # Submitting again is still refused: the post is no longer the drafter's to change.
+    again = as_drafter.post(change_url(post), form_data(response))
+    assert again.status_code in (200, 403)
+    assert snapshot(post) == before
+
+
+def test_a_conflict_found_only_under_the_row_lock_writes_nothing(as_editor, bob):
+    """A colleague's change that lands after the form's check is caught by the services."""
+    from unittest import mock
+
+    from publishing import forms
+
+    post = make_post(status=S.PUBLISHED)
+    tab = open_tab(as_editor, post)
+    services.unpublish_now(post=post, user=bob)
+    before = snapshot(post)
+    real = forms.edit_conflict
+    calls = []
+
+    def misses_the_first_time(current, expected):
+        calls.append(expected)
+        return None if len(calls) == 1 else real(current, expected)
+
+    with mock.patch.object(forms, "edit_conflict", side_effect=misses_the_first_time):
+        response = as_editor.post(change_url(post), {**tab, "title": TYPED})
+    assert len(calls) == 2, "the form was shown again after the services refused"
+    assert_conflict(response, post, "bob")
+    assert snapshot(post) == before
+
+
+def test_the_conflict_page_shows_the_history_that_explains_it(as_editor, bob):
+    post = make_post(status=S.PUBLISHED)
+    tab = open_tab(as_editor, post)
+    services.unpublish_now(post=post, user=bob)
+    html = as_editor.post(change_url(post), {**tab, "title": TYPED}).content.decode()
+    history = html[html.index("Publish history") :]
+    assert "Unpublished" in history and ">bob<" in history

@@ -1,0 +1,51 @@
+"""Debian's Chromium driven by Playwright, for the admin's browser tests.
+
+``apt-get install chromium`` provides the browser; Playwright downloads nothing. Outside CI a
+missing Chromium skips the test; in CI it fails it.
+"""
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@contextmanager
+def chromium() -> Iterator:
+    """Yield a headless Playwright ``Browser`` running Debian's Chromium; close it after."""
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("Chromium is missing; .ci/run installs Debian's chromium package")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a full-page screenshot as ``test-artifacts/<name>.png`` and return its path."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
