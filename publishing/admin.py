@@ -178,7 +178,33 @@ class PostAdmin(admin.ModelAdmin):
         return submitted.isdigit() and submitted != str(obj.version)
 
     def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and self._may_touch(request, obj)
+        return super().has_delete_permission(request, obj) and (
+            obj is None or services.can_delete(request.user, obj)
+        )
+
+    # --- deleting ---------------------------------------------------------------------
+    def get_deleted_objects(self, objs, request):
+        """Refuse (on the confirmation page) a bulk delete that includes posts the user may not
+        delete, e.g. posts with a publish history for anyone but a superuser."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        if any(not services.can_delete(request.user, post) for post in objs):
+            perms_needed.add(
+                _("posts that were scheduled or published (only superusers may delete them)")
+            )
+        return deleted, counts, perms_needed, protected
+
+    def delete_view(self, request, object_id, extra_context=None):
+        obj = self.get_object(request, object_id)
+        keeps = obj is not None and services.has_history(obj)
+        extra_context = {**(extra_context or {}), "keeps_history": keeps}
+        return super().delete_view(request, object_id, extra_context=extra_context)
+
+    def delete_model(self, request, obj):
+        services.delete_post(post=obj, user=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for post in queryset.order_by("pk"):
+            services.delete_post(post=post, user=request.user)
 
     # --- the form ---------------------------------------------------------------------
     def get_fieldsets(self, request, obj=None):
@@ -394,8 +420,14 @@ class PostAdmin(admin.ModelAdmin):
 class PublishEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The whole publish history across posts, read-only (for audits and the failure count)."""
 
-    list_display = ["at", "post", "kind", "actor", "lateness", "detail"]
+    list_display = ["at", "post_name", "kind", "actor", "lateness", "detail"]
     list_filter = ["kind"]
-    search_fields = ["post__title", "node", "detail"]
+    search_fields = ["post__title", "post_title", "node", "detail"]
     date_hierarchy = "at"
     list_select_related = ["post", "user"]
+
+    @admin.display(description=_("Post"), ordering="post__title")
+    def post_name(self, event: PublishEvent) -> str:
+        if event.post is not None:
+            return str(event.post)
+        return _("%(title)s (deleted)") % {"title": event.post_title or "?"}

@@ -66,6 +66,24 @@ def _require_permission(user, action: str) -> None:
         )
 
 
+def has_history(post: Post) -> bool:
+    """Return True if ``post`` was ever scheduled or published (it has publish events)."""
+    return post.pk is not None and PublishEvent.objects.filter(post=post).exists()
+
+
+def can_delete(user, post: Post) -> bool:
+    """Return True if ``user`` may delete ``post`` (model permissions aside).
+
+    A post with a publish history may be deleted by a superuser only: deleting it takes away
+    what readers saw. A scheduled or live post without history needs the publish permission.
+    """
+    if has_history(post):
+        return user is None or user.is_superuser
+    if post.status in (S.SCHEDULED, S.PUBLISHED):
+        return can_publish(user)
+    return True
+
+
 # --- helpers ----------------------------------------------------------------------------
 
 
@@ -365,6 +383,37 @@ def set_unpublish_at(
             request_wakeup(PUBLISH_JOB, at=unpublish_at)
     post.refresh_from_db()
     return post
+
+
+def delete_post(*, post: Post, user, expected_version: int | None = None) -> None:
+    """Delete ``post``; keep its publish history, named by its title, and record the deletion.
+
+    The events lose their link to the post (``post`` becomes empty) and keep ``post_title``; a
+    "Post deleted" event says who deleted it. A post without history leaves no trace.
+    """
+    with transaction.atomic():
+        current = _lock(post, expected_version)
+        if not can_delete(user, current):
+            raise PermissionDenied(
+                f"“{current}” has a publish history (it was scheduled or published): only a "
+                "superuser may delete it."
+            )
+        title = str(current)[:200]
+        kept = PublishEvent.objects.filter(post=current).update(post_title=title)
+        detail = f"slug {current.slug}, was {current.get_status_display().lower()}"
+        pk = current.pk
+        current.delete()
+        if kept:
+            PublishEvent.objects.create(
+                post=None, post_title=title, kind=K.DELETED, user=_user_or_none(user), detail=detail
+            )
+    logger.info(
+        "post %s (slug %r) deleted by %s; %d publish events kept",
+        pk,
+        current.slug,
+        _editor_name(user) or "the system",
+        kept,
+    )
 
 
 # --- the publish job's batches -----------------------------------------------------------
