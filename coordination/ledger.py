@@ -13,6 +13,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
 from coordination.conf import settings
+from coordination.metrics import count_missed_slots
 from coordination.models import JobRun, JobState
 from coordination.registry import Job
 from coordination.selectors import live_instances
@@ -91,6 +92,7 @@ def record_missed(job: Job, slots: list[datetime], *, reason: str) -> None:
         ignore_conflicts=True,
     )
     JobState.objects.filter(name=job.name).update(missed_count=F("missed_count") + len(slots))
+    count_missed_slots(job, reason, len(slots))
 
 
 def skip_slots(job: Job, start: datetime, *, before: datetime, reason: str) -> int:

@@ -4,10 +4,18 @@ Two kinds of numbers live in one dedicated :class:`~prometheus_client.CollectorR
 (never prometheus_client's global one, so tests can build as many sets as they like):
 
 - *process* counters and histograms that the scheduler feeds as it works: job runs by job and
-  status, run durations, publish lateness, leader changes;
+  status, run durations, missed slots by job and reason, publish lateness, leader changes.
+  Each process counts its own; ``sum`` over the processes gives the cluster's (a slot is run or
+  recorded missed by one leader only);
 - *cluster* gauges read from the database at scrape time by :class:`DatabaseCollector`: live
-  nodes, the current leader of each group, and the scheduled-post backlog. Any replica (or the
-  web process) reports the same values, because they come from the shared database.
+  nodes, the current leader of each group, each job's last success and the scheduled-post
+  backlog. They are the same whoever reads them, so exactly **one** process reports them: the
+  scheduler that leads the first group (by name) that has a live leader. Every other scheduler
+  and every web process leaves them out, so a sum over targets never counts them twice, and
+  ``absent(instatic_live_nodes)`` says that no scheduler leads anything.
+
+No ``*_created`` series: they would double the series of every counter and histogram for a
+start time that Prometheus does not need for rates.
 
 The web process serves them at ``/metrics`` (:func:`metrics_view`); ``runscheduler
 --metrics-port`` serves them from a small HTTP server in a daemon thread
@@ -35,18 +43,18 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from django.apps import apps
 from django.conf import settings as django_settings
 from django.core.management.base import CommandError
-from django.db import connections
-from django.db.models import Count, Q
+from django.db import connections, transaction
+from django.db.models import Count, Max, Q
 from django.db.models.functions import Now
 from django.http import HttpResponse
 from django.views.decorators.cache import never_cache
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, make_wsgi_app
 
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS
-from coordination.models import Leadership, Node
+from coordination.models import JobRun, Leadership, Node
 from coordination.selectors import live_nodes_q
 
 logger = logging.getLogger(__name__)
@@ -54,9 +62,18 @@ logger = logging.getLogger(__name__)
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 
+disable_created_metrics()
+
 
 class DatabaseCollector:
-    """Cluster gauges read from the database each time Prometheus scrapes."""
+    """Cluster gauges read from the database each time Prometheus scrapes.
+
+    ``node_name`` is this process's scheduler node (``None`` in a web process); the gauges are
+    reported only while that node is the cluster's reporter (see the module docstring).
+    """
+
+    def __init__(self, node_name: str | None = None):
+        self.node_name = node_name
 
     def describe(self):
         """Name the families without querying (the registry calls this when registering)."""
@@ -64,6 +81,7 @@ class DatabaseCollector:
             GaugeMetricFamily("instatic_metrics_database_up", ""),
             GaugeMetricFamily("instatic_live_nodes", ""),
             GaugeMetricFamily("instatic_group_leader", "", labels=["group", "node"]),
+            GaugeMetricFamily("instatic_job_last_success_timestamp_seconds", "", labels=["job"]),
             GaugeMetricFamily("instatic_scheduled_posts", "", labels=["state"]),
         ]
 
@@ -85,6 +103,11 @@ class DatabaseCollector:
 
     def _families(self):
         live = Node.objects.filter(live_nodes_q())
+        leading = dict(
+            Leadership.objects.filter(node__in=live.values("name")).values_list("group", "node")
+        )
+        if self.node_name is None or not leading or leading[min(leading)] != self.node_name:
+            return
         nodes = GaugeMetricFamily(
             "instatic_live_nodes",
             "Scheduler nodes that heartbeated within the lease (INSTATIC_LEASE).",
@@ -97,12 +120,24 @@ class DatabaseCollector:
             "1 for the live node that leads each group.",
             labels=["group", "node"],
         )
-        live_names = live.values("name")
-        for group, node in Leadership.objects.filter(node__in=live_names).values_list(
-            "group", "node"
-        ):
+        for group, node in sorted(leading.items()):
             leaders.add_metric([group, node], 1)
         yield leaders
+
+        last_success = GaugeMetricFamily(
+            "instatic_job_last_success_timestamp_seconds",
+            "When each job's newest succeeded run in the run ledger finished (Unix time).",
+            labels=["job"],
+        )
+        for job, finished in (
+            JobRun.objects.filter(status=JobRun.Status.SUCCEEDED, finished_at__isnull=False)
+            .values("job")
+            .annotate(last=Max("finished_at"))
+            .values_list("job", "last")
+            .order_by("job")
+        ):
+            last_success.add_metric([job], finished.timestamp())
+        yield last_success
 
         backlog = scheduled_post_backlog()
         if backlog is not None:
@@ -168,8 +203,15 @@ class InstaticMetrics:
             ["group", "node"],
             registry=self.registry,
         )
-        if cluster:
-            self.registry.register(DatabaseCollector())
+        self.missed_slots = Counter(
+            "instatic_job_missed_slots",
+            "Slots this scheduler process recorded as missed, by job, group and reason.",
+            ["job", "group", "reason"],
+            registry=self.registry,
+        )
+        self.cluster = DatabaseCollector() if cluster else None
+        if self.cluster is not None:
+            self.registry.register(self.cluster)
 
     def render(self, accept_header: str = "") -> tuple[bytes, str]:
         """Return (body, content type) in the format the scraper asked for."""
@@ -179,6 +221,15 @@ class InstaticMetrics:
 
 METRICS = InstaticMetrics()
 REGISTRY = METRICS.registry
+
+
+def count_missed_slots(job, reason: str, count: int, *, metrics: InstaticMetrics = METRICS) -> None:
+    """Count ``count`` slots of ``job`` recorded missed for ``reason``, once the caller commits.
+
+    A rolled-back transaction recorded nothing, so it counts nothing.
+    """
+    counter = metrics.missed_slots.labels(job=job.name, group=job.group, reason=reason)
+    transaction.on_commit(lambda: counter.inc(count))
 
 
 def observe_publish_lateness(seconds: float, *, metrics: InstaticMetrics = METRICS) -> None:
@@ -298,8 +349,11 @@ class SchedulerMetrics:
         self._scheduler = None
 
     def attach(self, scheduler) -> None:
-        """Let ``/healthz`` report the scheduler's own problems (a crashed group loop)."""
+        """Let ``/healthz`` report the scheduler's own problems (a crashed group loop), and
+        the cluster gauges be reported while this node is the cluster's reporter."""
         self._scheduler = scheduler
+        if self.metrics.cluster is not None:
+            self.metrics.cluster.node_name = scheduler.node.name
 
     # --- called by coordination.scheduler.Scheduler ---------------------------------------
     def job_run(self, job, status: str, duration: float | None) -> None:

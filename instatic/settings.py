@@ -143,6 +143,12 @@ DATABASES = {
         os.environ.get("DATABASE_URL"), default_sqlite_path=VAR_DIR / "instatic.sqlite3"
     )
 }
+# Web requests reuse their thread's connection for this long instead of connecting per request,
+# and check it before reuse (a restarted server costs one check, not a failed request). Only
+# request handling looks at these: the scheduler's lock and job-thread connections are managed
+# by coordination (dedicated connections, kept between runs) and are unaffected.
+DATABASES["default"]["CONN_MAX_AGE"] = _env_int("INSTATIC_CONN_MAX_AGE", 60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

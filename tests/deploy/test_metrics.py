@@ -71,10 +71,20 @@ def make_node(name, *, age=0.0, stopped=False, host="elsewhere", pid=1):
     )
 
 
+#: The scheduler node that reports the cluster gauges in these tests (see make_reporter).
+REPORTER = "reporter"
+
+
+def make_reporter():
+    """Make ``REPORTER`` the live leader of the first group: the process that reports."""
+    make_node(REPORTER)
+    Leadership.objects.create(group="plugins", node=REPORTER, instance="r", key=2, since=Now())
+
+
 def collected(collector=None) -> dict:
     """Return {(name, labels as a sorted tuple): value} from one collection."""
     values = {}
-    for family in (collector or DatabaseCollector()).collect():
+    for family in (collector or DatabaseCollector(node_name=REPORTER)).collect():
         for s in family.samples:
             values[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return values
@@ -136,7 +146,7 @@ def test_live_nodes_and_leaders_come_from_the_database():
     make_node("gone", stopped=True)
     for group, node in [("publishing", "alive-1"), ("plugins", "stale")]:
         Leadership.objects.create(group=group, node=node, instance="x", key=1, since=Now())
-    values = collected()
+    values = collected(DatabaseCollector(node_name="alive-1"))  # the only live leader
     assert values[("instatic_metrics_database_up", ())] == 1
     assert values[("instatic_live_nodes", ())] == 2
     leaders = {k: v for k, v in values.items() if k[0] == "instatic_group_leader"}
@@ -146,6 +156,7 @@ def test_live_nodes_and_leaders_come_from_the_database():
 
 @pytest.mark.django_db
 def test_scheduled_post_backlog_by_state():
+    make_reporter()
     now = database_now()
     for slug, offset, error in [
         ("waiting", 3600, ""),
@@ -171,10 +182,11 @@ def test_scheduled_post_backlog_by_state():
 
 @pytest.mark.django_db
 def test_no_backlog_family_without_the_publishing_app():
+    make_reporter()
     with mock.patch("coordination.metrics.apps.is_installed", return_value=False):
         values = collected()
     assert not any(k[0] == "instatic_scheduled_posts" for k in values)
-    assert values[("instatic_live_nodes", ())] == 0
+    assert values[("instatic_live_nodes", ())] == 1
 
 
 def test_a_database_error_is_reported_as_a_metric_not_a_failed_scrape():
@@ -193,7 +205,9 @@ def test_metrics_view_serves_the_prometheus_text_format():
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     families = {f.name: f for f in text_string_to_metric_families(response.content.decode())}
-    assert families["instatic_live_nodes"].samples[0].value == 1
+    # The web process reports its own metrics; a scheduler reports the cluster gauges.
+    assert families["instatic_metrics_database_up"].samples[0].value == 1
+    assert "instatic_live_nodes" not in families
     assert {"instatic_job_runs", "instatic_publish_lateness_seconds"} <= set(families)
     assert "no-cache" in response["Cache-Control"] or "max-age=0" in response["Cache-Control"]
 
@@ -203,7 +217,7 @@ def test_metrics_view_serves_the_prometheus_text_format():
 def test_metrics_url_is_routed(client):
     response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {METRICS_TOKEN}")
     assert response.status_code == 200
-    assert b"instatic_live_nodes" in response.content
+    assert b"instatic_metrics_database_up 1.0" in response.content
 
 
 # --- the scheduler's own HTTP server ------------------------------------------------------------
@@ -232,7 +246,7 @@ def test_serve_answers_metrics_and_this_nodes_health(served, cluster_metrics):
     status, body = http_get(f"{base}/metrics")
     assert status == 200
     assert 'instatic_job_runs_total{group="plugins",job="demo.job",status="succeeded"} 1.0' in body
-    assert "instatic_live_nodes 0.0" in body
+    assert "instatic_metrics_database_up 1.0" in body
 
     status, body = http_get(f"{base}/healthz", headers=DETAILS)
     assert status == 503 and "not registered" in body

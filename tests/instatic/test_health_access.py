@@ -152,7 +152,7 @@ def test_metrics_with_the_metrics_token(client):
     assert client.get("/metrics", **bearer(HEALTH_TOKEN)).status_code == 401
     response = client.get("/metrics", **bearer(METRICS_TOKEN))
     assert response.status_code == 200
-    assert b"instatic_live_nodes" in response.content
+    assert b"instatic_metrics_database_up" in response.content
 
 
 def test_metrics_for_staff(client, staff_client):
