@@ -39,7 +39,7 @@ from publishing.exceptions import (
     NotPublishable,
 )
 from publishing.models import Post, PublishEvent
-from publishing.validation import publish_problems, schedule_problems
+from publishing.validation import publish_problems, schedule_problems, time_problems
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +176,13 @@ def _wrong_state(current: Post, action: str) -> InvalidTransition:
     return InvalidTransition(f"Cannot {action} “{current}”: it is {current.get_status_display()}.")
 
 
+def _check_times(post: Post) -> None:
+    """Refuse planned times no page could show (and naive ones) before they are stored."""
+    errors = time_problems(publish_at=post.publish_at, unpublish_at=post.unpublish_at)
+    if errors:
+        raise InvalidSchedule(errors)
+
+
 def _check_publishable(post: Post) -> None:
     problems = publish_problems(title=post.title, slug=post.slug, body_length=len(post.body))
     if problems:
@@ -192,6 +199,7 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
     the actions below, so a stale admin form cannot undo a publish. Drafts and unpublished
     posts keep their planned times; a scheduled post's times change through
     :func:`reschedule_post`. Saving clears a failed publish, so the job tries the post again.
+    Planned times kept on a draft must still be ones every time zone can show.
     """
     with transaction.atomic():
         if post._state.adding:
@@ -202,6 +210,7 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
             post.updated_by = _editor_name(user)
             if post.author_id is None:
                 post.author = _user_or_none(user)
+            _check_times(post)
             post.save(force_insert=True)
         else:
             current = _lock(post, expected_version)
@@ -209,6 +218,7 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
                 _require_permission(user, "edit a scheduled or published post")
             fields = ["title", "slug", "body", "last_error", "updated_at", "updated_by", "version"]
             if current.status in (S.DRAFT, S.UNPUBLISHED):
+                _check_times(post)
                 fields += ["publish_at", "unpublish_at"]
             post.last_error = ""
             post.updated_at = Now()

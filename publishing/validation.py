@@ -1,6 +1,6 @@
 """What makes a post publishable and a schedule valid: one definition for form, services, job."""
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from django.core.validators import slug_re
 from django.utils import timezone
@@ -9,6 +9,13 @@ from django.utils.formats import date_format
 from publishing.conf import settings
 
 TITLE_MAX_CHARS = 200
+
+# The range of times every time zone can show. Python's datetimes stop at years 1 and 9999, so
+# 9999-12-31 in UTC is a year-10000 time east of UTC and its page fails with OverflowError. No
+# zone is a whole day away from UTC, so a day's margin at each end is enough.
+EARLIEST_TIME = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
+LATEST_TIME = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
+TIME_LABELS = {"publish_at": "publish time", "unpublish_at": "unpublish time"}
 
 
 def publish_problems(*, title: str, slug: str, body_length: int) -> list[str]:
@@ -37,6 +44,32 @@ def _local(value: datetime) -> str:
     return f"{date_format(local, 'Y-m-d H:i:s')} {timezone.get_current_timezone_name()}"
 
 
+def time_problems(**times: datetime | None) -> dict[str, str]:
+    """Return field name -> message for times no page could show (empty when all can).
+
+    Raise ValueError for a naive datetime: callers must say which zone a time is in.
+    """
+    errors: dict[str, str] = {}
+    for name, value in times.items():
+        if value is None:
+            continue
+        if timezone.is_naive(value):
+            raise ValueError(
+                f"{name} must be an aware datetime (with a time zone), got the naive "
+                f"{value.isoformat()}; use django.utils.timezone.make_aware() first."
+            )
+        try:
+            showable = EARLIEST_TIME <= value.astimezone(UTC) <= LATEST_TIME
+        except OverflowError:
+            showable = False
+        if not showable:
+            errors[name] = (
+                f"The {TIME_LABELS.get(name, name)} cannot be shown in every time zone: choose "
+                f"one between {EARLIEST_TIME:%Y-%m-%d} and {LATEST_TIME:%Y-%m-%d} (UTC)."
+            )
+    return errors
+
+
 def schedule_problems(
     *,
     publish_at: datetime | None,
@@ -50,9 +83,12 @@ def schedule_problems(
 
     ``now`` is the database's time. A publish time must lie in the future when it is being set
     (``check_publish_future``); an unpublish time must come after the publish time and, when it
-    is being set, lie in the future too.
+    is being set, lie in the future too. Every time must be one all zones can show
+    (:func:`time_problems`, which also refuses naive datetimes).
     """
-    errors: dict[str, str] = {}
+    errors = time_problems(publish_at=publish_at, unpublish_at=unpublish_at)
+    if errors:
+        return errors
     if publish_at is None:
         if publish_required:
             errors["publish_at"] = "Choose a publish time to schedule this post."
