@@ -107,6 +107,12 @@ def status_snapshot() -> dict:
         }
         for row in Leadership.objects.all()
     ]
+    jobs = job_summaries()
+    return {"now": now.isoformat(), "nodes": node_rows, "leaders": leaders, "jobs": jobs}
+
+
+def job_summaries() -> list[dict]:
+    """Every job's state as plain data: ``schedulerstatus`` and ``jobs list`` print these."""
     missed: dict[str, dict[str, int]] = {}
     for row in (
         JobRun.objects.filter(status=JobRun.Status.MISSED)
@@ -114,25 +120,28 @@ def status_snapshot() -> dict:
         .annotate(count=Count("id"))
     ):
         missed.setdefault(row["job"], {})[row["reason"] or "unknown"] = row["count"]
-    jobs = []
-    for state in JobState.objects.all():
-        jobs.append(
-            {
-                "name": state.name,
-                "group": state.group,
-                "schedule": state.schedule,
-                "next_due": state.next_due.isoformat() if state.next_due else None,
-                "last_status": state.last_status or None,
-                "last_duration": state.last_duration,
-                "last_lateness": state.last_lateness,
-                "last_node": state.last_node or None,
-                "consecutive_failures": state.consecutive_failures,
-                "paused": state.paused,
-                "retired": state.retired_at is not None,
-                "missed": missed.get(state.name, {}),
-            }
-        )
-    return {"now": now.isoformat(), "nodes": node_rows, "leaders": leaders, "jobs": jobs}
+    return [
+        {
+            "name": state.name,
+            "group": state.group,
+            "schedule": state.schedule,
+            "next_due": state.next_due.isoformat() if state.next_due else None,
+            "last_status": state.last_status or None,
+            "last_finished_at": (
+                state.last_finished_at.isoformat() if state.last_finished_at else None
+            ),
+            "last_duration": state.last_duration,
+            "last_lateness": state.last_lateness,
+            "last_node": state.last_node or None,
+            "consecutive_failures": state.consecutive_failures,
+            "paused": state.paused,
+            "paused_reason": state.paused_reason or None,
+            "run_requested": state.run_requested_at is not None,
+            "retired": state.retired_at is not None,
+            "missed": missed.get(state.name, {}),
+        }
+        for state in JobState.objects.all()
+    ]
 
 
 def timeline_rows(

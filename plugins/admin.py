@@ -14,11 +14,11 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from coordination.admin import ReadOnlyAdminMixin
+from coordination.admin import ReadOnlyAdminMixin, job_timeline_url
 from coordination.models import JobRun
 from plugins import selectors, services
 from plugins.exceptions import ControlError
-from plugins.models import ControlEvent, PluginJob, PluginRun, PluginState
+from plugins.models import ControlEvent, GroupJob, PluginJob, PluginRun, PluginState
 
 NOTICES_TEMPLATE = "admin/plugins/change_list_with_notices.html"
 STATUS_COLOURS = {
@@ -293,7 +293,14 @@ class PluginJobAdmin(ControlAdmin):
 
     @admin.display(description=_("history"))
     def history(self, obj: PluginJob):
-        return format_html('<a href="{}">runs</a>', _runs_url(obj.name))
+        return format_html(
+            '<a href="{}">runs</a> · <a href="{}">timeline</a>',
+            self.runs_url(obj.name),
+            job_timeline_url(obj.name),
+        )
+
+    def runs_url(self, job_name: str) -> str:
+        return _runs_url(job_name)
 
     @admin.display(description=_("last error"))
     def last_error_text(self, obj: PluginJob):
@@ -356,6 +363,32 @@ class PluginJobAdmin(ControlAdmin):
                 % n
             ),
         )
+
+
+@admin.register(GroupJob)
+class GroupJobAdmin(PluginJobAdmin):
+    """The jobs of every other group (publishing, a project's own groups): the same controls,
+    the same audit; their runs are listed by the engine's run ledger admin."""
+
+    list_filter = ["group", StateFilter, "last_status"]
+    fields = ["group", *PluginJobAdmin.fields]
+    readonly_fields = fields
+    show_notices = False
+
+    def get_list_display(self, request):
+        return [
+            "name",
+            "group",
+            "schedule",
+            "state",
+            "last_outcome",
+            "consecutive_failures",
+            "next_due",
+            "history",
+        ]
+
+    def runs_url(self, job_name: str) -> str:
+        return reverse("admin:coordination_jobrun_changelist") + "?" + urlencode({"job": job_name})
 
 
 # --- run history ----------------------------------------------------------------------------

@@ -106,6 +106,23 @@ class PluginJob(JobState):
         return self.name.split(".", 1)[0]
 
 
+class GroupJobManager(models.Manager):
+    def get_queryset(self):
+        return super().get_queryset().exclude(group=PLUGIN_GROUP)
+
+
+class GroupJob(JobState):
+    """A job of any other group (publishing, a project's own ``@job(group=...)``): the same
+    controls as a plugin job, without a plugin to enable or disable."""
+
+    objects = GroupJobManager()
+
+    class Meta:
+        proxy = True
+        verbose_name = _("job of another group")
+        verbose_name_plural = _("jobs of other groups")
+
+
 class PluginRunManager(models.Manager):
     def get_queryset(self):
         names = JobState.objects.filter(group=PLUGIN_GROUP).values("name")

@@ -1,11 +1,16 @@
-"""Control of plugins and plugin jobs: one code path for the admin, tests and the shell.
+"""Control of plugins and scheduled jobs: one code path for the admin, ``manage.py jobs``,
+tests and the shell.
 
 Every action records a :class:`ControlEvent` (who, what, when) in the same transaction as the
 change, and goes through :mod:`coordination.services`, so the scheduler's leader sees it at
-once (woken by ``NOTIFY`` on PostgreSQL, at its next tick elsewhere).
+once (woken by ``NOTIFY`` on PostgreSQL, at its next tick elsewhere). Job controls work on the
+jobs of every group; only plugin jobs also answer to their plugin being disabled. Who acted is
+a Django user (the admin) or, from the command line, the operating-system user (``actor``).
 """
 
+import getpass
 import logging
+import socket
 
 from django.db import connection, transaction
 from django.db.models.functions import Now
@@ -28,25 +33,46 @@ PLUGIN_DISABLED_REASON = JobRun.MissedReason.PLUGIN_DISABLED.value
 A = ControlEvent.Action
 
 
-def _username(user) -> str:
+def _username(user, actor: str = "") -> str:
+    if actor:
+        return actor[:150]
     return user.get_username() if user is not None else ""
 
 
-def _record(user, action: str, target: str, detail: str = "") -> ControlEvent:
+def os_actor() -> str:
+    """Who runs a management command: the operating-system user and host, for the audit."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):
+        name = "unknown"
+    return f"{name}@{socket.gethostname()} (shell)"
+
+
+def _record(user, action: str, target: str, detail: str = "", *, actor: str = "") -> ControlEvent:
     return ControlEvent.objects.create(
         user=user if user is not None and user.pk else None,
-        username=_username(user),
+        username=_username(user, actor),
         action=action,
         target=target,
         detail=detail[:255],
     )
 
 
-def _plugin_job(job_name: str) -> JobState:
-    state = JobState.objects.filter(name=job_name, group=PLUGIN_GROUP).first()
+def _job(job_name: str) -> JobState:
+    state = JobState.objects.filter(name=job_name).first()
     if state is None:
-        raise ControlError(f"{job_name} is not a plugin job the scheduler knows (yet).")
+        raise ControlError(
+            f"{job_name} is not a job the scheduler knows (yet): see `manage.py jobs list`."
+        )
     return state
+
+
+def _disabled_plugin(state: JobState) -> str | None:
+    """The plugin a plugin job belongs to when that plugin is disabled, else ``None``."""
+    if state.group != PLUGIN_GROUP:
+        return None
+    plugin = selectors.plugin_of(state.name)
+    return None if selectors.plugin_enabled(plugin) else plugin
 
 
 def sync_plugins() -> int:
@@ -124,20 +150,20 @@ def pause_for_disabled_plugin(job_name: str) -> None:
     )
 
 
-def pause_job(*, job_name: str, user, reason: str = "") -> None:
-    """Pause a plugin job: it keeps its state and history but its slots are not run."""
-    state = _plugin_job(job_name)
-    reason = reason or f"paused by {_username(user) or 'an operator'}"
+def pause_job(*, job_name: str, user, reason: str = "", actor: str = "") -> None:
+    """Pause a job: it keeps its state and history but its slots are not run."""
+    state = _job(job_name)
+    reason = reason or f"paused by {_username(user, actor) or 'an operator'}"
     with transaction.atomic():
         coordination.set_paused(state.name, True, reason=reason)
-        _record(user, A.JOB_PAUSED, state.name, reason)
+        _record(user, A.JOB_PAUSED, state.name, reason, actor=actor)
 
 
-def resume_job(*, job_name: str, user) -> None:
-    """Resume a paused plugin job (this also clears its failure streak)."""
-    state = _plugin_job(job_name)
-    plugin = selectors.plugin_of(state.name)
-    if not selectors.plugin_enabled(plugin):
+def resume_job(*, job_name: str, user, actor: str = "") -> None:
+    """Resume a paused job (this also clears its failure streak)."""
+    state = _job(job_name)
+    plugin = _disabled_plugin(state)
+    if plugin is not None:
         raise ControlError(
             f"{state.name} stays paused while its plugin {plugin!r} is disabled; "
             "enable the plugin instead."
@@ -145,21 +171,21 @@ def resume_job(*, job_name: str, user) -> None:
     with transaction.atomic():
         coordination.set_paused(state.name, False)
         detail = f"was: {state.paused_reason}" if state.paused else "was not paused"
-        _record(user, A.JOB_RESUMED, state.name, detail)
+        _record(user, A.JOB_RESUMED, state.name, detail, actor=actor)
 
 
-def run_job_now(*, job_name: str, user) -> None:
-    """Ask the leader to run a plugin job now, even if paused (recorded as a manual run)."""
-    state = _plugin_job(job_name)
-    plugin = selectors.plugin_of(state.name)
+def run_job_now(*, job_name: str, user, actor: str = "") -> None:
+    """Ask the leader to run a job now, even if paused (recorded as a manual run)."""
+    state = _job(job_name)
     if state.retired_at is not None:
         raise ControlError(f"{state.name} is retired: no running node declares it any more.")
-    if not selectors.plugin_enabled(plugin):
+    plugin = _disabled_plugin(state)
+    if plugin is not None:
         raise ControlError(
             f"{state.name} cannot run while its plugin {plugin!r} is disabled; "
             "enable the plugin first."
         )
     with transaction.atomic():
-        if not coordination.request_run(state.name, requested_by=_username(user)):
+        if not coordination.request_run(state.name, requested_by=_username(user, actor)):
             raise ControlError(f"{state.name} no longer exists.")
-        _record(user, A.JOB_RUN_REQUESTED, state.name)
+        _record(user, A.JOB_RUN_REQUESTED, state.name, actor=actor)

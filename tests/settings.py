@@ -44,6 +44,7 @@ INSTALLED_APPS += ["plugins.contrib.example"]
 INSTALLED_APPS += [a for a in os.environ.get("INSTATIC_TEST_EXTRA_APPS", "").split(",") if a]
 HATEST_WORK_SECONDS = float(os.environ.get("HATEST_WORK_SECONDS", "0.05"))
 HATEST_SLOW_SECONDS = float(os.environ.get("HATEST_SLOW_SECONDS", "1.5"))
+HATEST_FAIL = os.environ.get("HATEST_FAIL", "") == "1"
 
 # WhiteNoise warns when STATIC_ROOT is missing; tests serve no collected files.
 STATIC_ROOT = VAR_DIR / "static"

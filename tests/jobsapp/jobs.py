@@ -42,3 +42,11 @@ def crashy(ctx):
     Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)
     ctx.logger.info("working on slot %s", ctx.slot.isoformat())
     threading.Event().wait(float(settings.HATEST_SLOW_SECONDS))
+
+
+@job(name="hatest.manual", group="hatest_cli", schedule=every(timedelta(hours=1)))
+def manual(ctx):
+    """Hourly, so in a test it runs only when asked to; fails when ``HATEST_FAIL=1``."""
+    if settings.HATEST_FAIL:
+        raise RuntimeError("the report server said no")
+    Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)

@@ -12,7 +12,13 @@ def _staff(username: str, codenames: list[str]) -> User:
     return User.objects.get(pk=user.pk)  # fresh instance: no stale permission cache
 
 
-VIEW = ["view_pluginstate", "view_pluginjob", "view_pluginrun", "view_controlevent"]
+VIEW = [
+    "view_pluginstate",
+    "view_pluginjob",
+    "view_groupjob",
+    "view_pluginrun",
+    "view_controlevent",
+]
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ def test_plugins_are_listed_and_enabled_or_disabled_with_an_audit_row(operator_c
     response = operator_client.get(PLUGINS_URL)
     assert response.status_code == 200
     listed = set(PluginState.objects.values_list("app_label", flat=True))
-    assert {"example", "run_retention", "static_export"} <= listed
+    assert {"example", "run_retention"} <= listed
 
     example = PluginState.objects.get(app_label="example")
     response = post_action(operator_client, PLUGINS_URL, "disable_plugins", example.pk)
@@ -191,3 +191,24 @@ def test_missed_runs_show_why_they_were_missed(operator_client):
         )
     page = operator_client.get(RUNS_URL, {"reason__exact": "plugin disabled"}).content.decode()
     assert "plugin disabled" in page and page.count('class="field-reason"') == 1
+
+
+def test_jobs_of_other_groups_get_the_same_controls_and_audit(operator_client):
+    group_jobs = reverse("admin:plugins_groupjob_changelist")
+    state("example.digest")
+    state("reports.weekly", group="reports")
+    page = operator_client.get(group_jobs).content.decode()
+    assert "reports.weekly" in page and "example.digest" not in page
+    assert reverse("admin:coordination_jobstate_timeline", args=["reports.weekly"]) in page
+
+    post_action(operator_client, group_jobs, "pause_jobs", "reports.weekly")
+    assert JobState.objects.get(name="reports.weekly").paused
+    post_action(operator_client, group_jobs, "run_jobs_now", "reports.weekly")
+    post_action(operator_client, group_jobs, "resume_jobs", "reports.weekly")
+    job = JobState.objects.get(name="reports.weekly")
+    assert not job.paused and job.run_requested_by == "operator"
+    assert audit() == [
+        ("operator", A.JOB_PAUSED, "reports.weekly"),
+        ("operator", A.JOB_RUN_REQUESTED, "reports.weekly"),
+        ("operator", A.JOB_RESUMED, "reports.weekly"),
+    ]
