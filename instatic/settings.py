@@ -105,6 +105,7 @@ INSTALLED_APPS = [
     "coordination",
     "publishing",
     "plugins",
+    "editors",
 ]
 
 MIDDLEWARE = [
@@ -114,6 +115,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Each editor's own time zone for their admin requests (after authentication: editors.E001).
+    "editors.middleware.EditorTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -159,7 +162,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-# Storage is always UTC; INSTATIC_TIME_ZONE is what editors see in the admin.
+# Storage is always UTC; INSTATIC_TIME_ZONE is what editors see in the admin unless they
+# chose their own zone (editors.EditorProfile), and what the public site shows.
 USE_TZ = True
 TIME_ZONE = os.environ.get("INSTATIC_TIME_ZONE", "UTC")
 USE_I18N = True

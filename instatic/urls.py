@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from coordination.metrics import metrics_view
+from editors.views import my_time_zone
 from instatic import health
 from instatic.view_on_site import view_on_site
 
@@ -13,6 +14,7 @@ urlpatterns = [
         "admin/r/<int:content_type_id>/<path:object_id>/",
         admin.site.admin_view(view_on_site),
     ),
+    path("admin/my-time-zone/", admin.site.admin_view(my_time_zone), name="my_time_zone"),
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

@@ -127,7 +127,7 @@ class PostAdmin(admin.ModelAdmin):
         "went_live",
         "unpublish_time",
         "author",
-        "updated_at",
+        "updated_at_local",
     ]
     list_filter = ["status", FailedFilter]
     search_fields = ["title", "slug", "body"]
@@ -381,7 +381,7 @@ class PostAdmin(admin.ModelAdmin):
     def created_at_local(self, post: Post) -> str:
         return local_time(post.created_at) if post.pk else "—"
 
-    @admin.display(description=_with_zone("Updated"))
+    @admin.display(description=_with_zone("Updated"), ordering="updated_at")
     def updated_at_local(self, post: Post) -> str:
         return local_time(post.updated_at) if post.pk else "—"
 

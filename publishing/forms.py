@@ -13,7 +13,7 @@ from publishing.conf import settings
 from publishing.models import Post
 from publishing.rendering import RenderError, render_markdown
 from publishing.services import can_publish, edit_conflict
-from publishing.validation import schedule_problems
+from publishing.validation import schedule_problems, wall_time_problem
 
 S = Post.Status
 
@@ -39,6 +39,23 @@ TARGETS: dict[str, list[tuple[str, str]]] = {
         (S.PUBLISHED, _("Published: publish again now")),
     ],
 }
+
+
+class WallTimeField(forms.SplitDateTimeField):
+    """A date and a time read in the current (the editor's) zone, refusing DST gaps and folds.
+
+    Django's own field refuses them too, but only says the time "may be ambiguous or may not
+    exist"; :func:`publishing.validation.wall_time_problem` says which, and what to enter.
+    """
+
+    def compress(self, data_list):
+        if data_list and all(part not in self.empty_values for part in data_list):
+            problem = wall_time_problem(
+                datetime.combine(*data_list), timezone.get_current_timezone()
+            )
+            if problem:
+                raise ValidationError(problem, code="wall_time")
+        return super().compress(data_list)
 
 
 def _same_second(submitted: datetime | None, stored: datetime | None) -> bool:
@@ -68,6 +85,7 @@ class PostAdminForm(forms.ModelForm):
     class Meta:
         model = Post
         fields = ["title", "slug", "body", "publish_at", "unpublish_at"]
+        field_classes = {"publish_at": WallTimeField, "unpublish_at": WallTimeField}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

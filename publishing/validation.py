@@ -1,6 +1,6 @@
 """What makes a post publishable and a schedule valid: one definition for form, services, job."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from django.core.validators import slug_re
 from django.utils import timezone
@@ -42,6 +42,46 @@ def publish_problems(*, title: str, slug: str, body_length: int) -> list[str]:
 def _local(value: datetime) -> str:
     local = timezone.localtime(value)
     return f"{date_format(local, 'Y-m-d H:i:s')} {timezone.get_current_timezone_name()}"
+
+
+def _clock(value: datetime) -> str:
+    return value.strftime("%H:%M:%S" if value.second else "%H:%M")
+
+
+def _duration(delta: timedelta) -> str:
+    minutes = round(abs(delta).total_seconds() / 60)
+    return f"{minutes // 60} h" if minutes % 60 == 0 else f"{minutes} min"
+
+
+def wall_time_problem(value: datetime, zone: tzinfo) -> str | None:
+    """Return why the naive wall time ``value`` cannot be read in ``zone`` (None when it can).
+
+    A time in a daylight-saving gap does not exist and one in a fold happens twice; guessing
+    would publish an hour early or late without telling anyone, so the editor is told what
+    happened and what to pick instead. The one definition the post form's time fields use.
+    """
+    first = value.replace(tzinfo=zone, fold=0)
+    second = value.replace(tzinfo=zone, fold=1)
+    if first.utcoffset() == second.utcoffset():
+        return None
+    name = getattr(zone, "key", str(zone))
+    day = f"{value:%Y-%m-%d}"
+    shift = _duration(second.utcoffset() - first.utcoffset())
+    if first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != value:
+        # In a gap, fold=0 reads the time with the offset from before the change, which lands
+        # as far past the gap as the time was into it: the time the editor most likely meant.
+        meant = first.astimezone(UTC).astimezone(zone)
+        return (
+            f"{_clock(value)} does not exist on {day} in {name} (clocks go forward by "
+            f"{shift}); did you mean {_clock(meant)}?"
+        )
+    earlier, later = sorted((first, second), key=lambda t: t.astimezone(UTC))
+    return (
+        f"{_clock(value)} happens twice on {day} in {name} (clocks go back by {shift}): first "
+        f"at {_clock(value)} {earlier.tzname()} ({_clock(earlier.astimezone(UTC))} UTC), then "
+        f"at {_clock(value)} {later.tzname()} ({_clock(later.astimezone(UTC))} UTC). To pick "
+        f"one, choose a time {shift} away or set your time zone to UTC and enter it there."
+    )
 
 
 def time_problems(**times: datetime | None) -> dict[str, str]:
