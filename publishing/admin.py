@@ -6,9 +6,11 @@ the editor's time zone (Django's current time zone) with the zone's name.
 """
 
 from datetime import datetime
+from functools import partial
 
 from django.contrib import admin, messages
 from django.db.models import OuterRef, Subquery
+from django.urls import path
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.functional import lazy
@@ -18,6 +20,7 @@ from django.utils.translation import ngettext
 
 from coordination.admin import ReadOnlyAdminMixin
 from publishing import services
+from publishing.admin_calendar import calendar_view
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import PostAdminForm
 from publishing.models import Post, PublishEvent
@@ -326,6 +329,14 @@ class PostAdmin(admin.ModelAdmin):
             .select_related("author")
             .annotate(last_publish_lateness=Subquery(last_publish.values("lateness")[:1]))
         )
+
+    def get_urls(self):
+        calendar = path(
+            "calendar/",
+            self.admin_site.admin_view(partial(calendar_view, self)),
+            name="publishing_post_calendar",
+        )
+        return [calendar, *super().get_urls()]
 
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "time_zone_name": _zone_name()}

@@ -12,6 +12,10 @@ _DEFAULTS = {
     "PUBLISH_BATCH_SIZE": 2000,
     # How many upcoming scheduled posts the admin lineup shows.
     "PUBLISH_LINEUP_SIZE": 10,
+    # The admin calendar: how many weeks it shows, and items per day before "+N more" (a
+    # busy day links to the post list instead, so the page stays small with 10,000 items).
+    "PUBLISH_CALENDAR_WEEKS": 4,
+    "PUBLISH_CALENDAR_DAY_LIMIT": 8,
     # Posts per page on the public index, and entries in the Atom feed.
     "POSTS_PER_PAGE": 10,
     "FEED_SIZE": 20,

@@ -97,3 +97,32 @@ def lineup(limit: int | None = None) -> list[Post]:
 def failed_posts() -> QuerySet[Post]:
     """Return scheduled posts whose publish failed, oldest planned time first."""
     return Post.objects.filter(status=Post.Status.SCHEDULED).exclude(last_error="")
+
+
+def calendar_publishes(start: datetime, end: datetime) -> list[tuple]:
+    """Return (id, title, publish_at, last_error) of scheduled publishes before ``end``.
+
+    No lower bound: scheduled posts due before ``start`` are late, and the calendar lists them.
+    One range scan of the ``(status, publish_at)`` index.
+    """
+    return list(
+        Post.objects.filter(status=Post.Status.SCHEDULED, publish_at__lt=end)
+        .order_by("publish_at", "id")
+        .values_list("id", "title", "publish_at", "last_error")
+    )
+
+
+def calendar_unpublishes(start: datetime, end: datetime) -> list[tuple]:
+    """Return (id, title, unpublish_at, is live) of unpublishes in the calendar's window.
+
+    Scheduled posts' unpublishes in ``[start, end)``, and live posts' before ``end`` (one past
+    its time is late). Range scans of the ``(status, unpublish_at)`` index.
+    """
+    scheduled = Q(status=Post.Status.SCHEDULED, unpublish_at__gte=start, unpublish_at__lt=end)
+    live = Q(status=Post.Status.PUBLISHED, unpublish_at__lt=end)
+    return [
+        (pk, title, at, status == Post.Status.PUBLISHED)
+        for pk, title, at, status in Post.objects.filter(scheduled | live)
+        .order_by("unpublish_at", "id")
+        .values_list("id", "title", "unpublish_at", "status")
+    ]

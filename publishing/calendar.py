@@ -1,0 +1,137 @@
+"""The calendar of what goes out: publishes and unpublishes by day, in the editor's zone.
+
+Deciding is separate from reading: :func:`build` asks the selectors for the window's items
+(two queries on the ``(status, publish_at)`` and ``(status, unpublish_at)`` indexes, only the
+columns shown) and :func:`lay_out` puts them on days. Each day keeps at most ``day_limit``
+items and counts the rest, so a page for 10,000 items renders a few hundred.
+"""
+
+import bisect
+import enum
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+
+from publishing import selectors
+
+
+class Kind(enum.StrEnum):
+    PUBLISH = "publish"
+    UNPUBLISH = "unpublish"
+    # Scheduled revisions of live posts (issue 13 item 1): see revision_switches().
+    REVISION = "revision"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One thing that goes out: which post, what happens to it, and when (UTC)."""
+
+    kind: Kind
+    post_id: int
+    title: str
+    at: datetime
+    error: str = ""
+    late: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error)
+
+
+@dataclass
+class Day:
+    day: date
+    entries: list[Entry] = field(default_factory=list)
+    # Items beyond the day's limit, by kind: the "+N more" links.
+    more: dict[Kind, int] = field(default_factory=dict)
+    start: datetime | None = None  # the day's first instant, in the editor's zone
+    end: datetime | None = None
+
+    @property
+    def total(self) -> int:
+        return len(self.entries) + sum(self.more.values())
+
+
+@dataclass
+class Calendar:
+    start: date
+    zone: tzinfo
+    weeks: list[list[Day]]
+    overdue: list[Entry]
+    overdue_more: dict[Kind, int]
+    late: int
+    failed: int
+
+    @property
+    def first_instant(self) -> datetime:
+        return self.weeks[0][0].start
+
+
+def midnight(day: date, zone: tzinfo) -> datetime:
+    """Return the first instant of ``day`` in ``zone`` (a midnight in a DST gap moves on)."""
+    return datetime.combine(day, time(), tzinfo=zone).astimezone(UTC).astimezone(zone)
+
+
+def week_start(day: date) -> date:
+    return day - timedelta(days=day.weekday())
+
+
+def revision_switches(start: datetime, end: datetime) -> list[Entry]:
+    """Return the scheduled revision switches in ``[start, end)``: none yet.
+
+    The hook for issue 13 item 1: once scheduled revisions exist, return their switch times
+    as ``Kind.REVISION`` entries (one more indexed query, or a UNION with the publishes).
+    """
+    return []
+
+
+def build(*, start: date, weeks: int, zone: tzinfo, now: datetime, day_limit: int) -> Calendar:
+    """Return ``weeks`` weeks from the Monday of ``start``'s week, in ``zone``.
+
+    ``now`` is the database's time: a scheduled publish (or a live post's unpublish) whose
+    time has passed is late. Items due before the window that have not happened are overdue
+    and listed apart, so nothing late hides in an earlier week.
+    """
+    first = week_start(start)
+    days = [first + timedelta(days=n) for n in range(7 * weeks + 1)]
+    bounds = [midnight(d, zone).astimezone(UTC) for d in days]
+    window_start, window_end = bounds[0], bounds[-1]
+    entries = [
+        Entry(Kind.PUBLISH, pk, title, at, error, at <= now)
+        for pk, title, at, error in selectors.calendar_publishes(window_start, window_end)
+    ]
+    entries += [
+        Entry(Kind.UNPUBLISH, pk, title, at, "", published and at <= now)
+        for pk, title, at, published in selectors.calendar_unpublishes(window_start, window_end)
+    ]
+    entries += revision_switches(window_start, window_end)
+    entries.sort(key=lambda e: (e.at, e.post_id))
+    return lay_out(entries, days[:-1], bounds, zone, day_limit)
+
+
+def lay_out(
+    entries: list[Entry], days: list[date], bounds: list[datetime], zone: tzinfo, day_limit: int
+) -> Calendar:
+    """Put sorted ``entries`` on ``days`` (``bounds`` are their starts and the window's end)."""
+    grid = [
+        Day(d, start=bounds[i].astimezone(zone), end=bounds[i + 1].astimezone(zone))
+        for i, d in enumerate(days)
+    ]
+    overdue: list[Entry] = []
+    overdue_more: dict[Kind, int] = {}
+    late = failed = 0
+    for entry in entries:
+        failed += entry.failed
+        late += entry.late and not entry.failed
+        index = bisect.bisect_right(bounds, entry.at) - 1
+        if index < 0:
+            target, more = overdue, overdue_more
+        elif index < len(grid):
+            target, more = grid[index].entries, grid[index].more
+        else:
+            continue
+        if len(target) < day_limit:
+            target.append(entry)
+        else:
+            more[entry.kind] = more.get(entry.kind, 0) + 1
+    weeks = [grid[n : n + 7] for n in range(0, len(grid), 7)]
+    return Calendar(days[0], zone, weeks, overdue, overdue_more, late, failed)
