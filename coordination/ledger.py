@@ -170,31 +170,58 @@ def record_failed(
     instance: str,
     duration: float,
     error: str,
+    started_at: datetime | None = None,
+    finished_at: datetime | None = None,
     requested_by: str = "",
+    retry_at: datetime | None = None,
+    retry_of: JobRun | None = None,
 ) -> None:
-    """Record a rolled-back transactional run as failed (or timed out); keep an existing row."""
+    """Record a rolled-back transactional run as failed (or timed out).
+
+    A first attempt inserts the slot's row (an existing row is kept: the slot was dealt with
+    elsewhere). A retry (``retry_of``) rolled back its claim with the work, so it counts the
+    attempt on the existing row instead, still only while that row waits for this retry.
+    """
+    values = {
+        "status": status,
+        "node": node,
+        "node_instance": instance,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "duration": duration,
+        "error": error[:MAX_ERROR_LENGTH],
+        "retry_at": retry_at,
+    }
+    if retry_of is not None:
+        JobRun.objects.filter(_awaiting_retry(), pk=retry_of.pk).update(
+            trigger=JobRun.Trigger.RETRY, attempt=retry_of.attempt + 1, **values
+        )
+        return
     JobRun.objects.bulk_create(
         [
             JobRun(
                 job=job.name,
                 slot=slot,
-                status=status,
                 trigger=trigger,
-                node=node,
-                node_instance=instance,
-                duration=duration,
-                error=error[:MAX_ERROR_LENGTH],
                 requested_by=requested_by,
+                **values,
             )
         ],
         ignore_conflicts=True,
     )
 
 
+def _awaiting_retry() -> Q:
+    """Runs another attempt may take: abandoned ones, and failed ones with a retry time."""
+    return Q(status=JobRun.Status.ABANDONED) | Q(
+        status=JobRun.Status.FAILED, retry_at__isnull=False
+    )
+
+
 def claim_retry(run: JobRun, *, node: str, instance: str) -> bool:
-    """Take an abandoned run for another attempt; return False if someone else did."""
+    """Take an abandoned or failed run for another attempt; return False if someone else did."""
     return bool(
-        JobRun.objects.filter(pk=run.pk, status=JobRun.Status.ABANDONED).update(
+        JobRun.objects.filter(_awaiting_retry(), pk=run.pk).update(
             status=JobRun.Status.RUNNING,
             trigger=JobRun.Trigger.RETRY,
             attempt=F("attempt") + 1,
@@ -202,17 +229,32 @@ def claim_retry(run: JobRun, *, node: str, instance: str) -> bool:
             node_instance=instance,
             started_at=Now(),
             finished_at=None,
+            retry_at=None,
         )
     )
 
 
-def finish(run: JobRun, *, status: str, duration: float, error: str = "", instance: str) -> bool:
+def finish(
+    run: JobRun,
+    *,
+    status: str,
+    duration: float,
+    error: str = "",
+    instance: str,
+    retry_at: datetime | None = None,
+) -> bool:
     """Record a run's outcome unless it was meanwhile marked abandoned or timed out elsewhere."""
     updated = JobRun.objects.filter(
         pk=run.pk,
         status__in=[JobRun.Status.RUNNING, JobRun.Status.TIMED_OUT],
         node_instance=instance,
-    ).update(status=status, finished_at=Now(), duration=duration, error=error[:MAX_ERROR_LENGTH])
+    ).update(
+        status=status,
+        finished_at=Now(),
+        duration=duration,
+        error=error[:MAX_ERROR_LENGTH],
+        retry_at=retry_at,
+    )
     return bool(updated)
 
 

@@ -23,7 +23,7 @@ from coordination.locks import make_lock
 from coordination.models import JobRun, JobState
 from coordination.registry import Group, Job
 from coordination.runner import RunPlan, Worker
-from coordination.selectors import abandoned_runs_to_retry, declared_by_live_nodes, group_states
+from coordination.selectors import declared_by_live_nodes, group_states, runs_awaiting_retry
 from coordination.services import paused_reason
 from coordination.threads import JobThreads
 from coordination.waker import Waker
@@ -215,6 +215,13 @@ class GroupLoop(threading.Thread):
             if not self.started_last_tick:
                 return
 
+    def _due_at_start(self, plan: RunPlan) -> bool:
+        """In --once mode: was ``plan`` due when this run started (a retry by its retry time)?"""
+        retry_at = plan.retry_run.retry_at if plan.retry_run is not None else None
+        return plan.slot <= self._once_horizon and (
+            retry_at is None or retry_at <= self._once_horizon
+        )
+
     def _try_lead(self, *, wait: float) -> bool:
         if not self.lock.acquire(wait=wait):
             return False
@@ -318,9 +325,12 @@ class GroupLoop(threading.Thread):
                 plans.append(plan)
             elif due_at is not None:
                 next_wake = min(next_wake, due_at)
-        plans += self._retry_plans(declared, plans)
+        retries, retry_at = self._retry_plans(declared, by_name, plans, now)
+        plans += retries
+        if retry_at is not None:
+            next_wake = min(next_wake, retry_at)
         if self.once:
-            plans = [plan for plan in plans if plan.slot <= self._once_horizon]
+            plans = [plan for plan in plans if self._due_at_start(plan)]
         self.started_last_tick = len(plans)
         if plans:
             if not self.scheduler.heartbeat_fresh():
@@ -399,23 +409,32 @@ class GroupLoop(threading.Thread):
         plan = RunPlan(job=job, slot=decision.run, next_due=job.schedule.next_after(decision.run))
         return plan, None
 
-    def _retry_plans(self, declared: dict[str, Job], planned: list[RunPlan]) -> list[RunPlan]:
-        """Plan one retry per job of runs abandoned by dead nodes (``retry_abandoned``)."""
+    def _retry_plans(
+        self, declared: dict[str, Job], by_name: dict[str, JobState], planned, now: datetime
+    ) -> tuple[list[RunPlan], datetime | None]:
+        """Plan one retry per job of runs waiting for one: abandoned by dead nodes
+        (``retry_abandoned``) or failed with attempts left (``retries``, once their retry time
+        has come). A paused job's retries wait for it to be resumed. Return the plans and the
+        earliest retry time still to come."""
         busy = set(self.workers) | {plan.job.name for plan in planned}
-        plans, remaining = [], []
+        plans, remaining, soonest = [], [], None
         for run in self._retries:
             job = declared.get(run.job)
-            if job is None or not job.retry_abandoned:
+            if job is None or not (job.retry_abandoned or job.retries):
                 continue
-            if job.name in busy:
+            state = by_name.get(run.job)
+            waiting = run.retry_at is not None and run.retry_at > now
+            if job.name in busy or waiting or state is None or state.paused:
                 remaining.append(run)
+                if waiting and (soonest is None or run.retry_at < soonest):
+                    soonest = run.retry_at
                 continue
             busy.add(job.name)
             plans.append(
                 RunPlan(job=job, slot=run.slot, trigger=JobRun.Trigger.RETRY, retry_run=run)
             )
         self._retries = remaining
-        return plans
+        return plans, soonest
 
     # --- maintenance --------------------------------------------------------------------
     def _needs_maintenance(self, declared: dict[str, Job], by_name: dict[str, JobState]) -> bool:
@@ -459,8 +478,10 @@ class GroupLoop(threading.Thread):
                 self.group.log_prefix,
                 abandoned,
             )
-        retryable = [name for name, job in declared.items() if job.retry_abandoned]
-        self._retries = abandoned_runs_to_retry(retryable)
+        self._retries = runs_awaiting_retry(
+            abandoned=[name for name, job in declared.items() if job.retry_abandoned],
+            failed=[name for name, job in declared.items() if job.retries],
+        )
 
     # --- workers --------------------------------------------------------------------------
     def _reap_workers(self) -> None:

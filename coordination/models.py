@@ -172,6 +172,11 @@ class JobRun(models.Model):
         choices=MissedReason.choices,
         help_text="Why a missed slot was not run.",
     )
+    retry_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="A failed run with attempts left is tried again at this time (job retries).",
+    )
 
     class Meta:
         constraints = [

@@ -71,6 +71,10 @@ def group(name: str) -> Group:
     return BUILTIN_GROUPS.get(name) or Group(name, f"{name}-scheduler", f"running {name} jobs…")
 
 
+#: The longest wait before retrying a failed run, however many attempts came before.
+MAX_RETRY_DELAY = timedelta(hours=1)
+
+
 @dataclass(frozen=True)
 class Job:
     """One declared job. Build it with :func:`job` or :func:`register_job`."""
@@ -84,11 +88,23 @@ class Job:
     transactional: bool = False
     retry_abandoned: bool = False
     max_duration: timedelta | None = None
+    retries: int = 0
+    retry_backoff: timedelta = timedelta(seconds=30)
     source: str = ""
 
     @property
     def fingerprint(self) -> str:
         return self.schedule.fingerprint()
+
+    def retry_at(self, attempt: int, now: datetime) -> datetime | None:
+        """When a slot whose attempt ``attempt`` (from 1) failed is tried again, or ``None``.
+
+        ``retry_backoff`` after the first failure, doubling with each attempt, at most
+        ``MAX_RETRY_DELAY``; ``None`` once the job's ``retries`` are used up.
+        """
+        if attempt > self.retries:
+            return None
+        return now + min(self.retry_backoff * 2 ** (attempt - 1), MAX_RETRY_DELAY)
 
 
 @dataclass
@@ -180,6 +196,8 @@ def make_job(
     transactional: bool = False,
     retry_abandoned: bool = False,
     max_duration: timedelta | None = None,
+    retries: int = 0,
+    retry_backoff: timedelta | float = timedelta(seconds=30),
 ) -> Job:
     """Validate a declaration and return the :class:`Job` (without registering it)."""
     if not callable(func):
@@ -210,6 +228,16 @@ def make_job(
         )
     if max_duration is not None and max_duration <= timedelta(0):
         raise JobDeclarationError(f"job {name!r}: max_duration must be positive.")
+    if isinstance(retry_backoff, int | float) and not isinstance(retry_backoff, bool):
+        retry_backoff = timedelta(seconds=retry_backoff)
+    if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 100:
+        raise JobDeclarationError(
+            f"job {name!r}: retries={retries!r} must be a whole number from 0 to 100."
+        )
+    if not isinstance(retry_backoff, timedelta) or retry_backoff <= timedelta(0):
+        raise JobDeclarationError(
+            f"job {name!r}: retry_backoff must be a positive timedelta or number of seconds."
+        )
     if transactional and retry_abandoned:
         raise JobDeclarationError(
             f"job {name!r}: retry_abandoned only applies to non-transactional jobs; a "
@@ -225,6 +253,8 @@ def make_job(
         transactional=transactional,
         retry_abandoned=retry_abandoned,
         max_duration=max_duration,
+        retries=retries,
+        retry_backoff=retry_backoff,
         source=source,
     )
 

@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.db import IntegrityError, OperationalError, connection, transaction
@@ -39,6 +39,10 @@ class JobTimedOut(Exception):
 
 class SlotTaken(Exception):
     """The (job, slot) ledger row already exists: another node ran or is running it."""
+
+
+class RetryTaken(Exception):
+    """The run to retry was taken by another attempt, or no longer waits for one."""
 
 
 class LeadershipLost(Exception):
@@ -196,6 +200,34 @@ class Worker:
         except IntegrityError as exc:
             raise SlotTaken from exc
 
+    def _claim_retry(self) -> JobRun:
+        """Take the run this plan retries (in the caller's transaction); raise ``RetryTaken``."""
+        node = self.loop.node
+        if not ledger.claim_retry(self.plan.retry_run, node=node.name, instance=node.instance):
+            raise RetryTaken
+        return JobRun.objects.get(pk=self.plan.retry_run.pk)
+
+    def _retry_at(self, status: str, attempt: int):
+        """When this failed attempt is tried again (the job's ``retries``), or ``None``."""
+        if status != JobRun.Status.FAILED:
+            return None
+        return self.job.retry_at(attempt, self.loop.clock.now())
+
+    def _retry_noted(self, retry_at, attempt: int) -> None:
+        if retry_at is None:
+            return
+        logger.warning(
+            "[%s] job %s slot %s: attempt %d of %d failed; trying again at %s",
+            self.log_prefix,
+            self.job.name,
+            self.slot.isoformat(),
+            attempt,
+            self.job.retries + 1,
+            retry_at.isoformat(),
+        )
+        # Maintenance lists the runs waiting for a retry, so the loop wakes for this one.
+        self.loop.request_maintenance()
+
     def _slot_taken(self) -> None:
         """Skip a slot already in the ledger, and make sure nothing plans it again."""
         logger.info(
@@ -269,7 +301,7 @@ class Worker:
         try:
             with transaction.atomic():
                 self._lock_state()
-                run = self._claim()
+                run = self._claim_retry() if self.plan.retry_run else self._claim()
                 self.current_run = run
                 with self._log_context(run):
                     result = job.func(self._context())
@@ -290,6 +322,8 @@ class Worker:
                 )
         except SlotTaken:
             self._slot_taken()
+            return
+        except RetryTaken:
             return
         except PreviousRunAlive:
             raise
@@ -328,6 +362,10 @@ class Worker:
             )
             return
 
+        attempt = plan.retry_run.attempt + 1 if plan.retry_run else 1
+        retry_at = self._retry_at(status, attempt)
+        finished_at = self.loop.clock.now()
+
         def record() -> bool:
             ledger.record_failed(
                 job,
@@ -338,7 +376,11 @@ class Worker:
                 instance=node.instance,
                 duration=duration,
                 error=error,
+                started_at=finished_at - timedelta(seconds=duration),
+                finished_at=finished_at,
                 requested_by=plan.requested_by,
+                retry_at=retry_at,
+                retry_of=plan.retry_run,
             )
             return self._update_state(
                 status=status,
@@ -349,6 +391,7 @@ class Worker:
             )
 
         paused = self._durably("its failure", record)
+        self._retry_noted(retry_at, attempt)
         self.loop.report_outcome(job, self.slot, status, duration, error=exc, paused=bool(paused))
 
     # --- claim first ----------------------------------------------------------------------
@@ -356,9 +399,10 @@ class Worker:
         job, plan, node = self.job, self.plan, self.loop.node
         lateness = self._lateness()
         if plan.retry_run is not None:
-            if not ledger.claim_retry(plan.retry_run, node=node.name, instance=node.instance):
+            try:
+                run = self._claim_retry()
+            except RetryTaken:
                 return
-            run = JobRun.objects.get(pk=plan.retry_run.pk)
         else:
             try:
                 with transaction.atomic():
@@ -389,9 +433,16 @@ class Worker:
         if status == JobRun.Status.TIMED_OUT and not text:
             text = f"ran past its max_duration of {job.max_duration}"
 
+        retry_at = self._retry_at(status, run.attempt)
+
         def record() -> tuple[bool, bool] | None:
             if not ledger.finish(
-                run, status=status, duration=duration, error=text, instance=node.instance
+                run,
+                status=status,
+                duration=duration,
+                error=text,
+                instance=node.instance,
+                retry_at=retry_at,
             ):
                 return None
             paused = self._update_state(
@@ -413,6 +464,7 @@ class Worker:
                 self.slot.isoformat(),
             )
             return
+        self._retry_noted(retry_at, run.attempt)
         self.loop.report_outcome(job, self.slot, status, duration, error=error, paused=recorded[1])
 
     def _next_due(self, result) -> datetime | None:

@@ -54,15 +54,16 @@ def declared_by_live_nodes(now: datetime | None = None) -> set[str]:
     return names
 
 
-def abandoned_runs_to_retry(job_names: list[str]) -> list[JobRun]:
-    """Return abandoned runs of ``job_names`` (jobs with ``retry_abandoned``), oldest first."""
-    if not job_names:
-        return []
-    return list(
-        JobRun.objects.filter(job__in=job_names, status=JobRun.Status.ABANDONED).order_by("slot")[
-            :100
-        ]
+def runs_awaiting_retry(*, abandoned: list[str], failed: list[str]) -> list[JobRun]:
+    """Return the runs another attempt may take, oldest slot first: abandoned runs of the jobs
+    in ``abandoned`` (``retry_abandoned``) and failed runs with a retry time of the jobs in
+    ``failed`` (``retries``)."""
+    wanted = Q(job__in=abandoned, status=JobRun.Status.ABANDONED) | Q(
+        job__in=failed, status=JobRun.Status.FAILED, retry_at__isnull=False
     )
+    if not abandoned and not failed:
+        return []
+    return list(JobRun.objects.filter(wanted).order_by("slot")[:100])
 
 
 def status_snapshot() -> dict:

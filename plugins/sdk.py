@@ -176,6 +176,8 @@ def make_plugin_job(
     transactional: bool = False,
     retry_abandoned: bool = False,
     max_duration: timedelta | float | None = None,
+    retries: int = 0,
+    retry_backoff: timedelta | float = timedelta(seconds=30),
 ) -> Job:
     """Validate a plugin job declaration and return its :class:`Job`, without registering it.
 
@@ -205,6 +207,8 @@ def make_plugin_job(
         transactional=transactional,
         retry_abandoned=retry_abandoned,
         max_duration=max_duration,
+        retries=retries,
+        retry_backoff=retry_backoff,
     )
 
 
@@ -218,6 +222,8 @@ def plugin_job(
     transactional: bool = False,
     retry_abandoned: bool = False,
     max_duration: timedelta | float | None = None,
+    retries: int = 0,
+    retry_backoff: timedelta | float = timedelta(seconds=30),
     registry: JobRegistry = default_registry,
 ) -> Callable[[Callable], Callable]:
     """Declare the decorated function as a plugin job named ``<plugin>.<name>``.
@@ -233,6 +239,10 @@ def plugin_job(
       run again only with ``retry_abandoned=True``).
     - ``max_duration``: past it the run is recorded ``timed_out`` and ``ctx.should_stop()``
       turns true; the job is not started again while it still runs.
+    - ``retries``: how many more times a failed run of a slot is tried (default 0), after
+      ``retry_backoff`` (a ``timedelta`` or seconds; default 30 s), doubling each attempt up
+      to an hour. Attempts of a slot are one ledger row (its ``attempt`` counts them), so
+      a slot still runs at most once successfully.
 
     The function is returned unchanged (call it directly in tests); its declared
     :class:`Job` is available as ``func.job``. A name already taken raises
@@ -252,6 +262,8 @@ def plugin_job(
                 transactional=transactional,
                 retry_abandoned=retry_abandoned,
                 max_duration=max_duration,
+                retries=retries,
+                retry_backoff=retry_backoff,
             )
             registry.register(job)
         except JobDeclarationError as exc:
