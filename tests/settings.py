@@ -14,6 +14,8 @@ if "INSTATIC_TEST_TMP" not in os.environ:
     # tests and the processes they start write (the SQLite file, logs, exports, browsers);
     # children inherit it through TMPDIR, and it is removed when that first process exits.
     _root = tempfile.mkdtemp(prefix="instatic-test-")
+    # Traversable by the database servers' own users (initdb runs as postgres under root).
+    os.chmod(_root, 0o755)
     os.environ["INSTATIC_TEST_TMP"] = os.environ["TMPDIR"] = tempfile.tempdir = _root
     atexit.register(shutil.rmtree, _root, True)
 

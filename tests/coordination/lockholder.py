@@ -123,6 +123,7 @@ def main(argv: list[str]) -> int:
     if args.pool:
         # Before django.setup(): the connection handler reads DATABASES on first use.
         settings.DATABASES["default"].setdefault("OPTIONS", {})["pool"] = dict(POOL_OPTIONS)
+        settings.DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django's pool refuses any other
 
     import django
 
