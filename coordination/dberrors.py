@@ -1,5 +1,8 @@
 """Turn "cannot reach the database" into one clear line instead of a traceback."""
 
+import threading
+import time
+
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections
 
@@ -52,3 +55,32 @@ def ensure_connection(using: str = DEFAULT_DB_ALIAS) -> str | None:
     except OperationalError as exc:
         return cannot_connect_message(exc, using)
     return None
+
+
+def wait_for_database(
+    timeout: float,
+    *,
+    using: str = DEFAULT_DB_ALIAS,
+    log=None,
+    stop: threading.Event | None = None,
+) -> str | None:
+    """Like :func:`ensure_connection`, but keep trying for up to ``timeout`` seconds.
+
+    A scheduler that starts while the database restarts (a deploy, a failover) should wait for
+    it, as a running one does, rather than exit and lose its place; one that cannot reach it
+    for ``timeout`` seconds gives the one-line reason. ``log(message, delay)`` is called before
+    each wait; setting ``stop`` ends the wait early (a SIGTERM).
+    """
+    stop = stop or threading.Event()
+    deadline = time.monotonic() + max(0.0, timeout)
+    backoff = Backoff(first=0.5)
+    while True:
+        problem = ensure_connection(using)
+        remaining = deadline - time.monotonic()
+        if problem is None or remaining <= 0 or stop.is_set():
+            return problem
+        delay = min(backoff.next(), remaining)
+        if log is not None:
+            log(problem, delay)
+        connections[using].close()
+        stop.wait(delay)

@@ -105,6 +105,13 @@ class PostgresCluster:
         """Restart the server (``pg_ctl restart -m fast`` kills every session)."""
         self._pg_ctl("-l", str(self.workdir / "server.log"), "-m", mode, "restart")
 
+    def halt(self, mode: str = "fast") -> None:
+        """Stop the server but keep its data, to :meth:`resume` it later (a database outage)."""
+        self._pg_ctl("-m", mode, "stop")
+
+    def resume(self) -> None:
+        self._pg_ctl("-l", str(self.workdir / "server.log"), "start")
+
     def stop(self, mode: str = "fast") -> None:
         if self.workdir is None:
             return

@@ -237,11 +237,14 @@ INSTATIC_LOCK_WAIT = _env_float("INSTATIC_LOCK_WAIT", 30.0, positive=True)
 INSTATIC_LOCK_KEYS = _env_lock_keys("INSTATIC_LOCK_KEYS")
 # The longest wait between reconnection attempts while the database is away.
 INSTATIC_DB_RETRY_MAX = _env_float("INSTATIC_DB_RETRY_MAX", 5.0, positive=True)
+INSTATIC_STARTUP_DB_WAIT = _env_float("INSTATIC_STARTUP_DB_WAIT", 60.0)
 # --- Publishing app (publishing.conf.settings). ---
 INSTATIC_PUBLISH_BATCH_SIZE = _env_int("INSTATIC_PUBLISH_BATCH_SIZE", 2000, minimum=1)
 INSTATIC_PUBLISH_LINEUP_SIZE = _env_int("INSTATIC_PUBLISH_LINEUP_SIZE", 10, minimum=1)
 INSTATIC_POSTS_PER_PAGE = _env_int("INSTATIC_POSTS_PER_PAGE", 10, minimum=1)
 INSTATIC_FEED_SIZE = _env_int("INSTATIC_FEED_SIZE", 20, minimum=1)
+INSTATIC_PUBLISH_CALENDAR_WEEKS = _env_int("INSTATIC_PUBLISH_CALENDAR_WEEKS", 4, minimum=1)
+INSTATIC_PUBLISH_CALENDAR_DAY_LIMIT = _env_int("INSTATIC_PUBLISH_CALENDAR_DAY_LIMIT", 8, minimum=1)
 INSTATIC_POST_BODY_MAX_CHARS = _env_int("INSTATIC_POST_BODY_MAX_CHARS", 200_000, minimum=1)
 # --- Plugins app (plugins.conf.settings). ---
 INSTATIC_EXPORT_ROOT = os.environ.get("INSTATIC_EXPORT_ROOT", "")

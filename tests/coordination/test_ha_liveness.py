@@ -5,6 +5,7 @@ run-now, a ``--once`` run fenced as a frozen leader, a follower deaf to SIGTERM 
 a job overlapping itself after its node lost only the lock.
 """
 
+import os
 import signal
 import time
 
@@ -16,6 +17,8 @@ from coordination.conf import settings
 from coordination.locks import terminate_holder
 from coordination.models import JobRun, JobState, Leadership
 from coordination.registry import registry
+from devtools.pgcluster import PostgresCluster
+from devtools.servers import free_port
 from plugins.testing import make_due
 from tests.support.polling import wait_until
 
@@ -140,3 +143,36 @@ def test_a_job_never_overlaps_itself_when_its_node_loses_only_the_lock(scheduler
     assert all(p.alive() for p in procs)
     assert_no_self_overlap(SLOW)
     connection.close()
+
+
+@pytest.mark.postgresql
+def test_a_scheduler_started_while_the_database_is_down_waits_for_it_and_then_leads(schedulers):
+    cluster = PostgresCluster.from_env(os.environ)
+    if cluster is None:
+        pytest.skip("the PostgreSQL cluster was not started by the test suite")
+    connection.close()
+    cluster.halt()
+    try:
+        proc = schedulers("late-riser", "hatest", env={"INSTATIC_STARTUP_DB_WAIT": "120"})
+        proc.wait_for_log("Trying again in", timeout=20)
+        assert proc.alive()
+    finally:
+        cluster.resume()
+        connection.close()
+    proc.wait_for_log("running groups", timeout=30)
+    wait_until(
+        lambda: JobRun.objects.filter(job="hatest.tick", node="late-riser", status="succeeded"),
+        timeout=20,
+    )
+    assert proc.stop() == 0
+
+
+def test_sigterm_while_waiting_for_the_database_exits_zero_at_once(schedulers):
+    down = f"postgres://instatic@127.0.0.1:{free_port()}/instatic"
+    proc = schedulers(
+        "waiter", "hatest", env={"DATABASE_URL": down, "INSTATIC_STARTUP_DB_WAIT": "120"}
+    )
+    proc.wait_for_log("Trying again in", timeout=20)
+    proc.signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    assert "stopped while waiting for the database" in proc.log()

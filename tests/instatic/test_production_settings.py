@@ -5,6 +5,7 @@ deployment sets: no ``DJANGO_DEBUG``, a long random secret, real host names. Mis
 must stop the process with one clear line, never a traceback.
 """
 
+import re
 import secrets
 import subprocess
 import sys
@@ -51,11 +52,20 @@ def one_clear_line(result: subprocess.CompletedProcess) -> str:
 
 
 def test_check_deploy_is_clean_with_production_variables(tmp_path):
-    env = production(tmp_path)
+    env = production(
+        tmp_path, DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS="1", DJANGO_SECURE_HSTS_PRELOAD="1"
+    )
     assert len(env["DJANGO_SECRET_KEY"]) >= 50
     result = manage("check", "--deploy", "--fail-level", "WARNING", **env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
+
+
+def test_check_deploy_reminds_of_hsts_subdomains_and_preload_left_off(tmp_path):
+    """They are off by default (they bind every subdomain); Django's own check says so."""
+    result = manage("check", "--deploy", "--fail-level", "WARNING", **production(tmp_path))
+    warnings = sorted(set(re.findall(r"security\.W\d+", result.stderr)))
+    assert warnings == ["security.W005", "security.W021"], result.stderr
 
 
 def test_check_deploy_fails_when_production_hardening_is_switched_off(tmp_path):
@@ -88,7 +98,8 @@ def test_bad_database_url_is_one_clear_line_naming_the_accepted_schemes(tmp_path
 )
 def test_commands_against_a_postgresql_server_that_is_down(tmp_path, command):
     down = f"postgres://instatic:secret@127.0.0.1:{free_port()}/instatic"
-    line = one_clear_line(manage(*command, **production(tmp_path, DATABASE_URL=down)))
+    env = production(tmp_path, DATABASE_URL=down, INSTATIC_STARTUP_DB_WAIT="0")
+    line = one_clear_line(manage(*command, **env))
     assert "cannot connect to the database at postgresql://127.0.0.1:" in line
     assert "DATABASE_URL" in line
     assert "secret" not in line, "the password must not be printed"

@@ -1,11 +1,12 @@
 """``runscheduler``: the long-running scheduler that runs on every replica."""
 
 import logging
+import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
 from coordination.conf import settings
-from coordination.dberrors import ensure_connection
+from coordination.dberrors import wait_for_database
 from coordination.liveness import NodeNameInUse
 from coordination.registry import registry
 from coordination.scheduler import Scheduler
@@ -82,7 +83,14 @@ class Command(BaseCommand):
         node_name = options["node_name"].strip() or settings.default_node_name()
         if len(node_name) > 200:
             raise CommandError("--node-name is longer than 200 characters.")
-        problem = ensure_connection()
+        stopped = threading.Event()
+        with graceful_signals(stopped.set):
+            problem = wait_for_database(
+                float(settings.STARTUP_DB_WAIT), log=_waiting_for_database, stop=stopped
+            )
+        if stopped.is_set():
+            logger.info("stopped while waiting for the database; nothing had started")
+            return
         if problem:
             raise CommandError(problem)
         metrics = None
@@ -111,3 +119,7 @@ class Command(BaseCommand):
                 + "; ".join(dict.fromkeys(scheduler.cut_offs))
                 + "); the next leader picks it up."
             )
+
+
+def _waiting_for_database(problem: str, delay: float) -> None:
+    logger.warning("%s Trying again in %.1fs (INSTATIC_STARTUP_DB_WAIT).", problem, delay)
