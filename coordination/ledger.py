@@ -271,7 +271,7 @@ def abandon_orphans(job_names: list[str], *, reason: str = "") -> int:
     if not job_names:
         return 0
     return (
-        JobRun.objects.filter(job__in=job_names, status=JobRun.Status.RUNNING)
+        JobRun.objects.filter(JobRun.in_progress(), job__in=job_names)
         .exclude(node_instance__in=live_instances())
         .update(
             status=JobRun.Status.ABANDONED,
@@ -284,7 +284,7 @@ def abandon_orphans(job_names: list[str], *, reason: str = "") -> int:
 def abandon_own(instance: str, job_names: list[str], *, reason: str) -> int:
     """Mark this node's unfinished runs of ``job_names`` abandoned (shutdown past the grace)."""
     return JobRun.objects.filter(
-        job__in=job_names, status=JobRun.Status.RUNNING, node_instance=instance
+        JobRun.in_progress(), job__in=job_names, node_instance=instance
     ).update(status=JobRun.Status.ABANDONED, finished_at=Now(), error=reason)
 
 

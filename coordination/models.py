@@ -6,6 +6,7 @@ means once an hour across the whole cluster.
 """
 
 from django.db import models
+from django.db.models import Q
 
 
 class Node(models.Model):
@@ -190,6 +191,17 @@ class JobRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job} @ {self.slot:%Y-%m-%d %H:%M:%S} ({self.status})"
+
+    @staticmethod
+    def in_progress() -> Q:
+        """Runs whose work may still be going: running, or timed out and not yet returned.
+
+        A timed-out run's worker goes on until the job returns; until then a job must not be
+        started beside it, and if its node dies it is as abandoned as a running one.
+        """
+        return Q(status=JobRun.Status.RUNNING) | Q(
+            status=JobRun.Status.TIMED_OUT, finished_at__isnull=True
+        )
 
     @property
     def lateness(self) -> float | None:

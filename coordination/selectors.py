@@ -18,7 +18,7 @@ def group_states(group: str, *, exclude_instance: str = "") -> tuple[datetime, l
     now would overlap it.
     """
     running_elsewhere = (
-        JobRun.objects.filter(job=OuterRef("name"), status=JobRun.Status.RUNNING)
+        JobRun.objects.filter(JobRun.in_progress(), job=OuterRef("name"))
         .exclude(node_instance=exclude_instance)
         .filter(node_instance__in=live_instances())
     )

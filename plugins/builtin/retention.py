@@ -16,11 +16,6 @@ from plugins.sdk import JobContext, hourly, plugin_job
 
 logger = logging.getLogger(__name__)
 
-# A timed-out run's worker may still be running (it has no finish time yet).
-_IN_PROGRESS = Q(status=JobRun.Status.RUNNING) | Q(
-    status=JobRun.Status.TIMED_OUT, finished_at__isnull=True
-)
-
 
 def prune_runs(*, keep: int, should_stop=lambda: False) -> dict[str, int]:
     """Delete all but the newest ``keep`` runs of every job; return the deletions by job.
@@ -28,7 +23,12 @@ def prune_runs(*, keep: int, should_stop=lambda: False) -> dict[str, int]:
     ``keep <= 0`` keeps everything.
     """
     return _keep_newest(
-        JobRun, by="job", order="slot", keep=keep, spare=_IN_PROGRESS, should_stop=should_stop
+        JobRun,
+        by="job",
+        order="slot",
+        keep=keep,
+        spare=JobRun.in_progress(),
+        should_stop=should_stop,
     )
 
 

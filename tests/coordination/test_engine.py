@@ -359,3 +359,47 @@ def test_database_clock_is_the_servers():
         with connection.cursor() as cursor:
             cursor.execute("SELECT now()")
             assert abs((cursor.fetchone()[0] - now).total_seconds()) < 5
+
+
+def node(name: str, *, alive: bool) -> Node:
+    beat = database_now() - (timedelta(0) if alive else timedelta(minutes=5))
+    return Node.objects.create(
+        name=name, instance=f"{name}0", host="h", pid=1, started_at=beat, last_heartbeat=beat
+    )
+
+
+def test_a_timed_out_run_still_going_on_a_live_node_holds_the_job_off():
+    """A lock-only loss: the ex-leader is alive and its timed-out run has not returned yet."""
+    recorder = Recorder()
+    reg, job = declare(recorder)
+    make_due(job, ago=timedelta(0))
+    node("ex-leader", alive=True)
+    JobRun.objects.create(
+        job=job.name,
+        slot=database_now() - timedelta(hours=1),
+        status=JobRun.Status.TIMED_OUT,
+        node="ex-leader",
+        node_instance="ex-leader0",
+        started_at=database_now() - timedelta(minutes=2),
+    )
+    tick(reg)
+    assert recorder.slots == [], "it would overlap the run still going on the ex-leader"
+
+
+def test_a_timed_out_run_still_going_on_a_dead_node_is_abandoned_like_a_running_one():
+    recorder = Recorder()
+    reg, job = declare(recorder)
+    make_due(job, ago=timedelta(0))
+    node("frozen", alive=False)
+    JobRun.objects.create(
+        job=job.name,
+        slot=database_now() - timedelta(hours=1),
+        status=JobRun.Status.TIMED_OUT,
+        node="frozen",
+        node_instance="frozen0",
+        started_at=database_now() - timedelta(minutes=6),
+    )
+    tick(reg)
+    old = JobRun.objects.filter(job=job.name, node="frozen").get()
+    assert old.status == JobRun.Status.ABANDONED and old.finished_at is not None
+    assert len(recorder.slots) == 1
