@@ -285,6 +285,9 @@ class GroupLoop(threading.Thread):
         self.started_last_tick = 0
         if not self.lock.keep_alive():
             return 0.0
+        # Workers first, state second: a worker seen finished here committed before the read
+        # below, so its job's next slot has moved on in what the tick sees.
+        self._reap_workers()
         now, states = group_states(self.group.name, exclude_instance=self.node.instance)
         self.clock.sync(now)
         declared = {job.name: job for job in self.scheduler.jobs_for(self.group.name)}
@@ -294,7 +297,6 @@ class GroupLoop(threading.Thread):
             now, states = group_states(self.group.name, exclude_instance=self.node.instance)
             self.clock.sync(now)
             by_name = {state.name: state for state in states}
-        self._reap_workers()
         self._check_timeouts()
 
         plans: list[RunPlan] = []

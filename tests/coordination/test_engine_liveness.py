@@ -205,3 +205,47 @@ def test_lease_mode_needs_a_tick_well_under_the_lease():
     assert [e.id for e in errors] == ["coordination.E009"]
     with override_settings(INSTATIC_MAX_TICK=0.5):
         assert check_lock_mode() == []
+
+
+def test_a_run_that_finishes_while_the_tick_reads_state_is_not_planned_again(monkeypatch, caplog):
+    """The tick must see a worker as finished only if it also sees the state it wrote.
+
+    A worker that committed (next slot moved on) between the tick's state read and its look at
+    the workers made the tick plan the same slot again: a wasted claim and an "already claimed
+    elsewhere" line, about one every few seconds in the soak.
+    """
+    from coordination import loop as loop_module
+
+    release = threading.Event()
+    recorder = Recorder(block=release)
+    reg, job = declare(recorder, transactional=True)
+    make_due(job, ago=timedelta(0))
+    scheduler = Scheduler(groups=[GROUP], node_name="race-node", registry=reg)
+    (loop,) = scheduler.loops
+    scheduler.register()
+    assert loop._try_lead(wait=0)
+    try:
+        loop.tick()
+        wait_until(lambda: recorder.slots, timeout=5)
+        worker = loop.workers[job.name]
+        real = loop_module.group_states
+
+        def read_then_finish(*args, **kwargs):
+            result = real(*args, **kwargs)  # the state still says the slot is due...
+            release.set()
+            worker.join(timeout=5)  # ...and the run commits before the tick looks at workers
+            return result
+
+        monkeypatch.setattr(loop_module, "group_states", read_then_finish)
+        caplog.set_level("INFO", logger="coordination")
+        loop.tick()
+        monkeypatch.setattr(loop_module, "group_states", real)
+        for worker in list(loop.workers.values()):
+            worker.join(timeout=5)
+        assert "already claimed elsewhere" not in caplog.text
+        assert len(recorder.slots) == 1
+    finally:
+        release.set()
+        scheduler.stop()
+        loop._shutdown()
+        scheduler.finish()
