@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from django.db import DatabaseError, InterfaceError, connection, transaction
 from django.db.models.functions import Now
 
-from coordination import leadership
+from coordination import alerts, leadership
 from coordination.conf import settings
 from coordination.locks import terminate_holder
 from coordination.models import Leadership, Node
@@ -228,6 +228,8 @@ class Heartbeat(threading.Thread):
         self.identity = scheduler.node
         self.last_ok = time.monotonic()
         self._halt = threading.Event()
+        #: Group -> monotonic time since which this node has seen no live leader of it.
+        self._leaderless_since: dict[str, float] = {}
 
     def stop(self) -> None:
         self._halt.set()
@@ -262,6 +264,21 @@ class Heartbeat(threading.Thread):
         if now is not None:
             self.scheduler.clock.sync(now)
             self._remove_stale_leaders(now, leaders)
+            self._watch_for_leaderless_groups(now, leaders)
+
+    def _watch_for_leaderless_groups(self, now: datetime, leaders: list[LeaderView]) -> None:
+        """Alert when a group this node runs has had no live leader for longer than the lease."""
+        lease = _lease()
+        led = {leader.group for leader in leaders if not leader.stale(now, lease)}
+        for loop in self.scheduler.loops:
+            group = loop.group.name
+            if loop.leading or group in led or self.scheduler.once:
+                self._leaderless_since.pop(group, None)
+                continue
+            since = self._leaderless_since.setdefault(group, time.monotonic())
+            seconds = time.monotonic() - since
+            if seconds > lease.total_seconds():
+                alerts.no_leader(group, seconds)
 
     def _remove_stale_leaders(self, now: datetime, leaders: list[LeaderView]) -> None:
         lease = _lease()

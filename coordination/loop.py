@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection
 
-from coordination import catchup, leadership, ledger
+from coordination import alerts, catchup, leadership, ledger
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.holdoff import HoldOffs
@@ -543,7 +543,29 @@ class GroupLoop(threading.Thread):
                 job.name,
                 settings.FAILURE_PAUSE_THRESHOLD,
             )
+        if status != JobRun.Status.SUCCEEDED:
+            self._alert_on_failure(job, status, error, paused=paused)
         self.wake()
+
+    def _alert_on_failure(self, job: Job, status: str, error, *, paused: bool) -> None:
+        """Alert when the job paused itself or reached ``INSTATIC_ALERT_AFTER_FAILURES``."""
+        text = str(error).strip() if error else status
+        if paused:
+            alerts.job_paused_itself(job.name, int(settings.FAILURE_PAUSE_THRESHOLD), text)
+            return
+        threshold = int(settings.ALERT_AFTER_FAILURES)
+        if threshold <= 0:
+            return
+        try:
+            failures = (
+                JobState.objects.filter(name=job.name)
+                .values_list("consecutive_failures", flat=True)
+                .first()
+            )
+        except DATABASE_ERRORS:
+            return
+        if failures is not None and failures >= threshold:
+            alerts.job_failing(job.name, failures, text)
 
     # --- shutdown -------------------------------------------------------------------------
     def _shutdown(self) -> None:

@@ -83,6 +83,32 @@ class LeadershipTerm(models.Model):
         return f"{self.group}: {self.node} from {self.started_at:%Y-%m-%d %H:%M:%S}"
 
 
+class Alert(models.Model):
+    """When an alert of one kind about one job or group last went out (the cluster's rate limit)."""
+
+    class Kind(models.TextChoices):
+        JOB_PAUSED = "job paused itself"
+        JOB_FAILING = "job failing"
+        NO_LEADER = "no leader"
+
+    kind = models.CharField(max_length=40, choices=Kind.choices)
+    subject = models.CharField(max_length=200, help_text="The job or group it is about.")
+    last_sent_at = models.DateTimeField()
+    sent = models.PositiveIntegerField(default=1)
+    suppressed = models.PositiveIntegerField(
+        default=0, help_text="Alerts not sent because one had gone out within the interval."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "subject"], name="coordination_alert_once"),
+        ]
+        ordering = ["-last_sent_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.subject}"
+
+
 class LockLease(models.Model):
     """A leader lease, used instead of session locks behind PgBouncer (transaction pooling)."""
 

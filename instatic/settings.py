@@ -7,6 +7,7 @@ without ``DJANGO_SECRET_KEY`` so a deployment can never run with a guessable key
 
 import math
 import os
+from email.utils import getaddresses
 from pathlib import Path
 
 from instatic.database_url import database_from_url
@@ -238,6 +239,24 @@ INSTATIC_LOCK_KEYS = _env_lock_keys("INSTATIC_LOCK_KEYS")
 # The longest wait between reconnection attempts while the database is away.
 INSTATIC_DB_RETRY_MAX = _env_float("INSTATIC_DB_RETRY_MAX", 5.0, positive=True)
 INSTATIC_STARTUP_DB_WAIT = _env_float("INSTATIC_STARTUP_DB_WAIT", 60.0)
+INSTATIC_ALERT_INTERVAL = _env_float("INSTATIC_ALERT_INTERVAL", 3600.0, positive=True)
+INSTATIC_ALERT_AFTER_FAILURES = _env_int("INSTATIC_ALERT_AFTER_FAILURES", 3)
+
+# Who gets alerts (mail_admins) and how mail goes out. DJANGO_ADMINS is a comma-separated list
+# of addresses, e.g. "Ops <ops@example.com>, ann@example.com"; unset sends no mail.
+ADMINS = [
+    (name or address, address)
+    for name, address in getaddresses([os.environ.get("DJANGO_ADMINS", "")])
+    if "@" in address
+]
+SERVER_EMAIL = os.environ.get("DJANGO_SERVER_EMAIL", "instatic@localhost")
+EMAIL_SUBJECT_PREFIX = "[Instatic] "
+EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = _env_int("DJANGO_EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _env_bool("DJANGO_EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = 10
 # --- Publishing app (publishing.conf.settings). ---
 INSTATIC_PUBLISH_BATCH_SIZE = _env_int("INSTATIC_PUBLISH_BATCH_SIZE", 2000, minimum=1)
 INSTATIC_PUBLISH_LINEUP_SIZE = _env_int("INSTATIC_PUBLISH_LINEUP_SIZE", 10, minimum=1)
