@@ -5,6 +5,8 @@ from deep inside Django, so the error is a :class:`SystemExit` carrying a messag
 the variable, the scheme it saw and the schemes Instatic accepts.
 """
 
+import importlib
+import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -42,10 +44,55 @@ def _fail(url: str, problem: str) -> DatabaseUrlError:
     )
 
 
+def _in_memory(url: str) -> DatabaseUrlError:
+    return DatabaseUrlError(
+        f"DATABASE_URL={url!r} names no SQLite file, so it would be an in-memory database that "
+        "the scheduler and the other processes cannot see and that is lost at exit. Write "
+        "sqlite:///relative/path.sqlite3 (three slashes: relative to the working directory) "
+        "or sqlite:////absolute/path.sqlite3 (four), or unset it for var/instatic.sqlite3."
+    )
+
+
+def _require_mysql_driver() -> None:
+    """Stop with one line if the MySQL driver is missing (Django would print a traceback)."""
+    try:
+        importlib.import_module("MySQLdb")
+    except ImportError:
+        raise DatabaseUrlError(
+            "DATABASE_URL is a mysql:// URL but its driver, mysqlclient, is not installed: "
+            "pip install --require-hashes -r requirements-mysql.txt (it builds against the "
+            "client headers: apt-get install libmariadb-dev pkg-config), or use postgres:// "
+            "or sqlite:///."
+        ) from None
+
+
+def _prepare_sqlite_file(path: Path, *, variable: str) -> None:
+    """Create the folder of an SQLite file; stop with one line if it cannot be written.
+
+    SQLite writes its ``-wal`` and ``-shm`` files (and Instatic its lock file) beside the
+    database, so the folder itself must be writable, not only the file.
+    """
+    problem = ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        problem = f"{exc.strerror}: {exc.filename}"
+    else:
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            problem = f"the folder {path.parent} is not writable"
+        elif path.exists() and not os.access(path, os.R_OK | os.W_OK):
+            problem = "the file is not writable"
+    if problem:
+        raise DatabaseUrlError(
+            f"cannot create the SQLite database {path} ({problem}); point {variable} at a "
+            "writable folder (or fix its permissions)."
+        )
+
+
 def database_from_url(url: str | None, *, default_sqlite_path: Path) -> dict:
     """Return the ``DATABASES['default']`` dict for ``url`` (``None`` or empty: SQLite file)."""
     if not url:
-        default_sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+        _prepare_sqlite_file(default_sqlite_path, variable="INSTATIC_VAR_DIR")
         return {
             "ENGINE": _ENGINES["sqlite"],
             "NAME": str(default_sqlite_path),
@@ -60,10 +107,15 @@ def database_from_url(url: str | None, *, default_sqlite_path: Path) -> dict:
         raise _fail(url, f"cannot parse it: {exc}") from None
     if scheme != "sqlite" and not config.get("NAME"):
         raise _fail(url, "no database name in the path")
+    if scheme == "mysql":
+        _require_mysql_driver()
     if scheme == "sqlite":
         name = config.get("NAME") or ""
-        if name and name != ":memory:":
-            Path(name).parent.mkdir(parents=True, exist_ok=True)
+        # sqlite://relative.db parses as a host with no path: dj-database-url makes that
+        # ":memory:", which no other process can share.
+        if urlsplit(url).netloc or name in ("", ":memory:"):
+            raise _in_memory(url)
+        _prepare_sqlite_file(Path(name), variable="DATABASE_URL")
         options = config.setdefault("OPTIONS", {})
         for key, value in SQLITE_OPTIONS.items():
             options.setdefault(key, value)

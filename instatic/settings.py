@@ -7,6 +7,7 @@ without ``DJANGO_SECRET_KEY`` so a deployment can never run with a guessable key
 
 import math
 import os
+import re
 from email.utils import getaddresses
 from pathlib import Path
 
@@ -85,6 +86,14 @@ if not SECRET_KEY:
             "or set DJANGO_DEBUG=1 for local development."
         )
     SECRET_KEY = "instatic-insecure-development-key-only-used-when-DJANGO_DEBUG-is-on"
+elif not DEBUG and (len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5):
+    # Django's own deploy check (security.W009) only warns; a guessable key signs sessions.
+    raise SystemExit(
+        f"DJANGO_SECRET_KEY is too weak ({len(SECRET_KEY)} characters, "
+        f"{len(set(SECRET_KEY))} different); production needs at least 50 random characters, "
+        "e.g. export DJANGO_SECRET_KEY=$(python -c 'import secrets; "
+        "print(secrets.token_urlsafe(50))')."
+    )
 
 ALLOWED_HOSTS = [
     h.strip()
@@ -182,15 +191,40 @@ STORAGES = {
     },
 }
 
+
+def _env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """Return ``SECURE_PROXY_SSL_HEADER`` from ``Header`` or ``Header=value`` (None: unset).
+
+    Only a proxy that always sets (or strips) the header makes it trustworthy: otherwise any
+    client can claim HTTPS by sending it, so nothing is trusted unless the operator says so.
+    """
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    header, equals, expected = (part.strip() for part in value.partition("="))
+    if not equals:
+        expected = "https"
+    if not re.fullmatch(r"[A-Za-z0-9-]+", header) or not expected:
+        raise SystemExit(
+            f"{name}={value!r} is not a header; name the header your proxy sets on HTTPS "
+            f"requests, e.g. {name}=X-Forwarded-Proto (or X-Forwarded-Proto=https), "
+            "or unset it when no proxy sets one."
+        )
+    return ("HTTP_" + header.upper().replace("-", "_"), expected)
+
+
+SECURE_PROXY_SSL_HEADER = _env_proxy_ssl_header("DJANGO_SECURE_PROXY_SSL_HEADER")
+
 # Production hardening; DJANGO_DEBUG=1 relaxes it for local development.
 if not DEBUG:
     SECURE_SSL_REDIRECT = _env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = int(_env_float("DJANGO_SECURE_HSTS_SECONDS", 31536000))
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
+    # Both reach beyond this site (every subdomain; browsers' built-in lists, slow to leave),
+    # so the operator opts in.
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = _env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
     SECURE_CONTENT_TYPE_NOSNIFF = True
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^healthz/scheduler$", r"^metrics$"]
 X_FRAME_OPTIONS = "DENY"
