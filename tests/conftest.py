@@ -48,3 +48,14 @@ def schedulers():
         # Shown by pytest only when the test failed.
         print(f"----- {proc.name} (exit {proc.process.returncode}) -----\n{proc.log()[-4000:]}")
     connection.close()
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    """Debian's Chromium through Playwright (skipped without it, a failure under CI=true)."""
+    from tests.support.browser import chromium
+
+    # Playwright's sync API runs an event loop; the ORM calls in the tests happen outside it.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with chromium() as browser:
+        yield browser

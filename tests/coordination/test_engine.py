@@ -368,37 +368,32 @@ def node(name: str, *, alive: bool) -> Node:
     )
 
 
-def test_a_timed_out_run_still_going_on_a_live_node_holds_the_job_off():
-    """A lock-only loss: the ex-leader is alive and its timed-out run has not returned yet."""
+def timed_out_run_on(name: str, *, alive: bool):
+    """A due job whose earlier run timed out on node ``name`` and has not returned."""
     recorder = Recorder()
     reg, job = declare(recorder)
     make_due(job, ago=timedelta(0))
-    node("ex-leader", alive=True)
+    node(name, alive=alive)
     JobRun.objects.create(
         job=job.name,
         slot=database_now() - timedelta(hours=1),
         status=JobRun.Status.TIMED_OUT,
-        node="ex-leader",
-        node_instance="ex-leader0",
-        started_at=database_now() - timedelta(minutes=2),
+        node=name,
+        node_instance=f"{name}0",
+        started_at=database_now() - timedelta(minutes=6),
     )
+    return recorder, reg, job
+
+
+def test_a_timed_out_run_still_going_on_a_live_node_holds_the_job_off():
+    """A lock-only loss: the ex-leader is alive and its timed-out run has not returned yet."""
+    recorder, reg, _ = timed_out_run_on("ex-leader", alive=True)
     tick(reg)
     assert recorder.slots == [], "it would overlap the run still going on the ex-leader"
 
 
 def test_a_timed_out_run_still_going_on_a_dead_node_is_abandoned_like_a_running_one():
-    recorder = Recorder()
-    reg, job = declare(recorder)
-    make_due(job, ago=timedelta(0))
-    node("frozen", alive=False)
-    JobRun.objects.create(
-        job=job.name,
-        slot=database_now() - timedelta(hours=1),
-        status=JobRun.Status.TIMED_OUT,
-        node="frozen",
-        node_instance="frozen0",
-        started_at=database_now() - timedelta(minutes=6),
-    )
+    recorder, reg, job = timed_out_run_on("frozen", alive=False)
     tick(reg)
     old = JobRun.objects.filter(job=job.name, node="frozen").get()
     assert old.status == JobRun.Status.ABANDONED and old.finished_at is not None

@@ -10,17 +10,9 @@ from django.urls import reverse
 
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState, LeadershipTerm
-from tests.support.browser import chromium, screenshot
+from tests.support.browser import screenshot, signed_in
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API runs an event loop; the ORM calls in the test happen outside it.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with chromium() as browser:
-        yield browser
 
 
 def history():
@@ -58,13 +50,8 @@ def history():
 
 def test_the_timeline_page_in_chromium(live_server, admin_user, browser, request):
     history()
-    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page = signed_in(browser, live_server, admin_user.username, "password")
     try:
-        page.goto(f"{live_server.url}/admin/login/")
-        page.fill("#id_username", admin_user.username)
-        page.fill("#id_password", "password")
-        page.click("input[type=submit]")
-        page.wait_for_selector("#site-name")
         url = reverse("admin:coordination_jobstate_timeline", args=["example.beat"])
         page.goto(f"{live_server.url}{url}")
         svg = page.locator("svg.timeline")

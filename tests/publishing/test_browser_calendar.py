@@ -12,28 +12,10 @@ from django.urls import reverse
 from coordination.clock import database_now
 from publishing.models import Post
 from tests.publishing.conftest import due_post, make_post
-from tests.support.browser import chromium, screenshot
+from tests.support.browser import screenshot, signed_in
 
 S = Post.Status
 CALENDAR = reverse("admin:publishing_post_calendar")
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API runs an event loop; the ORM calls in the tests happen outside it.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with chromium() as browser:
-        yield browser
-
-
-def signed_in(browser, live_server, username: str, password: str):
-    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
-    return page
 
 
 def test_an_editor_who_picks_tokyo_sees_jst_and_the_calendar_moves(

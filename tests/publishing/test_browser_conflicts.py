@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from publishing.models import Post
 from tests.publishing.conftest import due_post, make_post
-from tests.support.browser import chromium, screenshot
+from tests.support.browser import screenshot, signed_in
 from tests.support.polling import wait_until
 from tests.support.processes import process_env, start_scheduler
 
@@ -18,25 +18,6 @@ pytestmark = [pytest.mark.multiprocess, pytest.mark.sqlite]
 
 S = Post.Status
 TYPED = "Fixed a typo: *their* becomes *there*."
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API runs an event loop; the ORM calls in the tests happen outside it.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with chromium() as browser:
-        yield browser
-
-
-def signed_in(browser, live_server, username: str, password: str):
-    """Return a page in a new browser context (its own cookies) signed in as ``username``."""
-    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
-    return page
 
 
 def conflict_text(page) -> str:
