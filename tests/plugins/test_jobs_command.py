@@ -54,9 +54,10 @@ def test_an_unknown_job_is_one_clear_error(states):
         jobs("pause", "nope.nothing")
 
 
-def run_and_wait() -> subprocess.CompletedProcess:
+def run_and_wait(timeout: str = "60") -> subprocess.CompletedProcess:
+    """``manage.py jobs run hatest.manual --wait`` in its own process."""
     return subprocess.run(
-        [sys.executable, "manage.py", "jobs", "run", JOB, "--wait", "--timeout", "60"],
+        [sys.executable, "manage.py", "jobs", "run", JOB, "--wait", "--timeout", timeout],
         cwd=BASE_DIR,
         env=process_env(),
         capture_output=True,
@@ -89,14 +90,7 @@ def test_run_wait_follows_the_manual_run_to_its_outcome_and_exit_code(schedulers
 @pytest.mark.django_db(transaction=True)
 def test_run_wait_without_a_scheduler_says_so_and_gives_up_at_its_timeout(states):
     JobState.objects.create(name=JOB, group="hatest_cli", schedule="hourly")
-    done = subprocess.run(
-        [sys.executable, "manage.py", "jobs", "run", JOB, "--wait", "--timeout", "0.5"],
-        cwd=BASE_DIR,
-        env=process_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_and_wait(timeout="0.5")
     assert done.returncode == 2
     assert "no live scheduler leads" in done.stderr
     assert "no outcome within 0.5s" in done.stderr
