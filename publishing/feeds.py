@@ -7,7 +7,6 @@ from django.utils.feedgenerator import Atom1Feed
 from publishing import selectors
 from publishing.conf import settings
 from publishing.models import Post
-from publishing.rendering import render_body
 
 
 class LatestPostsFeed(Feed):
@@ -19,13 +18,14 @@ class LatestPostsFeed(Feed):
     link = reverse_lazy("publishing:index")
 
     def items(self):
-        return selectors.live_posts().select_related("author")[: int(settings.FEED_SIZE)]
+        posts = selectors.live_posts().select_related("author").defer("body")
+        return posts[: int(settings.FEED_SIZE)]
 
     def item_title(self, item: Post) -> str:
         return item.title
 
     def item_description(self, item: Post) -> str:
-        return str(render_body(item.body))
+        return item.body_html  # sanitized when the body was saved
 
     def item_pubdate(self, item: Post):
         return item.published_at

@@ -36,6 +36,11 @@ class Post(models.Model):
         help_text=_("The post's address, /posts/this-slug/: letters, digits, - and _."),
     )
     body = models.TextField(_("body"), help_text=_("Markdown. Raw HTML is sanitized."))
+    # Rendered once when the body is saved (publishing.rendering.render), never on a page view.
+    body_html = models.TextField(
+        _("body as HTML"), blank=True, default="", db_default="", editable=False
+    )
+    excerpt = models.TextField(_("excerpt"), blank=True, default="", db_default="", editable=False)
     status = models.CharField(
         _("status"),
         max_length=20,

@@ -19,7 +19,7 @@ current row.
 """
 
 import logging
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import datetime
 from functools import partial
 
@@ -39,6 +39,7 @@ from publishing.exceptions import (
     NotPublishable,
 )
 from publishing.models import Post, PublishEvent
+from publishing.rendering import render
 from publishing.validation import publish_problems, schedule_problems, time_problems
 
 logger = logging.getLogger(__name__)
@@ -199,8 +200,10 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
     the actions below, so a stale admin form cannot undo a publish. Drafts and unpublished
     posts keep their planned times; a scheduled post's times change through
     :func:`reschedule_post`. Saving clears a failed publish, so the job tries the post again.
-    Planned times kept on a draft must still be ones every time zone can show.
+    Planned times kept on a draft must still be ones every time zone can show. The body is
+    rendered here, outside the transaction, and stored: page views never render Markdown.
     """
+    post.body_html, post.excerpt = astuple(render(post.body))
     with transaction.atomic():
         if post._state.adding:
             post.status = S.DRAFT
@@ -217,6 +220,7 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
             if current.status in (S.SCHEDULED, S.PUBLISHED):
                 _require_permission(user, "edit a scheduled or published post")
             fields = ["title", "slug", "body", "last_error", "updated_at", "updated_by", "version"]
+            fields += ["body_html", "excerpt"]
             if current.status in (S.DRAFT, S.UNPUBLISHED):
                 _check_times(post)
                 fields += ["publish_at", "unpublish_at"]

@@ -1,17 +1,18 @@
 """The public site: the index of live posts and one page per post.
 
 Only published posts exist here; every other state is a 404. Both pages answer conditional
-requests (``ETag`` / ``Last-Modified``) from a cheap query, before any rendering.
+requests (``ETag`` / ``Last-Modified``) from a cheap query. Bodies were rendered when they were
+saved: a page view reads the stored HTML and excerpt and never renders Markdown.
 """
 
 from django.core.paginator import InvalidPage, Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import condition, require_safe
 
 from publishing import selectors
 from publishing.conf import settings
-from publishing.rendering import excerpt, render_body
 
 
 def _page_number(request) -> str:
@@ -37,12 +38,14 @@ def _index_last_modified(request):
 @condition(etag_func=_index_etag, last_modified_func=_index_last_modified)
 def index(request):
     """List live posts, newest first, a page at a time."""
-    paginator = Paginator(selectors.live_posts(), int(settings.POSTS_PER_PAGE))
+    # The index shows excerpts: leave the (possibly long) bodies in the database.
+    posts = selectors.live_posts().defer("body", "body_html")
+    paginator = Paginator(posts, int(settings.POSTS_PER_PAGE))
     try:
         page = paginator.page(_page_number(request))
     except InvalidPage:
         raise Http404("No such page.")
-    entries = [{"post": post, "excerpt": excerpt(post.body)} for post in page.object_list]
+    entries = [{"post": post, "excerpt": post.excerpt} for post in page.object_list]
     return render(request, "publishing/index.html", {"page": page, "entries": entries})
 
 
@@ -59,6 +62,7 @@ def _post_last_modified(request, slug: str):
 @condition(etag_func=_post_etag, last_modified_func=_post_last_modified)
 def post_detail(request, slug: str):
     """Show one live post; anything not live is a 404."""
-    post = get_object_or_404(selectors.live_posts(), slug=slug)
-    context = {"post": post, "body": render_body(post.body)}
+    post = get_object_or_404(selectors.live_posts().defer("body"), slug=slug)
+    # Safe: sanitized by nh3 when the body was saved (publishing.rendering.render).
+    context = {"post": post, "body": mark_safe(post.body_html)}
     return render(request, "publishing/post_detail.html", context)

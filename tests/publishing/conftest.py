@@ -11,6 +11,7 @@ from django.db.models.functions import Now
 from coordination.clock import database_now
 from coordination.models import Node
 from publishing.models import Post
+from publishing.rendering import render
 
 _slugs = itertools.count(1)
 
@@ -43,6 +44,9 @@ def make_post(**values) -> Post:
     values.setdefault("title", f"Post {n}")
     values.setdefault("slug", f"post-{n}")
     values.setdefault("body", f"The body of *post {n}*.")
+    rendered = render(values["body"])
+    values.setdefault("body_html", rendered.html)
+    values.setdefault("excerpt", rendered.excerpt)
     if values.get("status") == Post.Status.PUBLISHED:
         values.setdefault("published_at", database_now())
     return Post.objects.create(**values)

@@ -1,10 +1,8 @@
 """Markdown rendering and sanitizing: the one function every public page and the feed use."""
 
-from unittest import mock
 
 import pytest
 
-from publishing import rendering
 from publishing.rendering import RenderError, excerpt, render_body, render_markdown
 
 
@@ -42,11 +40,15 @@ def test_mailto_links_are_kept():
     assert 'href="mailto:a@example.com"' in render_markdown("[mail](mailto:a@example.com)")
 
 
-def test_render_failures_raise_render_error_and_render_body_degrades_to_text():
-    with mock.patch.object(rendering.markdown, "Markdown", side_effect=RecursionError("deep")):
-        with pytest.raises(RenderError, match="RecursionError"):
-            render_markdown("> > > x")
-        assert render_body("<b>x</b>") == "<pre>&lt;b&gt;x&lt;/b&gt;</pre>"
+def test_html_nested_too_deep_is_a_render_error_and_render_body_degrades_to_text():
+    with pytest.raises(RenderError, match="more than 100 deep"):
+        render_markdown(">" * 101 + " x")
+    assert render_body("<b>" * 101) == "<pre>" + "&lt;b&gt;" * 101 + "</pre>"
+    assert "<blockquote>" in render_markdown(">" * 20 + " x"), "ordinary nesting renders"
+
+
+def test_closed_and_void_elements_do_not_count_as_nesting():
+    render_markdown("<b>x</b><br><img src='/a.png'>" * 500 + "</x>" * 50)
 
 
 def test_excerpt_is_plain_text():
