@@ -1,6 +1,5 @@
 """Markdown rendering and sanitizing: the one function every public page and the feed use."""
 
-
 import pytest
 
 from publishing.rendering import RenderError, excerpt, render_body, render_markdown
