@@ -38,6 +38,20 @@ def drafter(db) -> User:
     return _staff("drafter", EDITOR_PERMISSIONS)
 
 
+@pytest.fixture
+def as_editor(client, editor):
+    """The test client signed in as an editor who may schedule and publish."""
+    client.force_login(editor)
+    return client
+
+
+@pytest.fixture
+def as_drafter(client, drafter):
+    """The test client signed in as an editor who may write but not publish."""
+    client.force_login(drafter)
+    return client
+
+
 def make_post(**values) -> Post:
     """Insert a post directly (bypassing the services), e.g. one already due."""
     n = next(_slugs)

@@ -54,18 +54,6 @@ def page_errors(response) -> str:
     return response.content.decode()
 
 
-@pytest.fixture
-def as_editor(client, editor):
-    client.force_login(editor)
-    return client
-
-
-@pytest.fixture
-def as_drafter(client, drafter):
-    client.force_login(drafter)
-    return client
-
-
 # --- creating and scheduling -----------------------------------------------------------
 
 

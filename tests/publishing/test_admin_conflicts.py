@@ -38,18 +38,6 @@ def bob(db) -> User:
     return User.objects.get(pk=user.pk)
 
 
-@pytest.fixture
-def as_editor(client, editor):
-    client.force_login(editor)
-    return client
-
-
-@pytest.fixture
-def as_drafter(client, drafter):
-    client.force_login(drafter)
-    return client
-
-
 def open_tab(client, post: Post) -> dict[str, str]:
     page = client.get(change_url(post))
     assert page.status_code == 200

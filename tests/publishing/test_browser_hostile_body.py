@@ -7,7 +7,7 @@ A screenshot of the public page is saved under ``test-artifacts/``.
 
 import pytest
 
-from tests.support.browser import chromium, screenshot
+from tests.support.browser import screenshot, signed_in
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.sqlite]
 
@@ -15,33 +15,25 @@ HOSTILE = "Intro *before* the hostile part.\n\n" + "[a](b " * 4000
 
 
 def test_a_hostile_body_saved_in_the_admin_is_shown_on_the_public_page(
-    live_server, admin_user, request, monkeypatch
+    live_server, admin_user, browser, request
 ):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with chromium() as browser:
-        page = browser.new_page()
-        try:
-            page.goto(f"{live_server.url}/admin/login/")
-            page.fill("#id_username", admin_user.username)
-            page.fill("#id_password", "password")
-            page.click("input[type=submit]")
-            page.wait_for_selector("#site-name")
+    page = signed_in(browser, live_server, admin_user.username, "password")
+    try:
+        page.goto(f"{live_server.url}/admin/publishing/post/add/")
+        page.fill("#id_title", "A hostile body")
+        page.fill("#id_slug", "a-hostile-body")
+        page.fill("#id_body", HOSTILE)
+        page.select_option("#id_target_status", "published")
+        page.click("input[name=_save]")
+        page.wait_for_selector(".messagelist .success")
 
-            page.goto(f"{live_server.url}/admin/publishing/post/add/")
-            page.fill("#id_title", "A hostile body")
-            page.fill("#id_slug", "a-hostile-body")
-            page.fill("#id_body", HOSTILE)
-            page.select_option("#id_target_status", "published")
-            page.click("input[name=_save]")
-            page.wait_for_selector(".messagelist .success")
-
-            page.goto(f"{live_server.url}/")
-            assert "Intro before the hostile part." in page.content()
-            page.click("text=A hostile body")
-            page.wait_for_selector("article.post em")
-            assert page.inner_text("article.post em") == "before"
-            assert "[a](b [a](b" in page.inner_text("article.post")
-            screenshot(page, request.node.name)
-        except BaseException:
-            screenshot(page, request.node.name)
-            raise
+        page.goto(f"{live_server.url}/")
+        assert "Intro before the hostile part." in page.content()
+        page.click("text=A hostile body")
+        page.wait_for_selector("article.post em")
+        assert page.inner_text("article.post em") == "before"
+        assert "[a](b [a](b" in page.inner_text("article.post")
+        screenshot(page, request.node.name)
+    except BaseException:
+        screenshot(page, request.node.name)
+        raise

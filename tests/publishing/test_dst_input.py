@@ -53,12 +53,6 @@ def test_ordinary_times_are_fine(value):
     assert wall_time_problem(value, UTC) is None
 
 
-@pytest.fixture
-def as_editor(client, editor):
-    client.force_login(editor)
-    return client
-
-
 def schedule(client, date: str, time: str):
     data = form_data(client.get(ADD_URL))
     data.update(
