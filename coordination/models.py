@@ -49,6 +49,53 @@ class Leadership(models.Model):
         return f"{self.group}: {self.node}"
 
 
+class NodeSession(models.Model):
+    """A database connection a scheduler process opened (MySQL/MariaDB only).
+
+    PostgreSQL names each session after its node (``application_name``), so a follower finds
+    a frozen leader's sessions in ``pg_stat_activity``. MySQL has no such label, so each
+    connection records its own ``CONNECTION_ID()`` here when it opens; fencing ``KILL``s them
+    all. ``client`` (the server's ``host:port`` of the connection) tells a recorded id apart
+    from the same number handed to another client after a server restart.
+    """
+
+    class Role(models.TextChoices):
+        LOCK = "lock"
+        WORK = "work"
+
+    node = models.CharField(max_length=200)
+    instance = models.CharField(max_length=32, db_index=True)
+    role = models.CharField(max_length=10, choices=Role.choices)
+    connection_id = models.BigIntegerField()
+    client = models.CharField(max_length=255, blank=True)
+    opened_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["node", "opened_at"]
+
+    def __str__(self) -> str:
+        return f"{self.node}/{self.role} connection {self.connection_id}"
+
+
+class WakeUp(models.Model):
+    """A counter per group, bumped when work becomes due sooner (MySQL/MariaDB only).
+
+    PostgreSQL wakes a group's leader with ``NOTIFY``. Elsewhere there is no such signal, so
+    ``coordination.services.notify_group`` bumps this row after commit and every node's
+    heartbeat, which reads the leaders anyway, reads the counters in the same statement: a
+    leader whose group's counter moved ticks at once, without polling on its own.
+    """
+
+    group = models.CharField(max_length=100, primary_key=True)
+    seq = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["group"]
+
+    def __str__(self) -> str:
+        return f"{self.group}: {self.seq}"
+
+
 class LeadershipTerm(models.Model):
     """One node's time at the head of one group: the leadership history.
 

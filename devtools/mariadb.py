@@ -1,7 +1,15 @@
-"""A throwaway MariaDB server: its own data folder and socket, on a free loopback port."""
+"""A throwaway MariaDB server: its own data folder and socket, on a free loopback port.
+
+Used as a context manager by the test runner, benchmarks and the chaos soak; the folder is
+removed on exit. Run ``python -m devtools.mariadb`` to keep one up until Ctrl-C (it prints its
+``DATABASE_URL``). ``restart()`` is ``mysqladmin shutdown`` and a start on the same data: every
+session ends, as in an operator's restart.
+"""
 
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -36,17 +44,27 @@ def client_library_available() -> bool:
 class MariaDBServer(ServerProcess):
     """One MariaDB server on 127.0.0.1 with a root user that needs no password over TCP."""
 
-    def __init__(self, *, port: int | None = None):
+    ENV_VAR = "INSTATIC_TEST_MARIADB"
+
+    def __init__(
+        self, *, port: int | None = None, bind_address: str = "127.0.0.1", extra_args=()
+    ):
         self.server = find_server()
         if self.server is None:
             raise RuntimeError("MariaDB server binaries (mariadbd) are not installed")
         self.port = port or free_port()
+        self.bind_address = bind_address
+        self.extra_args = list(extra_args)
         self.user = service_user()
         self.workdir: Path | None = None
         self.process: subprocess.Popen | None = None
 
     def url(self, dbname: str = "instatic") -> str:
         return f"mysql://root@127.0.0.1:{self.port}/{dbname}"
+
+    @property
+    def socket_path(self) -> str:
+        return f"{self.workdir}/mysqld.sock"
 
     def start(self) -> "MariaDBServer":
         self.workdir = make_workdir("instatic-mariadb-", self.user)
@@ -63,30 +81,8 @@ class MariaDBServer(ServerProcess):
             self.user,
             timeout=180,
         )
-        self.process = subprocess.Popen(
-            [
-                self.server,
-                "--no-defaults",
-                f"--datadir={self.workdir}/data",
-                f"--socket={self.workdir}/mysqld.sock",
-                f"--pid-file={self.workdir}/mysqld.pid",
-                "--bind-address=127.0.0.1",
-                f"--port={self.port}",
-                "--skip-name-resolve",
-                "--innodb-flush-log-at-trx-commit=0",
-                "--innodb-doublewrite=0",
-                "--max-connections=300",
-                "--character-set-server=utf8mb4",
-                "--collation-server=utf8mb4_unicode_ci",
-                f"--log-error={self.workdir}/error.log",
-            ],
-            user=self.user,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd="/",
-        )
+        self._launch()
         try:
-            wait_for_port(self.port, timeout=60)
             self._sql(
                 "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';"
                 " GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"
@@ -98,6 +94,78 @@ class MariaDBServer(ServerProcess):
             raise
         return self
 
+    def _launch(self) -> None:
+        """Start ``mariadbd`` on the existing data folder and wait until it answers."""
+        self.process = subprocess.Popen(
+            [
+                self.server,
+                "--no-defaults",
+                f"--datadir={self.workdir}/data",
+                f"--socket={self.socket_path}",
+                f"--pid-file={self.workdir}/mysqld.pid",
+                f"--bind-address={self.bind_address}",
+                f"--port={self.port}",
+                "--skip-name-resolve",
+                "--innodb-flush-log-at-trx-commit=0",
+                "--innodb-doublewrite=0",
+                "--max-connections=400",
+                "--character-set-server=utf8mb4",
+                "--collation-server=utf8mb4_unicode_ci",
+                f"--log-error={self.workdir}/error.log",
+                *self.extra_args,
+            ],
+            user=self.user,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            start_new_session=True,  # a Ctrl-C meant for a test run must not reach it
+        )
+        wait_for_port(self.port, timeout=60)
+        self._sql("SELECT 1")
+
+    def halt(self) -> None:
+        """Stop the server with ``mysqladmin shutdown`` but keep its data (a database outage)."""
+        admin = shutil.which("mariadb-admin") or shutil.which("mysqladmin")
+        subprocess.run(
+            [admin, "--no-defaults", f"--socket={self.socket_path}", "-uroot", "shutdown"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        if self.process is not None:
+            self.process.wait(60)
+            self.process = None
+        else:  # a handle from from_env(): wait until the pid file is gone
+            deadline = time.monotonic() + 60
+            while Path(f"{self.workdir}/mysqld.pid").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def resume(self) -> None:
+        self._launch()
+
+    def restart(self) -> None:
+        """``mysqladmin shutdown``, then start again on the same data and port."""
+        self.halt()
+        self.resume()
+
+    def export_env(self, env: dict) -> None:
+        """Let child processes (tests) restart this server: see :meth:`from_env`."""
+        env[self.ENV_VAR] = f"{self.server}|{self.workdir}|{self.port}|{self.user or ''}"
+
+    @classmethod
+    def from_env(cls, environ) -> "MariaDBServer | None":
+        """Return a handle on the server a parent process started, or ``None``."""
+        value = environ.get(cls.ENV_VAR)
+        if not value:
+            return None
+        server, workdir, port, user = value.split("|")
+        handle = cls.__new__(cls)
+        handle.server, handle.workdir, handle.port = server, Path(workdir), int(port)
+        handle.user, handle.process = user or None, None
+        handle.bind_address, handle.extra_args = "127.0.0.1", []
+        return handle
+
     def _load_time_zones(self) -> None:
         """Load the zone tables, which Django needs for time-zone-aware date queries on MySQL."""
         to_sql = shutil.which("mariadb-tzinfo-to-sql") or shutil.which("mysql_tzinfo_to_sql")
@@ -108,7 +176,7 @@ class MariaDBServer(ServerProcess):
         ).stdout
         client = shutil.which("mariadb") or shutil.which("mysql")
         subprocess.run(
-            [client, "--no-defaults", f"--socket={self.workdir}/mysqld.sock", "-uroot", "mysql"],
+            [client, "--no-defaults", f"--socket={self.socket_path}", "-uroot", "mysql"],
             input=statements,
             capture_output=True,
             text=True,
@@ -123,7 +191,7 @@ class MariaDBServer(ServerProcess):
                 [
                     client,
                     "--no-defaults",
-                    f"--socket={self.workdir}/mysqld.sock",
+                    f"--socket={self.socket_path}",
                     "-uroot",
                     "-e",
                     sql,
@@ -136,3 +204,18 @@ class MariaDBServer(ServerProcess):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"MariaDB setup failed: {result.stderr}")
             time.sleep(0.1)
+
+
+def main() -> None:
+    """Start a server, print its URL, and keep it until SIGINT/SIGTERM."""
+    with MariaDBServer() as server:
+        print(f"DATABASE_URL={server.url('instatic')}", flush=True)
+        try:
+            signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+            signal.pause()
+        except (KeyboardInterrupt, SystemExit):
+            pass
+
+
+if __name__ == "__main__":
+    main()
