@@ -4,20 +4,24 @@ Every scheduler process heartbeats its node row (``INSTATIC_HEARTBEAT_INTERVAL``
 leader whose node has not heartbeated for longer than the lease (``INSTATIC_LEASE``) is removed
 by a follower: it terminates the leader's lock session (so the lock frees and a waiting
 follower takes it) and the leader's work sessions (so a frozen transaction cannot block or
-commit). On PostgreSQL one statement both writes the heartbeat and reads the leaders, which
-keeps an idle replica well under a statement a second.
+commit): found by ``application_name`` on PostgreSQL, by the connection ids each process
+records (``coordination.nodesessions``) on MySQL/MariaDB. On PostgreSQL and MySQL one statement
+both writes the heartbeat and reads the leaders (and, on MySQL, the groups' wake-up counters),
+which keeps an idle replica well under a statement a second.
 """
 
+import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import DatabaseError, InterfaceError, connection, transaction
 from django.db.models.functions import Now
+from django.utils import timezone
 
-from coordination import alerts, leadership
+from coordination import alerts, leadership, nodesessions
 from coordination.conf import settings
 from coordination.locks import terminate_holder
 from coordination.models import Leadership, Node
@@ -111,15 +115,31 @@ def register_node(identity: NodeIdentity, *, groups, declared_jobs, fingerprint:
                 "stopped_at": None,
             },
         )
+    # MySQL: the connection records of this name's earlier processes go (none of them is
+    # live, or the name would have been refused); this process's own are recorded from now.
+    nodesessions.forget(node=identity.name, keep=identity.instance)
+    nodesessions.record_connections(identity)
 
 
 def mark_stopped(identity: NodeIdentity) -> None:
     Node.objects.filter(name=identity.name, instance=identity.instance).update(
         stopped_at=Now(), last_heartbeat=Now()
     )
+    nodesessions.forget(instance=identity.instance)
 
 
-_PULSE_SQL = """
+@dataclass(frozen=True)
+class Pulse:
+    """What one heartbeat wrote and read."""
+
+    now: datetime | None  # the database's time (None: the row was not written)
+    written: bool  # False: this node's row was missing or taken by another process
+    leaders: list[LeaderView] = field(default_factory=list)
+    #: Group -> wake-up counter (MySQL: bumped when work becomes due sooner).
+    wakeups: dict[str, int] = field(default_factory=dict)
+
+
+_PULSE_POSTGRESQL = """
 WITH beat AS (
     UPDATE coordination_node SET last_heartbeat = STATEMENT_TIMESTAMP()
     WHERE name = %s AND instance = %s RETURNING 1
@@ -132,17 +152,79 @@ LEFT JOIN coordination_leadership l ON TRUE
 LEFT JOIN coordination_node n ON n.name = l.node
 """
 
+# MariaDB has no UPDATE ... RETURNING, but INSERT ... SELECT ... ON DUPLICATE KEY UPDATE ...
+# RETURNING is one statement: the SELECT finds this process's own row (none if it is missing
+# or taken), the duplicate key turns the insert into the heartbeat's update, and RETURNING's
+# scalar subqueries read the leaders and the wake-up counters in the same round trip.
+_NODE_COLUMNS = (
+    "id, name, instance, host, pid, `groups`, declared_jobs, jobs_fingerprint, started_at,"
+    " last_heartbeat, stopped_at"
+)
+_PULSE_MYSQL = f"""
+INSERT INTO coordination_node ({_NODE_COLUMNS})
+SELECT {_NODE_COLUMNS} FROM coordination_node WHERE name = %s AND instance = %s
+ON DUPLICATE KEY UPDATE last_heartbeat = NOW(6)
+RETURNING NOW(6),
+    (SELECT JSON_ARRAYAGG(JSON_ARRAY(l.`group`, l.node, l.instance, l.`key`, l.session_id,
+                                     n.instance, n.last_heartbeat, n.stopped_at))
+     FROM coordination_leadership l LEFT JOIN coordination_node n ON n.name = l.node),
+    (SELECT JSON_OBJECTAGG(w.`group`, w.seq) FROM coordination_wakeup w)
+"""
 
-def pulse(identity: NodeIdentity) -> tuple[datetime | None, bool, list[LeaderView]]:
-    """Write the heartbeat and read the leaders: (database now, row written, leaders)."""
-    if connection.vendor == "postgresql":
-        # One round trip: this runs every couple of seconds on every replica.
-        with connection.cursor() as cursor:
-            cursor.execute(_PULSE_SQL, (identity.name, identity.instance))
-            rows = cursor.fetchall()
-        now, written = rows[0][0], bool(rows[0][1])
-        leaders = [LeaderView(*row[2:]) for row in rows if row[2] is not None]
-        return now, written, leaders
+
+def pulse(identity: NodeIdentity) -> Pulse:
+    """Write the heartbeat and read the leaders (one statement where the vendor allows)."""
+    reader = _PULSES.get(connection.vendor, _pulse_orm)
+    return reader(identity)
+
+
+def _pulse_postgresql(identity: NodeIdentity) -> Pulse:
+    with connection.cursor() as cursor:
+        cursor.execute(_PULSE_POSTGRESQL, (identity.name, identity.instance))
+        rows = cursor.fetchall()
+    now, written = rows[0][0], bool(rows[0][1])
+    leaders = [LeaderView(*row[2:]) for row in rows if row[2] is not None]
+    return Pulse(now, written, leaders)
+
+
+def _pulse_mysql(identity: NodeIdentity) -> Pulse:
+    with connection.cursor() as cursor:
+        cursor.execute(_PULSE_MYSQL, (identity.name, identity.instance))
+        row = cursor.fetchone()
+    if row is None:
+        return Pulse(None, False)
+    now, leaders_json, wakeups_json = row
+    leaders = [
+        LeaderView(
+            group=group,
+            node=node,
+            instance=instance,
+            key=key,
+            session_id=session_id,
+            node_instance=node_instance,
+            last_heartbeat=_mysql_datetime(last_heartbeat),
+            stopped_at=_mysql_datetime(stopped_at),
+        )
+        for group, node, instance, key, session_id, node_instance, last_heartbeat, stopped_at in (
+            json.loads(leaders_json) if leaders_json else []
+        )
+    ]
+    wakeups = {k: int(v) for k, v in json.loads(wakeups_json).items()} if wakeups_json else {}
+    return Pulse(_mysql_datetime(now), True, leaders, wakeups)
+
+
+def _mysql_datetime(value) -> datetime | None:
+    """Make a raw SQL value (naive, or text in JSON) an aware datetime, as Django does."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, connection.timezone)
+    return value
+
+
+def _pulse_orm(identity: NodeIdentity) -> Pulse:
     written = bool(
         Node.objects.filter(name=identity.name, instance=identity.instance).update(
             last_heartbeat=Now()
@@ -165,21 +247,30 @@ def pulse(identity: NodeIdentity) -> tuple[datetime | None, bool, list[LeaderVie
                 stopped_at=node.stopped_at if node else None,
             )
         )
-    return now, written, leaders
+    return Pulse(now, written, leaders)
 
 
-def terminate_node_work_sessions(node_name: str) -> int:
-    """End a stale node's own work sessions (PostgreSQL) so a frozen transaction cannot commit."""
-    if connection.vendor != "postgresql":
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND application_name = %s"
-            " AND pid <> pg_backend_pid()",
-            (work_application_name(node_name),),
-        )
-        return cursor.fetchone()[0]
+_PULSES = {"postgresql": _pulse_postgresql, "mysql": _pulse_mysql}
+
+
+def terminate_node_work_sessions(leader: LeaderView) -> int:
+    """End a frozen leader's own work sessions so none of its transactions can commit.
+
+    PostgreSQL finds them by ``application_name``; MySQL by the connection ids the process
+    recorded. SQLite has no sessions to end.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND application_name = %s"
+                " AND pid <> pg_backend_pid()",
+                (work_application_name(leader.node),),
+            )
+            return cursor.fetchone()[0]
+    if connection.vendor == "mysql":
+        return nodesessions.kill(leader.instance)
+    return 0
 
 
 def work_application_name(node_name: str) -> str:
@@ -230,6 +321,8 @@ class Heartbeat(threading.Thread):
         self._halt = threading.Event()
         #: Group -> monotonic time since which this node has seen no live leader of it.
         self._leaderless_since: dict[str, float] = {}
+        #: Group -> the wake-up counter last seen (MySQL; None before the first heartbeat).
+        self._wakeups: dict[str, int] | None = None
 
     def stop(self) -> None:
         self._halt.set()
@@ -254,17 +347,28 @@ class Heartbeat(threading.Thread):
             connection.close()
 
     def beat(self) -> None:
-        now, written, leaders = pulse(self.identity)
-        if not written:
+        beat = pulse(self.identity)
+        if not beat.written:
             logger.warning(
                 "node %s: its row was missing or taken; registering again", self.identity.name
             )
             self.scheduler.register()
         self.last_ok = time.monotonic()
-        if now is not None:
-            self.scheduler.clock.sync(now)
-            self._remove_stale_leaders(now, leaders)
-            self._watch_for_leaderless_groups(now, leaders)
+        self._wake_leaders(beat.wakeups)
+        if beat.now is not None:
+            self.scheduler.clock.sync(beat.now)
+            self._remove_stale_leaders(beat.now, beat.leaders)
+            self._watch_for_leaderless_groups(beat.now, beat.leaders)
+
+    def _wake_leaders(self, wakeups: dict[str, int]) -> None:
+        """Wake the loop of each group this node leads whose wake-up counter moved (MySQL)."""
+        if self._wakeups is not None:
+            for group, seq in wakeups.items():
+                if self._wakeups.get(group) != seq:
+                    loop = self.scheduler.loop_for(group)
+                    if loop is not None and loop.leading:
+                        loop.wake()
+        self._wakeups = dict(wakeups)
 
     def _watch_for_leaderless_groups(self, now: datetime, leaders: list[LeaderView]) -> None:
         """Alert when a group this node runs has had no live leader for longer than the lease."""
@@ -291,7 +395,7 @@ class Heartbeat(threading.Thread):
             # Fence first: end the frozen node's work sessions, so none of its transactions
             # can block or commit, then its lock session, which frees the lock for a follower
             # (also where the lock is a lease, in PgBouncer mode, and ends by itself).
-            work = terminate_node_work_sessions(leader.node) if leader.frozen(now, lease) else 0
+            work = terminate_node_work_sessions(leader) if leader.frozen(now, lease) else 0
             pid = terminate_holder(leader.key, pid=leader.session_id)
             if pid is None and not work:
                 continue

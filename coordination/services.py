@@ -3,13 +3,13 @@
 import logging
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Value
 from django.db.models.functions import Coalesce, Least, Now
 
 from coordination import ledger
 from coordination.clock import database_now
-from coordination.models import JobRun, JobState
+from coordination.models import JobRun, JobState, WakeUp
 from coordination.registry import group as group_named
 from coordination.registry import registry
 
@@ -17,10 +17,35 @@ logger = logging.getLogger(__name__)
 
 
 def notify_group(group_name: str) -> None:
-    """Wake the group's leader at once (PostgreSQL ``NOTIFY``, delivered at commit)."""
+    """Wake the group's leader once the surrounding transaction commits.
+
+    PostgreSQL: ``NOTIFY`` (delivered at commit) ends the leader's sleep on its lock socket.
+    MySQL: the group's wake-up counter is bumped after commit (so no editor's transaction
+    waits on that row); every heartbeat reads the counters, and the leader's own heartbeat
+    wakes its loop when its group's counter moved. SQLite: the leader polls.
+    """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, '')", [group_named(group_name).channel])
+    elif connection.vendor == "mysql":
+        transaction.on_commit(lambda: _bump_wakeup(group_name))
+
+
+def _bump_wakeup(group_name: str) -> None:
+    """Add one to the group's wake-up counter (one statement; creates the row the first time).
+
+    The caller's change is committed already: a failure here only delays the leader until its
+    next safety-net tick (``INSTATIC_NOTIFY_MAX_TICK``), so it is logged, not raised.
+    """
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {WakeUp._meta.db_table} (`group`, seq) VALUES (%s, 1)"
+                " ON DUPLICATE KEY UPDATE seq = seq + 1",
+                [group_name],
+            )
+    except DatabaseError as exc:
+        logger.warning("could not wake the %s leader: %s", group_name, exc)
 
 
 def request_wakeup(job_name: str, at: datetime) -> None:

@@ -46,9 +46,7 @@ class MariaDBServer(ServerProcess):
 
     ENV_VAR = "INSTATIC_TEST_MARIADB"
 
-    def __init__(
-        self, *, port: int | None = None, bind_address: str = "127.0.0.1", extra_args=()
-    ):
+    def __init__(self, *, port: int | None = None, bind_address: str = "127.0.0.1", extra_args=()):
         self.server = find_server()
         if self.server is None:
             raise RuntimeError("MariaDB server binaries (mariadbd) are not installed")

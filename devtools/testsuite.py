@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     if "mysql" in only:
         if mariadb.find_server() and mariadb.client_library_available():
             with mariadb.MariaDBServer() as server:
-                if run_pytest("MariaDB", server.url("instatic"), argv) != 0:
+                if run_pytest("MariaDB", server.url("instatic"), argv, server) != 0:
                     failures.append("MariaDB")
         else:
             notice(

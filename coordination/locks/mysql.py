@@ -1,7 +1,11 @@
 """MySQL / MariaDB: ``GET_LOCK`` / ``RELEASE_LOCK`` on a dedicated connection.
 
 User-level lock names are global to the server, so the name carries the database name; MySQL
-caps them at 64 characters.
+caps them at 64 characters. A follower waits in ``GET_LOCK(name, timeout)``, blocked in the
+server, so it gets a freed lock the moment its holder releases it or its session ends; shutdown
+ends that wait with ``KILL QUERY`` from a connection of its own. In a scheduler process the
+lock connection records its id (``coordination.nodesessions``) so a fencer can find it, as
+``application_name`` does on PostgreSQL.
 """
 
 import hashlib
@@ -10,6 +14,7 @@ import time
 
 from django.db import connections
 
+from coordination import nodesessions
 from coordination.conf import settings
 from coordination.keys import format_key, normalize_key
 from coordination.locks.base import LeaderLock, LockHolder
@@ -18,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 64
 ER_NO_SUCH_THREAD = 1094
+ER_QUERY_INTERRUPTED = 1317
 _KILL_WAIT = 5.0
 
 
@@ -38,6 +44,7 @@ def lock_name(database: str, key: int) -> str:
 class MySQLLeaderLock(LeaderLock):
     vendor = "mysql"
     _thread_id: int | None = None
+    _listening = False
 
     @property
     def lock_name(self) -> str:
@@ -49,7 +56,13 @@ class MySQLLeaderLock(LeaderLock):
                 {"connect_timeout": max(2, int(float(settings.LEASE) / 2))}
             )
             conn.autocommit(True)
+            try:
+                nodesessions.record_raw(conn, role="lock")
+            except Exception:
+                conn.close()
+                raise
             self._conn = conn
+            self._listening = False
             # Read once: MySQLdb refuses a connection used by two threads at once, and
             # session_id() is asked from other threads while an acquire waits.
             self._thread_id = conn.thread_id()
@@ -59,6 +72,21 @@ class MySQLLeaderLock(LeaderLock):
         with self._cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchone()[0]
+
+    def _scalar_past_cancel(self, sql: str, params=()):
+        """Run a check or release that shutdown's ``KILL QUERY`` may have hit just now.
+
+        The ``KILL QUERY`` meant for a lock wait can land on the statement after it, when the
+        wait ended on its own meanwhile; after a cancel, an interrupted statement is asked
+        again rather than taken as a lost lock.
+        """
+        try:
+            return self._scalar(sql, params)
+        except Exception as exc:
+            interrupted = nodesessions.error_code(exc) == ER_QUERY_INTERRUPTED
+            if not (self._cancelled.is_set() and interrupted):
+                raise
+            return self._scalar(sql, params)
 
     def session_id(self) -> int | None:
         return self._thread_id if self._conn is not None else None
@@ -78,10 +106,26 @@ class MySQLLeaderLock(LeaderLock):
             conn.close()
 
     def _still_held(self) -> bool:
-        return self._scalar("SELECT IS_USED_LOCK(%s) = CONNECTION_ID()", (self.lock_name,)) == 1
+        return (
+            self._scalar_past_cancel("SELECT IS_USED_LOCK(%s) = CONNECTION_ID()", (self.lock_name,))
+            == 1
+        )
 
     def _release(self) -> bool:
-        return self._scalar("SELECT RELEASE_LOCK(%s)", (self.lock_name,)) == 1
+        return self._scalar_past_cancel("SELECT RELEASE_LOCK(%s)", (self.lock_name,)) == 1
+
+    @property
+    def listening(self) -> bool:
+        """Wake-ups reach the leader without polling: its heartbeat reads the wake-up counters.
+
+        ``coordination.services.notify_group`` bumps the group's counter; the heartbeat's
+        single statement reads them all, so the leader may sleep until its next due instant.
+        """
+        return self._conn is not None and self._listening
+
+    def listen(self, channel: str) -> None:
+        if self._conn is not None:
+            self._listening = True
 
     @classmethod
     def list_holders(cls, *, using: str, keys=()) -> list[LockHolder]:
@@ -124,7 +168,7 @@ class MySQLLeaderLock(LeaderLock):
             try:
                 cursor.execute(f"KILL CONNECTION {int(holder)}")
             except Exception as exc:
-                if getattr(exc, "args", (None,))[0] == ER_NO_SUCH_THREAD:
+                if nodesessions.error_code(exc) == ER_NO_SUCH_THREAD:
                     return None  # it went away on its own, lock and all
                 raise
             # KILL only flags the session; wait (bounded) until its locks are gone, as

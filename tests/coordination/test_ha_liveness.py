@@ -5,7 +5,6 @@ run-now, a ``--once`` run fenced as a frozen leader, a follower deaf to SIGTERM 
 a job overlapping itself after its node lost only the lock.
 """
 
-import os
 import signal
 import time
 
@@ -17,9 +16,9 @@ from coordination.conf import settings
 from coordination.locks import terminate_holder
 from coordination.models import JobRun, JobState, Leadership
 from coordination.registry import registry
-from devtools.pgcluster import PostgresCluster
 from devtools.servers import free_port
 from plugins.testing import make_due
+from tests.support.databases import suite_server
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True)]
@@ -78,7 +77,7 @@ def test_a_run_now_killed_mid_run_neither_freezes_the_job_nor_spins_the_survivor
     assert JobRun.objects.filter(job=SLOW).count() < 40, "no flood of ledger rows"
 
 
-@pytest.mark.postgresql
+@pytest.mark.server
 def test_a_long_once_run_is_not_fenced_as_a_frozen_leader(schedulers):
     """``--once`` heartbeats: a follower leaves its run alone, and it exits 0."""
     make_due(registry.get(SLOW))
@@ -145,19 +144,19 @@ def test_a_job_never_overlaps_itself_when_its_node_loses_only_the_lock(scheduler
     connection.close()
 
 
-@pytest.mark.postgresql
+@pytest.mark.server
 def test_a_scheduler_started_while_the_database_is_down_waits_for_it_and_then_leads(schedulers):
-    cluster = PostgresCluster.from_env(os.environ)
-    if cluster is None:
-        pytest.skip("the PostgreSQL cluster was not started by the test suite")
+    server = suite_server()
+    if server is None:
+        pytest.skip("the database server was not started by the test suite")
     connection.close()
-    cluster.halt()
+    server.halt()
     try:
         proc = schedulers("late-riser", "hatest", env={"INSTATIC_STARTUP_DB_WAIT": "120"})
         proc.wait_for_log("Trying again in", timeout=20)
         assert proc.alive()
     finally:
-        cluster.resume()
+        server.resume()
         connection.close()
     proc.wait_for_log("running groups", timeout=30)
     wait_until(

@@ -67,7 +67,7 @@ def test_sigkill_ends_the_term_as_a_crash_recorded_by_the_next_leader(schedulers
     assert_new_term_open(new)
 
 
-@pytest.mark.postgresql
+@pytest.mark.server
 def test_a_frozen_leader_is_recorded_as_fenced_and_keeps_that_reason_when_it_wakes(schedulers):
     procs = [schedulers(f"lh-stop-{i}", GROUP) for i in range(2)]
     old, new = takeover(procs, signal.SIGSTOP)

@@ -1,0 +1,38 @@
+"""The database server the test suite started, for tests that restart it or look inside it."""
+
+import os
+
+from django.db import connection
+
+from devtools.mariadb import MariaDBServer
+from devtools.pgcluster import PostgresCluster
+
+
+def suite_server():
+    """Return a handle on the suite's server (``restart()``, ``halt()``, ``resume()``), or None.
+
+    ``devtools.testsuite`` exports the server it started (PostgreSQL or MariaDB); a suite run
+    against a server someone else started cannot restart it, so such tests skip.
+    """
+    handles = {"postgresql": PostgresCluster, "mysql": MariaDBServer}
+    handle = handles.get(connection.vendor)
+    return handle.from_env(os.environ) if handle else None
+
+
+_OTHER_SESSIONS_SQL = {
+    "postgresql": (
+        "SELECT application_name, state, query FROM pg_stat_activity"
+        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    ),
+    "mysql": (
+        "SELECT ID, COMMAND, INFO FROM information_schema.PROCESSLIST"
+        " WHERE DB = DATABASE() AND ID <> CONNECTION_ID()"
+    ),
+}
+
+
+def other_sessions() -> list[tuple]:
+    """Return the sessions on the test database other than this one's."""
+    with connection.cursor() as cursor:
+        cursor.execute(_OTHER_SESSIONS_SQL[connection.vendor])
+        return cursor.fetchall()
