@@ -19,11 +19,17 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from coordination.admin import ReadOnlyAdminMixin
-from publishing import services
+from publishing import selectors, services
 from publishing.admin_calendar import calendar_view
+from publishing.admin_revisions import (
+    compare_view,
+    preview_view,
+    revision_action_view,
+    revisions_view,
+)
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import PostAdminForm
-from publishing.models import Post, PublishEvent
+from publishing.models import Post, PostRevision, PublishEvent
 
 S = Post.Status
 
@@ -336,7 +342,50 @@ class PostAdmin(admin.ModelAdmin):
             self.admin_site.admin_view(partial(calendar_view, self)),
             name="publishing_post_calendar",
         )
-        return [calendar, *super().get_urls()]
+        def view(func, **kwargs):
+            return self.admin_site.admin_view(partial(func, self, **kwargs))
+
+        revisions = [
+            path(
+                "<path:object_id>/revisions/",
+                view(revisions_view),
+                name="publishing_post_revisions",
+            ),
+            path(
+                "<path:object_id>/revisions/compare/",
+                view(compare_view),
+                name="publishing_post_revision_compare",
+            ),
+            path(
+                "<path:object_id>/revisions/<int:number>/cancel/",
+                view(revision_action_view, action="cancel"),
+                name="publishing_post_revision_cancel",
+            ),
+            path(
+                "<path:object_id>/revisions/<int:number>/restore/",
+                view(revision_action_view, action="restore"),
+                name="publishing_post_revision_restore",
+            ),
+            path(
+                "<path:object_id>/preview/",
+                view(preview_view, action="create"),
+                name="publishing_post_preview",
+            ),
+            path(
+                "<path:object_id>/preview/revoke/",
+                view(preview_view, action="revoke"),
+                name="publishing_post_preview_revoke",
+            ),
+        ]
+        return [calendar, *revisions, *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """Name the post's scheduled revision, which a direct edit of the text supersedes."""
+        post = self.get_object(request, object_id)
+        scheduled = PostRevision.Status.SCHEDULED
+        pending = selectors.pending_revision(post, scheduled) if post else None
+        extra_context = {**(extra_context or {}), "scheduled_revision": pending}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "time_zone_name": _zone_name()}

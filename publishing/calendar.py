@@ -1,9 +1,11 @@
-"""The calendar of what goes out: publishes and unpublishes by day, in the editor's zone.
+"""The calendar of what goes out: publishes, unpublishes and revisions by day, in the editor's
+zone.
 
 Deciding is separate from reading: :func:`build` asks the selectors for the window's items
-(two queries on the ``(status, publish_at)`` and ``(status, unpublish_at)`` indexes, only the
-columns shown) and :func:`lay_out` puts them on days. Each day keeps at most ``day_limit``
-items and counts the rest, so a page for 10,000 items renders a few hundred.
+(three queries on the posts' ``(status, publish_at)`` and ``(status, unpublish_at)`` indexes
+and the revisions' ``(status, publish_at)``, only the columns shown) and :func:`lay_out` puts
+them on days. Each day keeps at most ``day_limit`` items and counts the rest, so a page for
+10,000 items renders a few hundred.
 """
 
 import bisect
@@ -17,7 +19,7 @@ from publishing import selectors
 class Kind(enum.StrEnum):
     PUBLISH = "publish"
     UNPUBLISH = "unpublish"
-    # Scheduled revisions of live posts (issue 13 item 1): see revision_switches().
+    # Scheduled revisions of live posts: see revision_switches().
     REVISION = "revision"
 
 
@@ -75,13 +77,16 @@ def week_start(day: date) -> date:
     return day - timedelta(days=day.weekday())
 
 
-def revision_switches(start: datetime, end: datetime) -> list[Entry]:
-    """Return the scheduled revision switches in ``[start, end)``: none yet.
+def revision_switches(start: datetime, end: datetime, now: datetime) -> list[Entry]:
+    """Return the scheduled revision switches before ``end`` (one indexed query).
 
-    The hook for issue 13 item 1: once scheduled revisions exist, return their switch times
-    as ``Kind.REVISION`` entries (one more indexed query, or a UNION with the publishes).
+    Like publishes, a switch due before ``start`` that has not happened is overdue and listed.
+    The entry names the revision's title, the one that will go live.
     """
-    return []
+    return [
+        Entry(Kind.REVISION, post_id, title, at, "", at <= now)
+        for post_id, title, at in selectors.calendar_revisions(start, end)
+    ]
 
 
 def build(*, start: date, weeks: int, zone: tzinfo, now: datetime, day_limit: int) -> Calendar:
@@ -103,7 +108,7 @@ def build(*, start: date, weeks: int, zone: tzinfo, now: datetime, day_limit: in
         Entry(Kind.UNPUBLISH, pk, title, at, "", published and at <= now)
         for pk, title, at, published in selectors.calendar_unpublishes(window_start, window_end)
     ]
-    entries += revision_switches(window_start, window_end)
+    entries += revision_switches(window_start, window_end, now)
     entries.sort(key=lambda e: (e.at, e.post_id))
     return lay_out(entries, days[:-1], bounds, zone, day_limit)
 

@@ -165,20 +165,7 @@ class PostAdminForm(forms.ModelForm):
             self.add_error(None, self.conflict)
 
     def clean_body(self) -> str:
-        body = self.cleaned_data["body"]
-        limit = int(settings.POST_BODY_MAX_CHARS)
-        if len(body) > limit:
-            raise ValidationError(
-                _("The body is %(length)s characters long; the limit is %(limit)s."),
-                params={"length": f"{len(body):,}", "limit": f"{limit:,}"},
-            )
-        try:
-            render_markdown(body)
-        except RenderError as exc:
-            raise ValidationError(
-                _("This body cannot be published: %(error)s."), params={"error": exc}
-            ) from None
-        return body
+        return check_body(self.cleaned_data["body"])
 
     def clean(self):
         cleaned = super().clean()
@@ -230,3 +217,66 @@ class PostAdminForm(forms.ModelForm):
         for field, message in errors.items():
             self.add_error(field, message)
         return cleaned
+
+
+def check_body(body: str) -> str:
+    """Refuse a body over the length limit or one that cannot be rendered (one definition)."""
+    limit = int(settings.POST_BODY_MAX_CHARS)
+    if len(body) > limit:
+        raise ValidationError(
+            _("The body is %(length)s characters long; the limit is %(limit)s."),
+            params={"length": f"{len(body):,}", "limit": f"{limit:,}"},
+        )
+    try:
+        render_markdown(body)
+    except RenderError as exc:
+        raise ValidationError(
+            _("This body cannot be published: %(error)s."), params={"error": exc}
+        ) from None
+    return body
+
+
+class RevisionForm(forms.Form):
+    """A live post's new title and body, and when they go live (in the editor's zone).
+
+    ``version`` (hidden) is the post's version when the page was loaded; the admin passes it
+    to :func:`publishing.services.schedule_revision`, which refuses the revision if the post
+    changed meanwhile (another revision scheduled, a direct edit).
+    """
+
+    title = forms.CharField(label=_("Title"), max_length=200)
+    body = forms.CharField(label=_("Body"), widget=forms.Textarea(attrs={"rows": 16}))
+    publish_at = WallTimeField(label=_("Goes live at"))
+    version = forms.IntegerField(widget=forms.HiddenInput)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["publish_at"].help_text = _(
+            "The public site shows the current version until then. Time zone: %(zone)s."
+        ) % {"zone": timezone.get_current_timezone_name()}
+
+    def clean_body(self) -> str:
+        return check_body(self.cleaned_data["body"])
+
+    def clean_publish_at(self) -> datetime:
+        publish_at = self.cleaned_data["publish_at"]
+        errors = schedule_problems(publish_at=publish_at, unpublish_at=None, now=database_now())
+        if errors:
+            raise ValidationError(errors["publish_at"])
+        return publish_at
+
+
+PREVIEW_LIFETIMES = [
+    ("1", _("1 hour")),
+    ("24", _("1 day")),
+    ("168", _("7 days")),
+    ("720", _("30 days")),
+]
+
+
+class PreviewLinkForm(forms.Form):
+    """How long a new preview link works."""
+
+    hours = forms.TypedChoiceField(
+        label=_("Link works for"), choices=PREVIEW_LIFETIMES, coerce=int, initial="24"
+    )

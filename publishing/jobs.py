@@ -1,4 +1,4 @@
-"""The publish job: put due scheduled posts live and take expired ones down.
+"""The publish job: put due scheduled posts live, take expired ones down, switch revisions.
 
 It runs in the ``publishing`` group (its own leader lock and loop), inside one transaction
 with its run-ledger row, whenever something is due: it returns the next ``publish_at`` or
@@ -30,10 +30,11 @@ LOCKED_RETRY = timedelta(seconds=1)
     transactional=True,
 )
 def publish_due(ctx: JobContext) -> datetime | None:
-    """Publish and unpublish one batch of due posts; return when the job is next due."""
+    """Publish, unpublish and revise one batch of due posts; return when next due."""
     batch_size = int(settings.PUBLISH_BATCH_SIZE)
     published = services.publish_due(batch_size=batch_size, node=ctx.node)
     unpublished = services.unpublish_due(batch_size=batch_size, node=ctx.node)
+    revised = services.switch_due_revisions(batch_size=batch_size, node=ctx.node)
     if published.selected or unpublished.selected:
         logger.info(
             "[publish-scheduler] published %d post(s), unpublished %d, %d failed to publish",
@@ -41,7 +42,13 @@ def publish_due(ctx: JobContext) -> datetime | None:
             len(unpublished.done),
             len(published.failed),
         )
-    if published.more or unpublished.more:
+    if revised.selected:
+        logger.info(
+            "[publish-scheduler] %d scheduled revision(s) went live, %d superseded",
+            len(revised.done),
+            revised.selected - len(revised.done),
+        )
+    if published.more or unpublished.more or revised.more:
         return published.now
     next_due = selectors.next_due_at()
     if next_due is not None and next_due <= published.now:

@@ -95,6 +95,11 @@ class Post(models.Model):
     # form saved against an older version is refused instead of undoing a colleague's change.
     # Not updated_at: on PostgreSQL Now() is the transaction's start, which need not move.
     version = models.PositiveIntegerField(_("version"), default=1, editable=False)
+    # Part of every preview link's signed payload (publishing.previews): adding one revokes
+    # every link given out so far, and nothing else does.
+    preview_generation = models.PositiveIntegerField(
+        _("preview links generation"), default=0, db_default=0, editable=False
+    )
 
     class Meta:
         verbose_name = _("post")
@@ -156,6 +161,11 @@ class PublishEvent(models.Model):
         UNPUBLISHED = "unpublished", _("Unpublished")
         FAILED = "failed", _("Publish failed")
         DELETED = "deleted", _("Post deleted")
+        REVISION_SCHEDULED = "revision_scheduled", _("Revision scheduled")
+        REVISION_CANCELLED = "revision_cancelled", _("Revision cancelled")
+        REVISION_SUPERSEDED = "revision_superseded", _("Revision superseded")
+        REVISION_PUBLISHED = "revision_published", _("Revision published")
+        PREVIEWS_REVOKED = "previews_revoked", _("Preview links revoked")
 
     # History outlives its post: deleting a post keeps its events, named by post_title.
     post = models.ForeignKey(
@@ -208,3 +218,99 @@ class PublishEvent(models.Model):
         if self.user_id is not None and self.user is not None:
             return self.user.get_username()
         return self.node or "system"
+
+
+class RevisionStatus(models.TextChoices):
+    """Where a revision is: pending (draft or scheduled), or done with one way or another."""
+
+    DRAFT = "draft", _("Draft")
+    SCHEDULED = "scheduled", _("Scheduled")
+    PUBLISHED = "published", _("Went live")
+    CANCELLED = "cancelled", _("Cancelled")
+    SUPERSEDED = "superseded", _("Superseded")
+
+
+class PostRevision(models.Model):
+    """A version of a live post's title and body: planned, live once, or set aside.
+
+    A post has at most one pending revision (draft or scheduled): scheduling or restoring one
+    supersedes the one before, under the post's row lock. The publish job switches a scheduled
+    revision in with a conditional change (``scheduled -> published`` only while still
+    scheduled and due by the database clock, and only onto a live post), so a cancelled or
+    superseded revision never goes live and none goes live twice. The body is rendered when
+    the revision is saved, so the switch only copies columns.
+    """
+
+    Status = RevisionStatus
+
+    post = models.ForeignKey(
+        Post, verbose_name=_("post"), on_delete=models.CASCADE, related_name="revisions"
+    )
+    number = models.PositiveIntegerField(_("number"), editable=False)
+    title = models.CharField(_("title"), max_length=200)
+    body = models.TextField(_("body"))
+    body_html = models.TextField(_("body as HTML"), blank=True, default="", editable=False)
+    excerpt = models.TextField(_("excerpt"), blank=True, default="", editable=False)
+    status = models.CharField(
+        _("status"), max_length=20, choices=Status.choices, default=Status.DRAFT, editable=False
+    )
+    publish_at = models.DateTimeField(_("publish at"), null=True, blank=True)
+    published_at = models.DateTimeField(
+        _("went live at"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("When the revision actually went live (database clock)."),
+    )
+    created_at = models.DateTimeField(_("created at"), db_default=Now(), editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("created by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+    )
+    # Who or what ended it: the editor who cancelled it, the scheduler node that put it live.
+    closed_by = models.CharField(_("closed by"), max_length=200, blank=True, editable=False)
+    closed_at = models.DateTimeField(_("closed at"), null=True, blank=True, editable=False)
+    note = models.CharField(_("note"), max_length=300, blank=True, editable=False)
+    restored_from = models.ForeignKey(
+        "self",
+        verbose_name=_("restored from"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+    )
+
+    class Meta:
+        verbose_name = _("revision")
+        verbose_name_plural = _("revisions")
+        ordering = ["-number"]
+        indexes = [
+            # The publish job's "which revisions are due" and "when is the next one".
+            models.Index(fields=["status", "publish_at"], name="publishing_revision_due"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["post", "number"], name="publishing_revision_number"),
+            models.CheckConstraint(
+                condition=Q(status__in=RevisionStatus.values),
+                name="publishing_revision_status_valid",
+                violation_error_message=_("Unknown revision status."),
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=RevisionStatus.SCHEDULED) | Q(publish_at__isnull=False),
+                name="publishing_revision_scheduled_has_publish_at",
+                violation_error_message=_("A scheduled revision needs a publish time."),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"revision {self.number} of “{self.post}”"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status in (RevisionStatus.DRAFT, RevisionStatus.SCHEDULED)

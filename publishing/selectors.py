@@ -7,7 +7,7 @@ from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.functions import Now
 
 from publishing.conf import settings
-from publishing.models import Post, PublishEvent
+from publishing.models import Post, PostRevision, PublishEvent
 
 
 def live_posts() -> QuerySet[Post]:
@@ -64,7 +64,7 @@ def live_post_version(slug: str) -> datetime | None:
 
 
 def next_due_at() -> datetime | None:
-    """Return the next instant the publish job has work: a publish or an unpublish time.
+    """Return the next instant the publish job has work: a publish, unpublish or revision time.
 
     Posts whose publish failed are skipped until an editor changes them.
     """
@@ -80,7 +80,13 @@ def next_due_at() -> datetime | None:
         .values_list("unpublish_at", flat=True)
         .first()
     )
-    candidates = [t for t in (next_publish, next_unpublish) if t is not None]
+    next_revision = (
+        PostRevision.objects.filter(status=PostRevision.Status.SCHEDULED)
+        .order_by("publish_at")
+        .values_list("publish_at", flat=True)
+        .first()
+    )
+    candidates = [t for t in (next_publish, next_unpublish, next_revision) if t is not None]
     return min(candidates) if candidates else None
 
 
@@ -126,3 +132,63 @@ def calendar_unpublishes(start: datetime, end: datetime) -> list[tuple]:
         .order_by("unpublish_at", "id")
         .values_list("id", "title", "unpublish_at", "status")
     ]
+
+
+def calendar_revisions(start: datetime, end: datetime) -> list[tuple]:
+    """Return (post id, revision title, publish_at) of scheduled revisions before ``end``.
+
+    No lower bound, like the publishes: one due before ``start`` is late. One range scan of
+    the revisions' ``(status, publish_at)`` index.
+    """
+    return list(
+        PostRevision.objects.filter(status=PostRevision.Status.SCHEDULED, publish_at__lt=end)
+        .order_by("publish_at", "id")
+        .values_list("post_id", "title", "publish_at")
+    )
+
+
+def revisions_of(post: Post) -> QuerySet[PostRevision]:
+    """Return ``post``'s revisions, newest first, with who created them."""
+    return PostRevision.objects.filter(post=post).select_related("created_by").order_by("-number")
+
+
+def pending_revision(post: Post, status: str | None = None) -> PostRevision | None:
+    """Return ``post``'s newest pending revision (draft or scheduled, or only ``status``)."""
+    statuses = [status] if status else [PostRevision.Status.DRAFT, PostRevision.Status.SCHEDULED]
+    return revisions_of(post).filter(status__in=statuses).first()
+
+
+@dataclass(frozen=True)
+class PreviewPage:
+    """What a preview link shows: a post's next version, and which one it is."""
+
+    title: str
+    body_html: str
+    published_at: datetime | None  # when it goes (or went) live, for the page's date line
+    label: str
+
+
+def preview_page(*, post_id: int, generation: int) -> PreviewPage | None:
+    """Return what a preview of ``post_id`` shows, or None if there is nothing to show.
+
+    None when the post is gone or its links were revoked (``generation`` is older). The
+    newest pending revision wins; without one, the post as it is (a draft, a scheduled post,
+    the live version).
+    """
+    post = (
+        Post.objects.filter(pk=post_id, preview_generation=generation)
+        .only("pk", "title", "body_html", "status", "publish_at", "published_at")
+        .first()
+    )
+    if post is None:
+        return None
+    revision = pending_revision(post)
+    if revision is not None:
+        if revision.status == PostRevision.Status.SCHEDULED:
+            label = f"revision {revision.number}, scheduled"
+        else:
+            label = f"revision {revision.number}, a draft"
+        return PreviewPage(revision.title, revision.body_html, revision.publish_at, label)
+    when = post.published_at if post.status == Post.Status.PUBLISHED else post.publish_at
+    label = post.get_status_display().lower()
+    return PreviewPage(post.title, post.body_html, when, label)

@@ -20,17 +20,19 @@ current row.
 
 import logging
 from dataclasses import astuple, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Max, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Length, Now, Trim
+from django.urls import reverse
 
 from coordination.clock import database_now
 from coordination.metrics import observe_publish_lateness
 from coordination.services import request_wakeup
+from publishing import previews
 from publishing.conf import settings
 from publishing.exceptions import (
     EditConflict,
@@ -38,7 +40,7 @@ from publishing.exceptions import (
     InvalidTransition,
     NotPublishable,
 )
-from publishing.models import Post, PublishEvent
+from publishing.models import Post, PostRevision, PublishEvent
 from publishing.rendering import render
 from publishing.validation import publish_problems, schedule_problems, time_problems
 
@@ -49,6 +51,8 @@ PUBLISH_PERMISSION = "publishing.publish_post"
 
 S = Post.Status
 K = PublishEvent.Kind
+R = PostRevision.Status
+PENDING = (R.DRAFT, R.SCHEDULED)
 
 
 # --- permissions ------------------------------------------------------------------------
@@ -97,10 +101,14 @@ def edit_conflict(current: Post, expected_version: int | None) -> EditConflict |
     """
     if expected_version is None or expected_version == current.version:
         return None
+    # Scheduling a revision or revoking preview links changes the version but not
+    # updated_at (the public pages' Last-Modified); their events say when they happened.
+    last_event = PublishEvent.objects.filter(post=current).aggregate(at=Max("at"))["at"]
+    changed_at = max(filter(None, [current.updated_at, last_event]))
     return EditConflict(
         title=str(current),
         changed_by=current.updated_by,
-        changed_at=current.updated_at,
+        changed_at=changed_at,
         status_label=current.get_status_display(),
         version=current.version,
     )
@@ -229,6 +237,11 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
             post.updated_by = _editor_name(user)
             post.version = _next_version()
             post.save(update_fields=fields)
+            if current.status == S.PUBLISHED and (post.title, post.body) != (
+                current.title,
+                current.body,
+            ):
+                _record_direct_edit(current, post, user=user)
             if current.is_failed:
                 # It was skipped while failed; it may be due right now.
                 request_wakeup(PUBLISH_JOB, at=current.publish_at)
@@ -428,6 +441,284 @@ def delete_post(*, post: Post, user, expected_version: int | None = None) -> Non
         _editor_name(user) or "the system",
         kept,
     )
+
+
+# --- scheduled revisions of live posts ----------------------------------------------------
+#
+# A live post's new title and body go live at a planned time as a revision. A post has at
+# most one scheduled and one draft revision: a newer one supersedes the one before, under the
+# post's row lock, which every revision write takes first (the publish job too, with SKIP
+# LOCKED), so no two writers wait for each other in a cycle. Scheduling, cancelling and
+# restoring change the post's version (a stale form is refused) but not ``updated_at``: that
+# is the public pages' Last-Modified, and a planned change must not show there.
+
+
+def _touch(current: Post, *, user, **values) -> None:
+    """Add one to ``current``'s version (and set ``values``) without moving ``updated_at``."""
+    updated = Post.objects.filter(pk=current.pk, version=current.version).update(
+        updated_by=_editor_name(user), version=_next_version(), **values
+    )
+    if not updated:
+        # Unreachable while the row lock is held; kept so a change can never be blind.
+        raise InvalidTransition(f"“{current}” changed while being saved; reload and try again.")
+
+
+def _next_number(post: Post) -> int:
+    """Return the post's next revision number (call under the post's row lock)."""
+    last = PostRevision.objects.filter(post=post).aggregate(n=Max("number"))["n"]
+    return (last or 0) + 1
+
+
+def _ensure_baseline(current: Post) -> None:
+    """Record the live content as revision 1 if the post has none, so it can be restored."""
+    if PostRevision.objects.filter(post=current).exists():
+        return
+    PostRevision.objects.create(
+        post=current,
+        number=1,
+        title=current.title,
+        body=current.body,
+        body_html=current.body_html,
+        excerpt=current.excerpt,
+        status=R.PUBLISHED,
+        publish_at=current.publish_at,
+        published_at=current.published_at,
+        created_by=current.author,
+        closed_at=current.published_at,
+        note="the live version before the first revision",
+    )
+
+
+def _supersede(current: Post, statuses, *, by: str, note: str, user=None) -> None:
+    """Set aside the post's revisions in ``statuses`` (call under the post's row lock)."""
+    replaced = list(
+        PostRevision.objects.filter(post=current, status__in=statuses).values_list(
+            "pk", "number", "status"
+        )
+    )
+    if not replaced:
+        return
+    PostRevision.objects.filter(pk__in=[pk for pk, _, _ in replaced]).update(
+        status=R.SUPERSEDED, closed_at=Now(), closed_by=by[:200], note=note[:300]
+    )
+    for _, number, status in replaced:
+        detail = f"revision {number} ({status}) superseded: {note}"
+        _event(current, K.REVISION_SUPERSEDED, user=user, detail=detail)
+
+
+def _record_direct_edit(current: Post, saved: Post, *, user) -> None:
+    """Record a live post's edited title and body as a revision that went live now.
+
+    Publishing a change directly supersedes a scheduled revision (as in Wagtail): it would
+    otherwise overwrite this edit at its time with text written before it.
+    """
+    _ensure_baseline(current)
+    number = _next_number(current)
+    _supersede(
+        current,
+        PENDING,
+        by=_editor_name(user),
+        note=f"the live post was edited directly (revision {number})",
+        user=user,
+    )
+    PostRevision.objects.create(
+        post=current,
+        number=number,
+        title=saved.title,
+        body=saved.body,
+        body_html=saved.body_html,
+        excerpt=saved.excerpt,
+        status=R.PUBLISHED,
+        published_at=Now(),
+        created_by=_user_or_none(user),
+        closed_at=Now(),
+        closed_by=_editor_name(user),
+        note="edited directly",
+    )
+
+
+def _live_post_for_revisions(current: Post, action: str) -> None:
+    if current.status != S.PUBLISHED:
+        raise InvalidTransition(
+            f"Cannot {action} “{current}”: it is {current.get_status_display()}, not live; "
+            "edit the post itself."
+        )
+
+
+def revision_problems(*, post: Post, title: str, body: str) -> list[str]:
+    """Return why a revision with this title and body could not go live (empty when it can)."""
+    return publish_problems(title=title, slug=post.slug, body_length=len(body.strip()))
+
+
+def schedule_revision(
+    *,
+    post: Post,
+    title: str,
+    body: str,
+    publish_at: datetime,
+    user,
+    expected_version: int | None = None,
+) -> PostRevision:
+    """Schedule a new title and body for live ``post`` to go live at ``publish_at``.
+
+    The public site shows the current version until the publish job switches the revision in
+    (at its time by the database clock, exactly once, and only if it is still scheduled and
+    the post still live). A pending revision of the post is superseded by this one.
+    """
+    _require_permission(user, "schedule revisions")
+    rendered = render(body)
+    with transaction.atomic():
+        current = _lock(post, expected_version)
+        _live_post_for_revisions(current, "schedule a revision of")
+        errors = schedule_problems(publish_at=publish_at, unpublish_at=None, now=database_now())
+        if not errors and current.unpublish_at and publish_at >= current.unpublish_at:
+            errors["publish_at"] = (
+                "The revision would go live after the post is taken down: choose a time "
+                "before the post's unpublish time."
+            )
+        if errors:
+            raise InvalidSchedule(errors)
+        problems = revision_problems(post=current, title=title, body=body)
+        if problems:
+            raise NotPublishable(problems)
+        _ensure_baseline(current)
+        number = _next_number(current)
+        _supersede(
+            current,
+            PENDING,
+            by=_editor_name(user),
+            note=f"revision {number} was scheduled",
+            user=user,
+        )
+        revision = PostRevision.objects.create(
+            post=current,
+            number=number,
+            title=title,
+            body=body,
+            body_html=rendered.html,
+            excerpt=rendered.excerpt,
+            status=R.SCHEDULED,
+            publish_at=publish_at,
+            created_by=_user_or_none(user),
+        )
+        _touch(current, user=user)
+        detail = f"revision {number} at {_iso(publish_at)}"
+        _event(current, K.REVISION_SCHEDULED, user=user, detail=detail)
+        request_wakeup(PUBLISH_JOB, at=publish_at)
+    revision.refresh_from_db()
+    post.refresh_from_db()
+    return revision
+
+
+def _closed_reason(revision: PostRevision) -> str:
+    if revision.status == R.PUBLISHED:
+        return f"it went live at {_iso(revision.published_at)}"
+    return f"it is {revision.get_status_display().lower()}"
+
+
+def cancel_revision(
+    *, revision: PostRevision, user, expected_version: int | None = None
+) -> PostRevision:
+    """Cancel a scheduled (or discard a draft) revision; it never goes live.
+
+    Raises :class:`InvalidTransition` if the publish job switched it in first.
+    """
+    _require_permission(user, "cancel revisions")
+    with transaction.atomic():
+        current = _lock(revision.post, expected_version)
+        was = PostRevision.objects.get(pk=revision.pk)
+        if was.status not in PENDING:
+            raise InvalidTransition(f"Cannot cancel revision {was.number}: {_closed_reason(was)}.")
+        PostRevision.objects.filter(pk=was.pk, status=was.status).update(
+            status=R.CANCELLED, closed_at=Now(), closed_by=_editor_name(user)
+        )
+        _touch(current, user=user)
+        when = f", was due at {_iso(was.publish_at)}" if was.status == R.SCHEDULED else ""
+        detail = f"revision {was.number} ({was.status}{when})"
+        _event(current, K.REVISION_CANCELLED, user=user, detail=detail)
+    revision.refresh_from_db()
+    return revision
+
+
+def restore_revision(
+    *, revision: PostRevision, user, expected_version: int | None = None
+) -> PostRevision:
+    """Copy an earlier revision's title and body into a new draft revision of its live post.
+
+    The draft supersedes a pending draft (not a scheduled revision); schedule it to put it
+    live. Its body is rendered again, with today's rules.
+    """
+    _require_permission(user, "restore revisions")
+    rendered = render(revision.body)
+    with transaction.atomic():
+        current = _lock(revision.post, expected_version)
+        _live_post_for_revisions(current, "restore a revision of")
+        source = PostRevision.objects.get(pk=revision.pk)
+        number = _next_number(current)
+        note = f"revision {number} restores revision {source.number}"
+        _supersede(current, [R.DRAFT], by=_editor_name(user), note=note, user=user)
+        draft = PostRevision.objects.create(
+            post=current,
+            number=number,
+            title=source.title,
+            body=source.body,
+            body_html=rendered.html,
+            excerpt=rendered.excerpt,
+            status=R.DRAFT,
+            created_by=_user_or_none(user),
+            restored_from=source,
+            note=f"restored from revision {source.number}",
+        )
+        _touch(current, user=user)
+    return draft
+
+
+# --- preview links ------------------------------------------------------------------------
+
+
+def can_preview(user) -> bool:
+    """Return True if ``user`` may hand out (and revoke) preview links: editors of posts."""
+    return user is None or user.has_perm("publishing.change_post")
+
+
+def preview_url(*, post: Post, user, expires_in: timedelta, now: datetime | None = None) -> str:
+    """Return the path of a signed link that shows ``post``'s next version until it expires.
+
+    Anyone with the link sees the newest pending revision (draft or scheduled) or else the
+    post as it is, marked as a preview. The link expires ``expires_in`` after ``now`` (the
+    database's time) and dies with :func:`revoke_preview_links`; see :mod:`publishing.previews`.
+    """
+    if not can_preview(user):
+        raise PermissionDenied(
+            f"{user.get_username() or 'This user'} may not share previews: that needs the "
+            "“Can change post” permission (publishing.change_post)."
+        )
+    previews.check_lifetime(expires_in)
+    now = database_now() if now is None else now
+    generation = Post.objects.values_list("preview_generation", flat=True).get(pk=post.pk)
+    token = previews.make_token(post_id=post.pk, generation=generation, expires_at=now + expires_in)
+    logger.info(
+        "preview link for post %s made by %s, valid until %s",
+        post.pk,
+        _editor_name(user) or "the system",
+        _iso(now + expires_in),
+    )
+    return reverse("publishing:preview", kwargs={"token": token})
+
+
+def revoke_preview_links(*, post: Post, user, expected_version: int | None = None) -> Post:
+    """Make every preview link of ``post`` given out so far a 404."""
+    if not can_preview(user):
+        raise PermissionDenied(
+            f"{user.get_username() or 'This user'} may not revoke previews: that needs the "
+            "“Can change post” permission (publishing.change_post)."
+        )
+    with transaction.atomic():
+        current = _lock(post, expected_version)
+        _touch(current, user=user, preview_generation=F("preview_generation") + 1)
+        _event(current, K.PREVIEWS_REVOKED, user=user, detail="every earlier preview link")
+    post.refresh_from_db()
+    return post
 
 
 # --- the publish job's batches -----------------------------------------------------------
@@ -652,3 +943,169 @@ def unpublish_due(*, batch_size: int | None = None, node: str = "") -> BatchResu
         now = database_now()
         rows = select_due_unpublications(now=now, batch_size=size)
         return unpublish_selected(rows=rows, now=now, node=node, batch_size=size)
+
+
+@dataclass(frozen=True)
+class DueRevision:
+    """A scheduled revision selected for its switch."""
+
+    pk: int
+    post_id: int
+    planned: datetime
+    number: int
+
+
+def select_due_revisions(*, now: datetime, batch_size: int) -> tuple[list[DueRevision], dict]:
+    """Select (and lock) up to ``batch_size`` scheduled revisions due at ``now``, and their posts.
+
+    Return the revisions whose post could be locked too, and each such post's status. Both
+    selections skip rows other transactions hold (an editor cancelling a revision holds its
+    post), so the job never waits for an editor and an editor never deadlocks with it: that
+    revision is looked at again on a later run. Must run in the transaction that switches them.
+    """
+    queryset = (
+        PostRevision.objects.filter(status=R.SCHEDULED, publish_at__lte=now)
+        .order_by("publish_at", "id")
+        .values_list("pk", "post_id", "publish_at", "number")
+    )
+    rows = [DueRevision(*row) for row in _skip_locked(queryset)[:batch_size]]
+    if not rows:
+        return [], {}
+    posts = Post.objects.filter(pk__in={row.post_id for row in rows}).values_list("pk", "status")
+    statuses = dict(_skip_locked(posts))
+    return [row for row in rows if row.post_id in statuses], statuses
+
+
+def switch_selected_revisions(
+    *,
+    rows: list[DueRevision],
+    post_statuses: dict,
+    now: datetime,
+    node: str = "",
+    batch_size: int | None = None,
+) -> BatchResult:
+    """Put the selected revisions live on their posts, if still scheduled, due and live.
+
+    One ``UPDATE`` marks the revisions (re-checking status and due time, so one cancelled or
+    superseded since it was selected is left alone), one copies their title, body and
+    rendered HTML onto their posts (re-checking that each is still published) and bumps the
+    posts' versions. A revision whose post is no longer live at its time is superseded, and
+    of two due revisions of one post (which the services never leave) only the newest goes
+    live. ``now`` is the database time read in this transaction.
+    """
+    newest: dict[int, DueRevision] = {}
+    for row in rows:
+        if post_statuses.get(row.post_id) == S.PUBLISHED:
+            newest[row.post_id] = row  # rows come oldest first
+    winners = list(newest.values())
+    losers = [row for row in rows if newest.get(row.post_id) is not row]
+    switched: list[DueRevision] = []
+    if winners:
+        by_pk = {row.pk: row for row in winners}
+        still_due = PostRevision.objects.filter(status=R.SCHEDULED, publish_at__lte=now)
+        matched = _conditional_revision_update(
+            still_due,
+            list(by_pk),
+            status=R.PUBLISHED,
+            published_at=now,
+            closed_at=now,
+            closed_by=_scheduler_name(node),
+        )
+        switched = [by_pk[pk] for pk in matched]
+    if switched:
+        _copy_revisions_onto_posts(switched, now=now, node=node)
+        _insert_revision_events(K.REVISION_PUBLISHED, switched, node=node, now=now, note="")
+    if losers:
+        still_due = PostRevision.objects.filter(status=R.SCHEDULED, publish_at__lte=now)
+        by_pk = {row.pk: row for row in losers}
+        note = "the post was not live at the revision's time, or a newer revision was due"
+        matched = _conditional_revision_update(
+            still_due,
+            list(by_pk),
+            status=R.SUPERSEDED,
+            closed_at=now,
+            closed_by=_scheduler_name(node),
+            note=note,
+        )
+        superseded = [by_pk[pk] for pk in matched]
+        _insert_revision_events(K.REVISION_SUPERSEDED, superseded, node=node, now=now, note=note)
+        for row in superseded:
+            logger.warning(
+                "revision %s of post %s due at %s did not go live: %s",
+                row.number,
+                row.post_id,
+                row.planned.isoformat(),
+                note,
+            )
+    return BatchResult(
+        now=now,
+        selected=len(rows),
+        done=[row.pk for row in switched],
+        failed=[],
+        batch_size=_batch_size(batch_size),
+    )
+
+
+def _conditional_revision_update(condition: QuerySet, ids: list[int], **values) -> list[int]:
+    """Apply ``values`` to the revisions in ``ids`` still matching ``condition``; return them."""
+    matching = list(condition.filter(pk__in=ids).values_list("pk", flat=True))
+    if not matching:
+        return []
+    updated = condition.filter(pk__in=matching).update(**values)
+    if updated != len(matching):
+        raise ConcurrentChange(
+            f"{len(matching)} revisions matched but {updated} were updated; rolling back"
+        )
+    return matching
+
+
+def _copy_revisions_onto_posts(rows: list[DueRevision], *, now: datetime, node: str) -> None:
+    """Copy each switched revision's content onto its (locked, live) post in one UPDATE."""
+    revision = PostRevision.objects.filter(pk__in=[row.pk for row in rows], post_id=OuterRef("pk"))
+
+    def column(name: str) -> Subquery:
+        return Subquery(revision.values(name)[:1])
+
+    updated = Post.objects.filter(pk__in=[row.post_id for row in rows], status=S.PUBLISHED).update(
+        title=column("title"),
+        body=column("body"),
+        body_html=column("body_html"),
+        excerpt=column("excerpt"),
+        last_error="",
+        updated_at=now,
+        updated_by=_scheduler_name(node),
+        version=_next_version(),
+    )
+    if updated != len(rows):
+        raise ConcurrentChange(
+            f"{len(rows)} revisions switched but {updated} posts were updated; rolling back"
+        )
+
+
+def _insert_revision_events(
+    kind: str, rows: list[DueRevision], *, node: str, now: datetime, note: str
+) -> None:
+    PublishEvent.objects.bulk_create(
+        [
+            PublishEvent(
+                post_id=row.post_id,
+                kind=kind,
+                node=node,
+                at=now,
+                lateness=(now - row.planned).total_seconds(),
+                detail=f"revision {row.number}" + (f": {note}" if note else ""),
+            )
+            for row in rows
+        ]
+    )
+
+
+def switch_due_revisions(*, batch_size: int | None = None, node: str = "") -> BatchResult:
+    """Switch up to ``batch_size`` due scheduled revisions in one transaction."""
+    size = _batch_size(batch_size)
+    with transaction.atomic():
+        now = database_now()
+        rows, statuses = select_due_revisions(now=now, batch_size=size)
+        return switch_selected_revisions(
+            rows=rows, post_statuses=statuses, now=now, node=node, batch_size=size
+        )

@@ -12,6 +12,7 @@ app_name = "publishing"
 urlpatterns = [
     path("", views.index, name="index"),
     path("posts/<slug:slug>/", views.post_detail, name="post_detail"),
+    path("preview/<str:token>/", views.preview, name="preview"),
     # Feed and sitemap get an ETag from their content and answer conditional requests.
     path("feed/", conditional_page(LatestPostsFeed()), name="feed"),
     path("sitemap.xml", conditional_page(sitemap), {"sitemaps": SITEMAPS}, name="sitemap"),

@@ -1,6 +1,7 @@
-"""The public site: the index of live posts and one page per post.
+"""The public site: the index of live posts, one page per post, and preview links.
 
-Only published posts exist here; every other state is a 404. Both pages answer conditional
+Only published posts exist here; every other state is a 404, and so is a preview link that is
+not valid (expired, revoked, tampered with). Both pages answer conditional
 requests (``ETag`` / ``Last-Modified``) from a cheap query. Bodies were rendered when they were
 saved: a page view reads the stored HTML and excerpt and never renders Markdown.
 """
@@ -11,7 +12,8 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import condition, require_safe
 
-from publishing import selectors
+from coordination.clock import database_now
+from publishing import previews, selectors
 from publishing.conf import settings
 
 
@@ -66,3 +68,38 @@ def post_detail(request, slug: str):
     # Safe: sanitized by nh3 when the body was saved (publishing.rendering.render).
     context = {"post": post, "body": mark_safe(post.body_html)}
     return render(request, "publishing/post_detail.html", context)
+
+
+#: Headers of a preview: no search engine indexes it, no shared cache keeps it, and no link in
+#: it tells another site the preview's address (the link is the key).
+PREVIEW_HEADERS = {
+    "X-Robots-Tag": "noindex, nofollow",
+    "Cache-Control": "private, no-store, max-age=0",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+@require_safe
+def preview(request, token: str):
+    """Show the next version of a post to anyone holding a valid preview link.
+
+    Anything wrong with the link is the site's ordinary 404, raised before anything else is
+    done, so a visitor cannot tell an expired link from a revoked one or a made-up one.
+    """
+    claim = previews.read_token(token)
+    if claim is None or claim.expires_at <= database_now():
+        raise Http404("No such page.")
+    page = selectors.preview_page(post_id=claim.post_id, generation=claim.generation)
+    if page is None:
+        raise Http404("No such page.")
+    # Safe: sanitized by nh3 when the post or revision was saved (publishing.rendering.render).
+    context = {
+        "post": page,
+        "body": mark_safe(page.body_html),
+        "preview": page,
+        "expires_at": claim.expires_at,
+    }
+    response = render(request, "publishing/preview.html", context)
+    for header, value in PREVIEW_HEADERS.items():
+        response[header] = value
+    return response

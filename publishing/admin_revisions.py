@@ -1,0 +1,228 @@
+"""The admin's revisions page of a post: scheduled revisions, their history, compare, restore,
+and preview links.
+
+Reached from the post's change page (``admin:publishing_post_revisions``). Anyone who may view
+the post sees its revisions; scheduling, cancelling and restoring need the publish permission
+and handing out or revoking preview links the change permission: the services check both, the
+page only hides what the user could not do. Every form that writes carries the post's version
+as the page showed it, so a colleague's change in between is refused, not undone.
+"""
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from publishing import selectors, services
+from publishing.diffs import revision_diff
+from publishing.exceptions import EditConflict, InvalidSchedule, PublishingError
+from publishing.forms import PreviewLinkForm, RevisionForm
+from publishing.models import Post, PostRevision
+
+S = Post.Status
+R = PostRevision.Status
+
+
+def _post(model_admin, request, object_id) -> Post:
+    post = model_admin.get_object(request, object_id)
+    if post is None:
+        raise Http404(_("No such post."))
+    if not model_admin.has_view_or_change_permission(request, post):
+        raise PermissionDenied
+    return post
+
+
+def revisions_url(post: Post) -> str:
+    return reverse("admin:publishing_post_revisions", args=[post.pk])
+
+
+def _submitted_version(request) -> int | None:
+    value = request.POST.get("version", "")
+    return int(value) if value.isdigit() else None
+
+
+def _initial(post: Post) -> dict:
+    """Start the form from the pending revision (to change it) or else the live version."""
+    pending = selectors.pending_revision(post)
+    source = pending or post
+    initial = {"title": source.title, "body": source.body, "version": post.version}
+    if pending is not None and pending.publish_at is not None:
+        initial["publish_at"] = timezone.localtime(pending.publish_at)
+    return initial
+
+
+def revisions_view(model_admin, request, object_id):
+    """Show the post's revisions; on POST, schedule a new one from the form."""
+    post = _post(model_admin, request, object_id)
+    may_publish = services.can_publish(request.user)
+    form = None
+    if post.status == S.PUBLISHED and may_publish:
+        if request.method == "POST":
+            form = RevisionForm(request.POST)
+            if form.is_valid():
+                response = _schedule(request, post, form)
+                if response is not None:
+                    return response
+        else:
+            form = RevisionForm(initial=_initial(post))
+    elif request.method == "POST":
+        raise PermissionDenied
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "original": post,
+        "title": _("Revisions of “%(title)s”") % {"title": post},
+        "zone_name": timezone.get_current_timezone_name(),
+        "revisions": list(selectors.revisions_of(post)),
+        "form": form,
+        "may_publish": may_publish,
+        "may_preview": services.can_preview(request.user),
+        "preview_form": PreviewLinkForm(),
+        "preview_link": request.session.pop(_preview_key(post), None),
+        "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
+        "list_url": reverse("admin:publishing_post_changelist"),
+    }
+    return TemplateResponse(request, "admin/publishing/post/revisions.html", context)
+
+
+def _schedule(request, post: Post, form: RevisionForm):
+    """Schedule the form's revision; return a redirect, or None to show the form again."""
+    data = form.cleaned_data
+    try:
+        revision = services.schedule_revision(
+            post=post,
+            title=data["title"],
+            body=data["body"],
+            publish_at=data["publish_at"],
+            user=request.user,
+            expected_version=data["version"],
+        )
+    except EditConflict as conflict:
+        # Keep the editor's text; saving again (now against the current version) is a choice.
+        form.data = form.data.copy()
+        form.data["version"] = str(conflict.version)
+        form.add_error(
+            None,
+            _(
+                "%(conflict)s Nothing was scheduled. Your text is still below: check it against "
+                "their change, then schedule again to keep it."
+            )
+            % {"conflict": conflict},
+        )
+        return None
+    except InvalidSchedule as exc:
+        for field, message in exc.errors.items():
+            form.add_error(field if field in form.fields else None, message)
+        return None
+    except PublishingError as exc:
+        form.add_error(None, str(exc))
+        return None
+    messages.success(
+        request,
+        _("Revision %(number)s of “%(title)s” goes live at %(when)s.")
+        % {
+            "number": revision.number,
+            "title": post,
+            "when": timezone.localtime(revision.publish_at).strftime("%Y-%m-%d %H:%M:%S %Z"),
+        },
+    )
+    return HttpResponseRedirect(revisions_url(post))
+
+
+@require_POST
+def revision_action_view(model_admin, request, object_id, number: int, action: str):
+    """Cancel (or discard) a pending revision, or restore an old one as a new draft."""
+    post = _post(model_admin, request, object_id)
+    revision = get_object_or_404(PostRevision, post=post, number=number)
+    act = {"cancel": services.cancel_revision, "restore": services.restore_revision}[action]
+    try:
+        done = act(
+            revision=revision, user=request.user, expected_version=_submitted_version(request)
+        )
+    except EditConflict as conflict:
+        messages.error(request, _("%(conflict)s Nothing was changed.") % {"conflict": conflict})
+    except PublishingError as exc:
+        messages.error(request, str(exc))
+    else:
+        if action == "cancel":
+            text = _("Revision %(number)s was cancelled; it will not go live.")
+        else:
+            text = _(
+                "Revision %(source)s was restored as draft revision %(number)s: check it "
+                "below and schedule it."
+            )
+        messages.success(request, text % {"number": done.number, "source": revision.number})
+    return HttpResponseRedirect(revisions_url(post))
+
+
+def compare_view(model_admin, request, object_id):
+    """Show the line diff of two revisions, ``?a=N&b=M`` (by number, older first)."""
+    post = _post(model_admin, request, object_id)
+    try:
+        numbers = sorted({int(request.GET["a"]), int(request.GET["b"])})
+    except (KeyError, ValueError):
+        messages.error(request, _("Choose two revisions to compare."))
+        return HttpResponseRedirect(revisions_url(post))
+    found = {r.number: r for r in PostRevision.objects.filter(post=post, number__in=numbers)}
+    if len(numbers) != 2 or len(found) != 2:
+        messages.error(request, _("Choose two different revisions of this post to compare."))
+        return HttpResponseRedirect(revisions_url(post))
+    old, new = found[numbers[0]], found[numbers[1]]
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "original": post,
+        "title": _("Revision %(old)s compared with revision %(new)s")
+        % {"old": old.number, "new": new.number},
+        "old": old,
+        "new": new,
+        "lines": revision_diff(
+            old_title=old.title, old_body=old.body, new_title=new.title, new_body=new.body
+        ),
+        "revisions_url": revisions_url(post),
+        "list_url": reverse("admin:publishing_post_changelist"),
+        "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
+    }
+    return TemplateResponse(request, "admin/publishing/post/revision_compare.html", context)
+
+
+def _preview_key(post: Post) -> str:
+    return f"publishing:preview-link:{post.pk}"
+
+
+@require_POST
+def preview_view(model_admin, request, object_id, action: str):
+    """Make a preview link (shown once, on the revisions page) or revoke all of them."""
+    post = _post(model_admin, request, object_id)
+    try:
+        if action == "revoke":
+            services.revoke_preview_links(
+                post=post, user=request.user, expected_version=_submitted_version(request)
+            )
+            messages.success(request, _("Every earlier preview link of this post is now dead."))
+        else:
+            form = PreviewLinkForm(request.POST)
+            if not form.is_valid():
+                messages.error(request, _("Choose how long the link works."))
+                return HttpResponseRedirect(revisions_url(post))
+            hours = form.cleaned_data["hours"]
+            path = services.preview_url(
+                post=post, user=request.user, expires_in=timedelta(hours=hours)
+            )
+            # Shown once on the page after the redirect, not put in the URL or a message log.
+            request.session[_preview_key(post)] = {
+                "url": request.build_absolute_uri(path),
+                "hours": hours,
+            }
+    except EditConflict as conflict:
+        messages.error(request, _("%(conflict)s Nothing was changed.") % {"conflict": conflict})
+    except PermissionDenied as exc:
+        messages.error(request, str(exc))
+    return HttpResponseRedirect(revisions_url(post) + "#preview")
