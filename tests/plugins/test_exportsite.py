@@ -1,12 +1,16 @@
 """``manage.py exportsite DIR``: the static export once, from the command line (issue 14 item 3)."""
 
 import os
+import signal
+import time
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connections
+from django.db.models import F
 
 from plugins.builtin import static_export
 from plugins.builtin.static_export import CURRENT
@@ -52,12 +56,67 @@ def test_exportsite_writes_the_live_site_with_the_jobs_code_and_swap(tmp_path, m
     assert not (first / "posts/not-yet").exists()
     assert str(first) in output
 
-    # Run again: templates may have changed, so it renders, but an identical site is not swapped.
+    # Run again: nothing changed, nothing is rendered; --full renders every page, but an
+    # identical site is not swapped.
     output = exportsite(str(root))
-    assert live(root) == first and "unchanged" in output
-    make_post(status=Post.Status.PUBLISHED, title="Second post")
-    exportsite(str(root))
+    assert live(root) == first and "unchanged (the live posts did not change)" in output
+    output = exportsite(str(root), "--full")
+    assert live(root) == first and "unchanged (the rendered site is the same)" in output
+    second = make_post(status=Post.Status.PUBLISHED, title="Second post")
+    output = exportsite(str(root))
     assert live(root) != first and "Second post" in (live(root) / "index.html").read_text()
+    # The new post, the index page, the feed and the sitemap; the first post's page is linked.
+    assert "(4 rendered, 1 reused)" in output
+    assert (live(root) / f"posts/{second.slug}/index.html").exists()
+
+
+def edit(post: Post, **values) -> None:
+    Post.objects.filter(pk=post.pk).update(version=F("version") + 1, **values)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_killed_half_way_leaves_the_previous_build_serving(tmp_path):
+    """A real SIGKILL in the middle of writing: ``current`` still shows the whole old site."""
+    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(6)]
+    root = tmp_path / "site"
+    exportsite(str(root))
+    first = live(root)
+    before = {p: p.read_bytes() for p in first.rglob("*") if p.is_file()}
+    for post in posts:
+        edit(post, title=f"{post.title} v2")
+    connections.close_all()  # the child opens its own
+    pid = os.fork()
+    if pid == 0:  # the child: exportsite, killed outright after writing three post pages
+        try:
+            real_write = static_export._Build.write
+            written = []
+
+            def write_then_die(self, relative, content):
+                sha = real_write(self, relative, content)
+                if relative.startswith("posts/"):
+                    written.append(relative)
+                    if len(written) == 3:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                return sha
+
+            static_export._Build.write = write_then_die
+            call_command("exportsite", str(root), stdout=StringIO())
+        finally:
+            os._exit(1)
+    _pid, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert live(root) == first, "current still points at the old build"
+    assert {p: p.read_bytes() for p in first.rglob("*") if p.is_file()} == before
+    (leftover,) = (root / "builds").glob(".tmp-*")
+    assert len(list(leftover.glob("posts/*/index.html"))) == 3, "it died half-way"
+
+    output = exportsite(str(root))
+    assert "v2" in (live(root) / "index.html").read_text() and "(9 rendered" in output
+    assert leftover.exists(), "another node may still be writing it: kept for an hour"
+    stale = time.time() - static_export.STALE_TEMP_AGE.total_seconds() - 60
+    os.utime(leftover, (stale, stale))
+    static_export.clean_up(root, keep=2)
+    assert not leftover.exists()
 
 
 def test_exportsite_defaults_to_the_export_root_setting(tmp_path, settings):

@@ -1,14 +1,19 @@
-"""The static export: complete, atomic switches, skipped when nothing changed, old builds pruned."""
+"""The static export: complete, incremental, atomic switches, a failure leaves the old build."""
 
+import errno
+import json
 import logging
 import os
 import re
 import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db.models import F
 from django.test import override_settings
 
+import publishing
 from coordination.models import JobRun
 from plugins.builtin import static_export
 from plugins.builtin.static_export import CURRENT, ExportError, export_site
@@ -52,27 +57,213 @@ def test_the_export_has_every_page_of_the_live_site(tmp_path):
     assert "/posts/" in (site / "sitemap.xml").read_text()
 
 
-def test_nothing_is_rendered_when_nothing_changed_and_a_forced_run_keeps_an_identical_build(
+def edit(post: Post, **values) -> None:
+    """Change a post as the services do: a new version (``updated_at`` may stay the same)."""
+    Post.objects.filter(pk=post.pk).update(version=F("version") + 1, **values)
+
+
+def inode(path: Path) -> int:
+    return path.stat().st_ino
+
+
+def files_of(site: Path) -> dict[str, int]:
+    """Return the build's pages (manifest files aside) with their inode numbers."""
+    return {
+        str(p.relative_to(site)): inode(p)
+        for p in site.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
+
+
+@override_settings(INSTATIC_POSTS_PER_PAGE=2, ALLOWED_HOSTS=["testserver"])
+def test_every_exported_page_is_byte_for_byte_what_a_visitor_gets(tmp_path, client):
+    """Post and index pages are rendered from streamed rows, not by the views: same bytes."""
+    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Same {i} <&>") for i in range(5)]
+    site = export_site(tmp_path).build
+
+    def visit(url: str) -> bytes:
+        response = client.get(url, secure=True, HTTP_HOST="testserver")
+        assert response.status_code == 200, url
+        # The static index pages live at / and /page/N/ instead of ?page=N.
+        content = response.content.replace(b'href="?page=1"', b'href="/"')
+        return re.sub(rb'href="\?page=(\d+)"', rb'href="/page/\1/"', content)
+
+    assert (site / "index.html").read_bytes() == visit("/")
+    for number in (2, 3):
+        assert (site / f"page/{number}/index.html").read_bytes() == visit(f"/?page={number}")
+    for post in posts:
+        assert (site / f"posts/{post.slug}/index.html").read_bytes() == visit(
+            f"/posts/{post.slug}/"
+        )
+    assert (site / "feed/index.xml").read_bytes() == visit("/feed/")
+    assert (site / "sitemap.xml").read_bytes() == visit("/sitemap.xml")
+
+
+@override_settings(INSTATIC_POSTS_PER_PAGE=2)
+def test_only_the_changed_post_and_its_index_page_are_rendered_the_rest_is_hard_linked(tmp_path):
+    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(6)]
+    first = export_site(tmp_path)
+    assert first.rendered == first.files == 6 + 3 + 2 and first.reused == 0
+    before = files_of(first.build)
+
+    edit(posts[0], title="Edited")  # the oldest post: the last index page
+    second = export_site(tmp_path)
+    assert second.changed and second.build != first.build
+    after = files_of(second.build)
+    assert after.keys() == before.keys()
+    rendered = {name for name in after if after[name] != before[name]}
+    assert rendered == {
+        f"posts/{posts[0].slug}/index.html",
+        "page/3/index.html",
+        "feed/index.xml",
+        "sitemap.xml",
+    }, "unchanged posts and index pages are the same files (hard links), not rendered again"
+    assert (second.rendered, second.reused) == (4, 7)
+    assert "Edited" in (second.build / f"posts/{posts[0].slug}/index.html").read_text()
+    assert "Edited" in (second.build / "page/3/index.html").read_text()
+
+    # A change of updated_at alone (an edit through another path) is seen too.
+    Post.objects.filter(pk=posts[5].pk).update(
+        title="Touched", updated_at=posts[5].updated_at + timedelta(seconds=1)
+    )
+    third = export_site(tmp_path)
+    assert "Touched" in (third.build / f"posts/{posts[5].slug}/index.html").read_text()
+    assert third.rendered == 4  # the post, index page 1, feed, sitemap
+
+
+@override_settings(INSTATIC_POSTS_PER_PAGE=2)
+def test_unpublished_and_deleted_posts_are_removed_and_the_index_follows(tmp_path):
+    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(5)]
+    export_site(tmp_path)
+    Post.objects.filter(pk=posts[4].pk).update(status=Post.Status.UNPUBLISHED)
+    posts[2].delete()
+    site = export_site(tmp_path).build
+    assert not (site / f"posts/{posts[4].slug}").exists()
+    assert not (site / f"posts/{posts[2].slug}").exists()
+    assert not (site / "page/3").exists(), "three posts left: two index pages"
+    listed = POST_LINK.findall((site / "index.html").read_text())
+    listed += POST_LINK.findall((site / "page/2/index.html").read_text())
+    assert listed == [posts[3].slug, posts[1].slug, posts[0].slug]
+    for gone in (posts[4], posts[2]):
+        assert gone.slug not in (site / "feed/index.xml").read_text()
+        assert gone.slug not in (site / "sitemap.xml").read_text()
+    manifest = (site / static_export.POSTS_MANIFEST).read_text().splitlines()
+    assert [json.loads(line)[0] for line in manifest] == [posts[0].pk, posts[1].pk, posts[3].pk]
+
+
+def test_a_changed_template_or_output_setting_renders_every_page(tmp_path, settings):
+    posts = [make_post(status=Post.Status.PUBLISHED) for _ in range(3)]
+    first = export_site(tmp_path)
+    assert not export_site(tmp_path).changed, "nothing changed: nothing rendered"
+
+    # A project template overriding the post page (found through the loaders, like Django).
+    folder = tmp_path / "templates" / "publishing"
+    folder.mkdir(parents=True)
+    (folder / "base.html").write_text(
+        (Path(publishing.__file__).parent / "templates/publishing/base.html")
+        .read_text()
+        .replace("<main>", '<main class="redesigned">')
+    )
+    settings.TEMPLATES = [{**settings.TEMPLATES[0], "DIRS": [str(tmp_path / "templates")]}]
+    redesigned = export_site(tmp_path)
+    assert redesigned.changed and redesigned.reused == 0 and redesigned.rendered == 3 + 1 + 2
+    for post in posts:
+        assert (
+            'class="redesigned"' in (redesigned.build / f"posts/{post.slug}/index.html").read_text()
+        )
+    assert first.build.exists()
+
+
+def test_a_changed_time_zone_renders_every_page(tmp_path, settings):
+    post = make_post(status=Post.Status.PUBLISHED)
+    first = export_site(tmp_path)
+    settings.TIME_ZONE = "Pacific/Chatham" if settings.TIME_ZONE != "Pacific/Chatham" else "UTC"
+    again = export_site(tmp_path)
+    assert again.changed and again.reused == 0, "dates are shown in the site's zone"
+    page = f"posts/{post.slug}/index.html"
+    assert (again.build / page).read_text() != (first.build / page).read_text()
+
+
+def test_nothing_is_rendered_when_nothing_changed_and_a_full_run_keeps_an_identical_build(
     tmp_path, monkeypatch
 ):
-    post = make_post(status=Post.Status.PUBLISHED, title="First")
+    make_post(status=Post.Status.PUBLISHED, title="First")
     first = export_site(tmp_path)
-    renders = []
-    real_render = static_export.render_site
+    writes = []
+    real_write = static_export._Build.write
     monkeypatch.setattr(
-        static_export, "render_site", lambda **kw: renders.append(1) or real_render(**kw)
+        static_export._Build,
+        "write",
+        lambda self, *a: writes.append(a[0]) or real_write(self, *a),
     )
-
     again = export_site(tmp_path)
-    assert not again.changed and renders == [], "unchanged posts: not even rendered"
-    forced = export_site(tmp_path, force=True)
-    assert not forced.changed and renders == [1], "rendered, but the same output is not switched"
-    assert builds(tmp_path) == [first.build.name]
+    assert not again.changed and writes == [], "unchanged posts: not even rendered"
+    full = export_site(tmp_path, full=True)
+    assert not full.changed and full.rendered == len(writes) == 4
+    assert builds(tmp_path) == [first.build.name], "the same output is not switched"
+    assert not list((tmp_path / "builds").glob(".tmp-*"))
 
-    Post.objects.filter(pk=post.pk).update(title="Second", updated_at=post.updated_at)
-    assert not export_site(tmp_path).changed, "the key says unchanged (same id and updated_at)"
-    changed = export_site(tmp_path, force=True)
-    assert changed.changed and "Second" in (live(tmp_path) / "index.html").read_text()
+
+def test_posts_changed_during_an_export_are_redone_on_top_of_the_new_build(tmp_path, monkeypatch):
+    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(4)]
+    real = static_export._export_index
+    calls = []
+
+    def editor_saves_meanwhile(*args, **kwargs):
+        if not calls:
+            edit(posts[1], title="Saved meanwhile")
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(static_export, "_export_index", editor_saves_meanwhile)
+    result = export_site(tmp_path)
+    assert len(calls) == 2, "the key moved during the first pass: a second pass"
+    # The first pass listed the new version on the index but rendered the old post page.
+    assert result.rendered == 3, "the second pass redid only the post, the feed, the sitemap"
+    assert "Saved meanwhile" in (result.build / f"posts/{posts[1].slug}/index.html").read_text()
+    assert "Saved meanwhile" in (result.build / "index.html").read_text()
+    assert builds(tmp_path) == [result.build.name]
+    assert not list((tmp_path / "builds").glob(".tmp-*")), "the first pass's folder is gone"
+
+
+def test_a_failure_mid_export_leaves_the_previous_build_serving(tmp_path, monkeypatch):
+    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(5)]
+    first = export_site(tmp_path)
+    for post in posts:
+        edit(post, title=f"{post.title} v2")
+    real_post = static_export._Renderer.post
+    rendered = []
+
+    def fail_on_the_third(self, post):
+        rendered.append(post.pk)
+        if len(rendered) == 3:
+            raise OSError(28, "No space left on device")
+        return real_post(self, post)
+
+    monkeypatch.setattr(static_export._Renderer, "post", fail_on_the_third)
+    with pytest.raises(OSError, match="No space"):
+        export_site(tmp_path)
+    assert live(tmp_path) == first.build
+    assert "v2" not in (first.build / "index.html").read_text()
+    assert not list((tmp_path / "builds").glob(".tmp-*")), "the half-written build is removed"
+    monkeypatch.undo()
+    assert "v2" in (export_site(tmp_path).build / "index.html").read_text()
+
+
+def test_pages_are_copied_where_hard_links_are_impossible(tmp_path, monkeypatch):
+    posts = [make_post(status=Post.Status.PUBLISHED) for _ in range(2)]
+    first = export_site(tmp_path)
+
+    def cross_device(source, target):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(static_export.os, "link", cross_device)
+    edit(posts[0], title="Changed")
+    second = export_site(tmp_path)
+    assert second.reused == 1
+    kept = f"posts/{posts[1].slug}/index.html"
+    assert inode(second.build / kept) != inode(first.build / kept)
+    assert (second.build / kept).read_bytes() == (first.build / kept).read_bytes()
 
 
 def test_old_builds_are_removed_keeping_the_live_one_and_the_one_before(tmp_path):
@@ -152,18 +343,21 @@ def test_the_job_does_nothing_without_an_export_root_and_says_so_once(caplog, se
     assert caplog.text.count("INSTATIC_EXPORT_ROOT is not set") == 1
 
 
-def test_the_job_exports_and_a_manual_run_forces_a_render(tmp_path, settings, monkeypatch):
+def test_the_job_exports_and_a_manual_run_renders_every_page(tmp_path, settings, monkeypatch):
     settings.INSTATIC_EXPORT_ROOT = str(tmp_path)
     make_post(status=Post.Status.PUBLISHED, title="Hello")
     static_export.build(context_for(static_export.build))
     assert "Hello" in (live(tmp_path) / "index.html").read_text()
-    renders = []
-    monkeypatch.setattr(static_export, "render_site", lambda **kw: renders.append(1) or {})
+    runs = []
+    real = static_export.export_site
+    monkeypatch.setattr(
+        static_export, "export_site", lambda *a, **kw: runs.append(real(*a, **kw)) or runs[-1]
+    )
     static_export.build(context_for(static_export.build))
-    assert renders == []
+    assert runs[-1].rendered == 0, "scheduled: nothing changed, nothing rendered"
     manual = context_for(static_export.build, trigger=JobRun.Trigger.MANUAL)
     static_export.build(manual)
-    assert renders == [1]
+    assert runs[-1].rendered == 4 and not runs[-1].changed
 
 
 def test_export_settings_are_checked(tmp_path, settings):
@@ -191,4 +385,4 @@ def test_production_settings_render_over_https_as_an_allowed_host(tmp_path, sett
     assert "https://blog.example.com/posts/" in (live(tmp_path) / "feed/index.xml").read_text()
     settings.INSTATIC_EXPORT_BASE_URL = "https://elsewhere.example.org"
     with pytest.raises(ExportError, match="answered 400"):
-        export_site(tmp_path, force=True)
+        export_site(tmp_path)

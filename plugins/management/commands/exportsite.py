@@ -2,10 +2,13 @@
 
 The same code as the static export plugin job (``plugins.builtin.static_export.export_site``)
 and so the same layout and atomic switch of ``DIR/current``: a pipeline (or a web server)
-reading ``current`` while this runs sees the complete old site or the complete new one. The
-command always renders (a deploy may have changed templates, which the job's cheap check on
-the posts cannot see) but swaps only when the output differs from the live build. It can run
-beside the schedulers' own export job: each build is written to its own folder first.
+reading ``current`` while this runs sees the complete old site or the complete new one. Like
+the job it is incremental: only pages whose posts changed are rendered, the rest are linked
+from the live build, and a change of the templates or of settings that shape the pages
+renders everything. ``--full`` renders every page regardless (after a change the export cannot
+see, such as a template tag's code); the live build is swapped only when something differs.
+It can run beside the schedulers' own export job: each build is written to its own folder
+first.
 """
 
 import os
@@ -39,6 +42,11 @@ class Command(BaseCommand):
             help="Builds kept on disk, the live one included (default INSTATIC_EXPORT_KEEP; "
             "at least 2).",
         )
+        parser.add_argument(
+            "--full",
+            action="store_true",
+            help="Render every page again instead of reusing unchanged ones from the live build.",
+        )
 
     def handle(self, *args, **options):
         root = self._root(options["dir"])
@@ -51,7 +59,7 @@ class Command(BaseCommand):
         if problem:
             raise CommandError(problem)
         try:
-            result = static_export.export_site(root, keep=keep, force=True)
+            result = static_export.export_site(root, keep=keep, full=options["full"])
         except (static_export.ExportError, OSError) as exc:
             raise CommandError(f"export to {root} failed: {_one_line(exc)}") from None
         except DATABASE_ERRORS as exc:
@@ -61,7 +69,8 @@ class Command(BaseCommand):
         if result.changed:
             self.stdout.write(
                 self.style.SUCCESS(
-                    f"exported {result.files} file(s) to {result.build}; "
+                    f"exported {result.files} file(s) to {result.build} ({result.rendered} "
+                    f"rendered, {result.reused} reused); "
                     f"{root / static_export.CURRENT} points at it"
                 )
             )
