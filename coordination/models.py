@@ -259,6 +259,8 @@ class JobRun(models.Model):
         indexes = [
             models.Index(fields=["job", "-slot"], name="coordination_jobrun_recent"),
             models.Index(fields=["status"], name="coordination_jobrun_status"),
+            # The admin's run list, newest first (its order, with the id as tie-break).
+            models.Index(fields=["-slot", "-id"], name="coordination_jobrun_newest"),
         ]
         ordering = ["-slot"]
 
