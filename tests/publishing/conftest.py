@@ -154,3 +154,36 @@ def form_data(response, form_id: str = "post_form") -> dict[str, str]:
     parser.feed(response.content.decode())
     assert parser.data, f"no form #{form_id} on the page"
     return parser.data
+
+
+def live_post(**values) -> Post:
+    """Insert a published post (bypassing the services)."""
+    return make_post(status=Post.Status.PUBLISHED, **values)
+
+
+def make_due(revision, seconds_ago: float = 5):
+    """Move a revision's publish time ``seconds_ago`` into the past (database clock), bypassing
+    the services' "must be in the future", as if its time had come."""
+    type(revision).objects.filter(pk=revision.pk).update(
+        publish_at=database_now() - timedelta(seconds=seconds_ago)
+    )
+    revision.refresh_from_db()
+    return revision
+
+
+def run_publish_job(node: str = "test-node"):
+    """Run the publish job's function once, as a leader's tick would; return its next due."""
+    import logging
+
+    from coordination.registry import JobContext, registry
+    from publishing.services import PUBLISH_JOB
+
+    job = registry.get(PUBLISH_JOB)
+    ctx = JobContext(
+        job=job,
+        slot=database_now(),
+        node=node,
+        logger=logging.getLogger("tests.publishing"),
+        deadline=None,
+    )
+    return job.func(ctx)
