@@ -12,13 +12,12 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
 
 from publishing import selectors, services
 from publishing.diffs import revision_diff
@@ -136,9 +135,10 @@ def _schedule(request, post: Post, form: RevisionForm):
     return HttpResponseRedirect(revisions_url(post))
 
 
-@require_POST
 def revision_action_view(model_admin, request, object_id, number: int, action: str):
     """Cancel (or discard) a pending revision, or restore an old one as a new draft."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
     post = _post(model_admin, request, object_id)
     revision = get_object_or_404(PostRevision, post=post, number=number)
     act = {"cancel": services.cancel_revision, "restore": services.restore_revision}[action]
@@ -197,9 +197,10 @@ def _preview_key(post: Post) -> str:
     return f"publishing:preview-link:{post.pk}"
 
 
-@require_POST
 def preview_view(model_admin, request, object_id, action: str):
     """Make a preview link (shown once, on the revisions page) or revoke all of them."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
     post = _post(model_admin, request, object_id)
     try:
         if action == "revoke":
