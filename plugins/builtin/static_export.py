@@ -40,6 +40,7 @@ after rendering. When posts changed meanwhile, the export goes again using the b
 wrote as the base, so only what changed is redone, until one pass saw no change.
 """
 
+import functools
 import hashlib
 import json
 import logging
@@ -294,17 +295,19 @@ class _Build:
     def __init__(self, folder: Path, base: Path | None):
         self.folder = folder
         self.base = base
-        self._resolved = folder.resolve()
         self._digest = hashlib.sha256()
         self.files = 0
         self.rendered = 0
         self.reused = 0
 
     def _path(self, relative: str) -> Path:
-        path = (self.folder / relative).resolve()
-        if not path.is_relative_to(self._resolved):
+        # A string check, not Path.resolve(): that costs a system call per path component,
+        # per file, and the names come from URLs, not from symlinks inside the build.
+        normal = os.path.normpath(relative)
+        if os.path.isabs(normal) or normal == ".." or normal.startswith("../"):
             raise ExportError(f"refusing to write {relative!r} outside the build folder")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = self.folder / normal
+        os.makedirs(path.parent, exist_ok=True)
         return path
 
     def write(self, relative: str, content: bytes) -> str:
@@ -350,7 +353,15 @@ def _stopped() -> ExportError:
 
 
 def _post_file(slug: str) -> str:
-    return _file_for(reverse("publishing:post_detail", kwargs={"slug": slug}))
+    """Return the file of a post's page (``reverse`` once, not once per post: it is slow)."""
+    prefix, suffix = _post_url_parts()
+    return _file_for(f"{prefix}{slug}{suffix}")
+
+
+@functools.cache
+def _post_url_parts() -> tuple[str, str]:
+    marker = "instatic-export-slug"
+    return tuple(reverse("publishing:post_detail", kwargs={"slug": marker}).split(marker, 1))
 
 
 def _export_posts(build: _Build, renderer: _Renderer, *, should_stop) -> int:

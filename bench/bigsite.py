@@ -1,0 +1,409 @@
+"""Big-site benchmark: the static export at 10,000 and 100,000 posts, the admin at a million rows.
+
+Runs on a throwaway SQLite file and, when ``DATABASE_URL`` points at PostgreSQL, again in a
+throwaway database on that server (each in its own interpreter: Django is set up once per
+process).
+
+1. Static export (``manage.py exportsite`` in a child process, timed, its peak RSS read from
+   ``os.wait4``): a full first export and an export after one post changed, at each size of
+   ``BENCH_SITE_SIZES`` (default ``10000,100000`` live posts, ``bulk_create``\\d). Targets: peak
+   RSS <= 150 MB at every size; the one-change export <= 5% of the full export's time.
+2. Admin pages (Django test client, signed in as a superuser; median of 5 after a warm-up),
+   each next to a plain ``SELECT`` of one page of the same rows (ratio): the run ledger with
+   ``BENCH_LEDGER_ROWS`` (default 1,000,000) rows and its filters (target <= 300 ms), and,
+   measured only, the post list at the largest site size and the publish history with
+   ``BENCH_EVENTS`` (default 1,000,000) events, with the slowest query of each page.
+"""
+
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+TARGET_RSS_MB = 150.0
+TARGET_ONE_CHANGE_RATIO = 0.05
+TARGET_PAGE_MS = 300.0
+PAGE_ROWS = 100  # the admin's list_per_page
+
+
+def _sizes() -> list[int]:
+    return [int(s) for s in os.environ.get("BENCH_SITE_SIZES", "10000,100000").split(",")]
+
+
+def _env(url: str, var_dir: str) -> dict:
+    from bench._harness import env_for
+
+    return env_for(
+        url,
+        INSTATIC_VAR_DIR=var_dir,
+        DJANGO_ALLOWED_HOSTS="testserver,localhost",
+        DJANGO_SECURE_SSL_REDIRECT="0",
+    )
+
+
+def main() -> int:
+    """Run the benchmark on SQLite and, if DATABASE_URL is PostgreSQL, on PostgreSQL."""
+    if sys.argv[1:2] == ["--database"]:
+        return measure(sys.argv[2])
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="instatic-bigsite-") as work:
+        sqlite_url = f"sqlite:///{work}/bigsite.sqlite3"
+        failed |= _run_child("SQLite", sqlite_url, work)
+        url = os.environ.get("DATABASE_URL", "")
+        if url.startswith(("postgres://", "postgresql://")):
+            import psycopg
+
+            name = f"instatic_bigsite_{os.getpid()}"
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute(f"CREATE DATABASE {name}")
+            try:
+                pg_url = url.rsplit("/", 1)[0] + "/" + name
+                failed |= _run_child("PostgreSQL", pg_url, work)
+            finally:
+                with psycopg.connect(url, autocommit=True) as admin:
+                    admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        else:
+            print("\n(DATABASE_URL is not PostgreSQL: measured on SQLite only)")
+    return 1 if failed else 0
+
+
+def _run_child(title: str, url: str, work: str) -> bool:
+    print(f"\n## {title}\n", flush=True)
+    env = _env(url, str(Path(work) / f"var-{title.lower()}"))
+    code = subprocess.call(
+        [sys.executable, "-m", "bench.bigsite", "--database", url], cwd=BASE_DIR, env=env
+    )
+    return code != 0
+
+
+# --- inside one database's process --------------------------------------------------------
+
+
+def measure(url: str) -> int:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    ok = measure_export(url)
+    ok &= measure_admin()
+    return 0 if ok else 1
+
+
+def add_posts(total: int) -> None:
+    """Insert live posts until there are ``total`` (bodies of about 2 KB, distinct times)."""
+    from django.utils import timezone
+
+    from publishing.models import Post
+
+    have = Post.objects.count()
+    body_html = "<p>" + "A paragraph of a post on a big site. " * 50 + "</p>"
+    excerpt = "A paragraph of a post on a big site. " * 5
+    start = timezone.now() - timedelta(days=400)
+    batch = []
+    for i in range(have, total):
+        batch.append(
+            Post(
+                title=f"Post number {i}",
+                slug=f"post-{i}",
+                body="A paragraph.",
+                body_html=body_html,
+                excerpt=excerpt,
+                status=Post.Status.PUBLISHED,
+                published_at=start + timedelta(seconds=i * 60),
+            )
+        )
+        if len(batch) == 2000:
+            Post.objects.bulk_create(batch)
+            batch = []
+    Post.objects.bulk_create(batch)
+
+
+def export_child(root: Path, env: dict) -> tuple[float, float, str]:
+    """Run ``manage.py exportsite ROOT``; return (seconds, peak RSS MB, its last line)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "manage.py", "exportsite", str(root)],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    output = child.stdout.read().decode()
+    _pid, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - start
+    if child.returncode != 0:
+        raise RuntimeError(f"exportsite failed: {output}")
+    return seconds, usage.ru_maxrss / 1024, output.strip().splitlines()[-1]
+
+
+def measure_export(url: str) -> bool:
+    from django.db.models import F
+
+    from publishing.models import Post
+
+    env = dict(os.environ)
+    ok = True
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="instatic-bigsite-export-") as work:
+        for size in _sizes():
+            started = time.perf_counter()
+            add_posts(size)
+            print(
+                f"{size} live posts inserted in {time.perf_counter() - started:.1f} s", flush=True
+            )
+            root = Path(work) / f"site-{size}"
+            full_s, full_mb, full_line = export_child(root, env)
+            print(f"  full export: {full_s:.1f} s, peak RSS {full_mb:.0f} MB: {full_line}")
+            changed = Post.objects.order_by("?").values_list("pk", flat=True).first()
+            Post.objects.filter(pk=changed).update(
+                title="Changed for the benchmark", version=F("version") + 1
+            )
+            one_s, one_mb, one_line = export_child(root, env)
+            print(f"  one change:  {one_s:.2f} s, peak RSS {one_mb:.0f} MB: {one_line}")
+            ratio = one_s / full_s
+            rows.append((size, full_s, full_mb, one_s, one_mb, ratio))
+            ok &= max(full_mb, one_mb) <= TARGET_RSS_MB and ratio <= TARGET_ONE_CHANGE_RATIO
+    print(
+        f"\n{'posts':>8} {'full s':>8} {'full MB':>8} {'1-change s':>11} {'1-change MB':>12}"
+        f" {'ratio':>7}   targets: RSS <= {TARGET_RSS_MB:.0f} MB, ratio <= "
+        f"{TARGET_ONE_CHANGE_RATIO:.0%}"
+    )
+    for size, full_s, full_mb, one_s, one_mb, ratio in rows:
+        hit = max(full_mb, one_mb) <= TARGET_RSS_MB and ratio <= TARGET_ONE_CHANGE_RATIO
+        print(
+            f"{size:>8} {full_s:>8.1f} {full_mb:>8.0f} {one_s:>11.2f} {one_mb:>12.0f}"
+            f" {ratio:>6.1%}   {'PASS' if hit else 'FAIL'}"
+        )
+    return ok
+
+
+def _insert(model, rows, *, batch: int = 20_000) -> None:
+    """Insert raw rows (dicts of field name -> value) fast: COPY on PostgreSQL, else batches."""
+    from django.db import connection, transaction
+
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    table = connection.ops.quote_name(model._meta.db_table)
+
+    def values(row: dict) -> tuple:
+        out = []
+        for f in fields:
+            value = row[f.attname] if f.attname in row else f.get_default()
+            out.append(
+                value
+                if connection.vendor == "postgresql"
+                else f.get_db_prep_value(value, connection, prepared=False)
+            )
+        return tuple(out)
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(values(row))
+            return
+        marks = ", ".join(["%s"] * len(fields))
+        sql = f"INSERT INTO {table} ({columns}) VALUES ({marks})"
+        chunk = []
+        for row in rows:
+            chunk.append(values(row))
+            if len(chunk) == batch:
+                cursor.executemany(sql, chunk)
+                chunk = []
+        if chunk:
+            cursor.executemany(sql, chunk)
+
+
+def fill_ledger(total: int) -> list[str]:
+    """Insert ``total`` run-ledger rows for 20 jobs, one slot a minute each; return the jobs."""
+    from django.utils import timezone
+
+    from coordination.models import JobRun, JobState
+
+    jobs = [f"bench.job_{n:02d}" for n in range(20)]
+    JobState.objects.bulk_create(JobState(name=job, group="plugins") for job in jobs)
+    rng = random.Random(19)
+    now = timezone.now().replace(second=0, microsecond=0)
+
+    def rows():
+        for i in range(total):
+            job, minute = jobs[i % len(jobs)], i // len(jobs)
+            roll = rng.random()
+            status = (
+                JobRun.Status.FAILED
+                if roll < 0.02
+                else JobRun.Status.MISSED
+                if roll < 0.03
+                else JobRun.Status.SUCCEEDED
+            )
+            slot = now - timedelta(minutes=minute)
+            yield {
+                "job": job,
+                "slot": slot,
+                "status": status,
+                "trigger": JobRun.Trigger.MANUAL if roll > 0.999 else JobRun.Trigger.SCHEDULE,
+                "node": f"node-{i % 3}",
+                "attempt": 1,
+                "started_at": slot,
+                "finished_at": slot + timedelta(seconds=1),
+                "duration": 1.0,
+                "error": "Boom" if status == JobRun.Status.FAILED else "",
+                "reason": JobRun.MissedReason.DOWNTIME if status == JobRun.Status.MISSED else "",
+            }
+
+    _insert(JobRun, rows())
+    return jobs
+
+
+def fill_events(total: int) -> None:
+    """Insert ``total`` publish events spread over the posts."""
+    from django.utils import timezone
+
+    from publishing.models import Post, PublishEvent
+
+    ids = list(Post.objects.values_list("pk", flat=True))
+    rng = random.Random(20)
+    now = timezone.now()
+    kinds = [
+        PublishEvent.Kind.SCHEDULED,
+        PublishEvent.Kind.PUBLISHED,
+        PublishEvent.Kind.RESCHEDULED,
+    ]
+
+    def rows():
+        for i in range(total):
+            yield {
+                "post_id": rng.choice(ids),
+                "post_title": "",
+                "kind": kinds[i % 3],
+                "node": "node-1",
+                "at": now - timedelta(seconds=i * 20),
+                "lateness": 0.01,
+                "detail": "",
+            }
+
+    _insert(PublishEvent, rows())
+
+
+def _median_ms(action, runs: int = 5) -> float:
+    action()  # warm-up
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def _slowest_query(client, url: str) -> str:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        client.get(url)
+    slowest = max(captured.captured_queries, key=lambda q: float(q["time"]))
+    sql = " ".join(slowest["sql"].split())
+    return f"{float(slowest['time']) * 1000:.0f} ms: {sql[:160]}{'…' if len(sql) > 160 else ''}"
+
+
+def measure_admin() -> bool:
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.test import Client, override_settings
+    from django.test.utils import setup_test_environment
+
+    from coordination.models import JobRun
+    from publishing.models import Post, PublishEvent
+
+    setup_test_environment()
+    # The admin's CSS links without a collectstatic manifest (not what is measured).
+    override_settings(
+        STORAGES={
+            **settings.STORAGES,
+            "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+        }
+    ).enable()
+    ledger_rows = int(os.environ.get("BENCH_LEDGER_ROWS", "1000000"))
+    events = int(os.environ.get("BENCH_EVENTS", "1000000"))
+    started = time.perf_counter()
+    jobs = fill_ledger(ledger_rows)
+    fill_events(events)
+    print(
+        f"\n{ledger_rows} ledger rows and {events} publish events inserted in "
+        f"{time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
+    user = User.objects.create_superuser("bench", "bench@example.com", "x")
+    client = Client()
+    client.force_login(user)
+
+    def page(url: str):
+        def get():
+            response = client.get(url)
+            assert response.status_code == 200, (url, response.status_code)
+
+        return get
+
+    ok = True
+    runs = "/admin/coordination/jobrun/"
+    select_runs = _median_ms(lambda: list(JobRun.objects.order_by("-slot", "-id")[:PAGE_ROWS]))
+    select_job = _median_ms(
+        lambda: list(JobRun.objects.filter(job=jobs[3]).order_by("-slot", "-id")[:PAGE_ROWS])
+    )
+    print(
+        f"\nrun ledger ({ledger_rows} rows): plain SELECT of one page {select_runs:.1f} ms, "
+        f"of one job's page {select_job:.1f} ms"
+    )
+    print(f"  {'page':44s} {'ms':>8s} {'ratio':>7s}  target <= {TARGET_PAGE_MS:.0f} ms")
+    for label, query, baseline, targeted in [
+        ("all runs", "", select_runs, True),
+        ("job filter", f"?job={jobs[3]}", select_job, True),
+        ("status=failed", "?status=failed", select_runs, True),
+        ("status=missed, reason=downtime", "?status=missed&reason=downtime", select_runs, True),
+        ("trigger=manual", "?trigger=manual", select_runs, True),
+        ("slot within 24h", "?within=24h", select_runs, True),
+        ("job + status=failed", f"?job={jobs[3]}&status=failed", select_job, True),
+        ("page 50", "?p=50", select_runs, True),
+        ("search 'job_07' (not targeted)", "?q=job_07", select_runs, False),
+    ]:
+        ms = _median_ms(page(runs + query))
+        hit = ms <= TARGET_PAGE_MS
+        if targeted:
+            ok &= hit
+        verdict = ("PASS" if hit else "FAIL") if targeted else "measured"
+        print(f"  {label:44s} {ms:8.1f} {ms / baseline:7.1f}  {verdict}")
+        if not hit:
+            print(f"      slowest query {_slowest_query(client, runs + query)}")
+
+    print("\nmeasured only (publishing/ is another engineer's; what they need is below):")
+    for label, url, baseline in [
+        (
+            f"post list ({Post.objects.count()} posts)",
+            "/admin/publishing/post/",
+            lambda: list(Post.objects.order_by("-created_at", "-id")[:PAGE_ROWS]),
+        ),
+        (
+            f"publish history ({events} events)",
+            "/admin/publishing/publishevent/",
+            lambda: list(PublishEvent.objects.order_by("-at", "-id")[:PAGE_ROWS]),
+        ),
+    ]:
+        select_ms = _median_ms(baseline)
+        ms = _median_ms(page(url), runs=3)
+        print(f"  {label:44s} {ms:8.1f} ms, plain SELECT {select_ms:.1f} ms", end="")
+        print(f", ratio {ms / select_ms:.0f}")
+        print(f"      slowest query {_slowest_query(client, url)}")
+    return ok
+
+
+if __name__ == "__main__":
+    sys.exit(main())
