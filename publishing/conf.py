@@ -16,8 +16,6 @@ _DEFAULTS = {
     # busy day links to the post list instead, so the page stays small with 10,000 items).
     "PUBLISH_CALENDAR_WEEKS": 4,
     "PUBLISH_CALENDAR_DAY_LIMIT": 8,
-    # The longest a preview link may live (publishing.previews), in days.
-    "PREVIEW_MAX_DAYS": 30,
     # Posts per page on the public index, and entries in the Atom feed.
     "POSTS_PER_PAGE": 10,
     "FEED_SIZE": 20,

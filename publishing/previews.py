@@ -17,9 +17,9 @@ from datetime import UTC, datetime, timedelta
 
 from django.core import signing
 
-from publishing.conf import settings
-
 SALT = "publishing.preview"
+#: The longest a link may work: a shared link should not outlive the work it shows for long.
+MAX_LIFETIME = timedelta(days=30)
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,10 @@ class PreviewClaim:
 
 def check_lifetime(expires_in: timedelta) -> None:
     """Raise ValueError for a lifetime that is not positive or is longer than allowed."""
-    longest = timedelta(days=int(settings.PREVIEW_MAX_DAYS))
-    if not timedelta(0) < expires_in <= longest:
+    if not timedelta(0) < expires_in <= MAX_LIFETIME:
         raise ValueError(
-            f"expires_in must be more than 0 and at most {longest.days} days "
-            f"(INSTATIC_PREVIEW_MAX_DAYS), got {expires_in}"
+            f"expires_in must be more than 0 and at most {MAX_LIFETIME.days} days, "
+            f"got {expires_in}"
         )
 
 
