@@ -136,6 +136,34 @@ def test_a_revision_an_editor_is_cancelling_is_skipped_and_the_cancel_wins():
 
 
 @pytest.mark.server
+def test_the_job_never_waits_for_an_editor_holding_the_post():
+    """An editor's action locks the post first, then its revisions. A job that locked the
+    revision and then waited for the post would deadlock with it; it skips the post instead."""
+    post = live_post(title="Old")
+    revision = make_due(scheduled(post, "Planned"))
+    holding, release = threading.Event(), threading.Event()
+
+    def editor():
+        with transaction.atomic():
+            services._lock(post)  # the first step of every editor action on the post
+            holding.set()
+            release.wait(30)
+            services.cancel_revision(revision=revision, user=None)
+
+    editor_actor = Actor(editor)
+    editor_actor.start()
+    assert holding.wait(10)
+    try:
+        job = Actor(lambda: services.switch_due_revisions(node="leader"))
+        job.start()
+        assert job.outcome(timeout=10).done == [], "skipped, not waited for"
+    finally:
+        release.set()
+    editor_actor.outcome()
+    assert PostRevision.objects.get(pk=revision.pk).status == R.CANCELLED
+
+
+@pytest.mark.server
 def test_a_cancel_that_comes_while_the_job_switches_is_refused_not_lost():
     post = live_post(title="Old")
     revision = make_due(scheduled(post, "Planned"))
