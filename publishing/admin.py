@@ -342,6 +342,7 @@ class PostAdmin(admin.ModelAdmin):
             self.admin_site.admin_view(partial(calendar_view, self)),
             name="publishing_post_calendar",
         )
+
         def view(func, **kwargs):
             return self.admin_site.admin_view(partial(func, self, **kwargs))
 

@@ -35,8 +35,7 @@ def check_lifetime(expires_in: timedelta) -> None:
     """Raise ValueError for a lifetime that is not positive or is longer than allowed."""
     if not timedelta(0) < expires_in <= MAX_LIFETIME:
         raise ValueError(
-            f"expires_in must be more than 0 and at most {MAX_LIFETIME.days} days, "
-            f"got {expires_in}"
+            f"expires_in must be more than 0 and at most {MAX_LIFETIME.days} days, got {expires_in}"
         )
 
 
