@@ -31,13 +31,22 @@ class Backoff:
 
 def describe_database(using: str = DEFAULT_DB_ALIAS) -> str:
     """Return where the database is, without the password (for error messages)."""
-    s = settings.DATABASES[using]
+    return describe_settings(settings.DATABASES[using])
+
+
+def describe_settings(s: dict) -> str:
+    """Return where the database of a ``DATABASES`` entry is, without the password."""
     engine = s["ENGINE"].rsplit(".", 1)[-1]
     if engine == "sqlite3":
         return f"sqlite:///{s['NAME']}"
-    host = s.get("HOST") or "localhost"
-    port = f":{s['PORT']}" if s.get("PORT") else ""
-    return f"{engine}://{host}{port}/{s.get('NAME', '')}"
+    hosts = (s.get("HOST") or "localhost").split(",")
+    ports = str(s.get("PORT") or "").split(",")
+    # A PostgreSQL host list (primary and standbys) pairs each host with its port.
+    where = ",".join(
+        f"{host}:{port}" if port else host
+        for host, port in zip(hosts, ports + [""] * (len(hosts) - len(ports)), strict=True)
+    )
+    return f"{engine}://{where}/{s.get('NAME', '')}"
 
 
 def cannot_connect_message(exc: BaseException, using: str = DEFAULT_DB_ALIAS) -> str:

@@ -18,6 +18,7 @@ from coordination import alerts, catchup, leadership, ledger
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.holdoff import HoldOffs
+from coordination.journal import ClaimJournal
 from coordination.keys import format_key
 from coordination.locks import make_lock
 from coordination.models import JobRun, JobState
@@ -61,6 +62,9 @@ class GroupLoop(threading.Thread):
         self.holds = HoldOffs()
         self._once_horizon: datetime | None = None
         self.started_last_tick = 0
+        self.journal = ClaimJournal(
+            node=self.node.name, instance=self.node.instance, log_prefix=group.log_prefix
+        )
 
     # --- control from other threads -----------------------------------------------------
     @property
@@ -128,6 +132,7 @@ class GroupLoop(threading.Thread):
             exc_info=exc,
         )
         self.scheduler.cut_off(f"the {self.group.name} loop crashed")
+        self.journal.doubt()
         if self.leading:
             leadership.end(
                 self.group.name,
@@ -157,6 +162,10 @@ class GroupLoop(threading.Thread):
         backoff = Backoff()
         while not self.stopping:
             if not self.leading:
+                if not self._journal_checked():
+                    self._wake.wait(backoff.next())
+                    self._wake.clear()
+                    continue
                 waited = time.monotonic()
                 led = self._try_lead(wait=float(settings.LOCK_WAIT))
                 self._running_again()
@@ -165,6 +174,7 @@ class GroupLoop(threading.Thread):
                     continue
                 # A failed acquire that returned at once means an error: back off.
                 if time.monotonic() - waited < 0.05 and not self.stopping:
+                    self.journal.doubt()
                     self._wake.wait(backoff.next())
                     self._wake.clear()
                 continue
@@ -174,6 +184,7 @@ class GroupLoop(threading.Thread):
                 backoff.reset()
             except DATABASE_ERRORS as exc:
                 self.scheduler.db_health.failed(exc)
+                self.journal.doubt()
                 connection.close()
                 sleep_for = backoff.next()
             self._running_again()
@@ -184,6 +195,23 @@ class GroupLoop(threading.Thread):
                 self.lock.wait_for_wakeup(sleep_for, self._wake)
                 if self.leading and not self.lock.acquired:
                     self._lost()
+
+    def _journal_checked(self) -> bool:
+        """Check this node's recent runs against the ledger if the database was in doubt.
+
+        Before leading again after an error or a lost lock: a failover to a standby that
+        missed the last commits would otherwise make this node (or another) run those slots
+        again (see coordination/journal.py). Return False while the database cannot be read.
+        """
+        if not self.journal.needs_check:
+            return True
+        try:
+            self.journal.check()
+        except DATABASE_ERRORS as exc:
+            self.scheduler.db_health.failed(exc)
+            connection.close()
+            return False
+        return True
 
     def _max_tick(self) -> float:
         """Return the longest sleep between ticks.
@@ -267,6 +295,7 @@ class GroupLoop(threading.Thread):
 
     def _lost(self) -> None:
         self.leading = False
+        self.journal.doubt()
         leadership.end(
             self.group.name, instance=self.node.instance, reason=leadership.lost_reason()
         )

@@ -21,7 +21,7 @@ from typing import TypeVar
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models.functions import Now
 
-from coordination import ledger
+from coordination import journal, ledger
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.logcontext import job_log_context
 from coordination.models import JobRun, JobState
@@ -343,9 +343,27 @@ class Worker:
             )
             self._record_transactional_failure(status, exc, duration, lateness)
             return
+        self._remember(JobRun.Status.SUCCEEDED)
         self.loop.report_outcome(
             job, self.slot, JobRun.Status.SUCCEEDED, time.monotonic() - started
         )
+
+    def _remember(self, status: str) -> None:
+        """Note a committed run in the loop's journal (a failover may make the ledger forget it).
+
+        Retries are left out: their row was in the ledger before, so a lost retry leaves the
+        run waiting for a retry again rather than missing.
+        """
+        if self.plan.retry_run is None:
+            self.loop.journal.record(
+                journal.Entry(
+                    job=self.job.name,
+                    slot=self.slot,
+                    transactional=self.job.transactional,
+                    trigger=self.plan.trigger,
+                    status=status,
+                )
+            )
 
     def _record_transactional_failure(self, status, exc, duration, lateness) -> None:
         """Record a rolled-back run as failed in a new transaction (the job's state too)."""
@@ -414,6 +432,7 @@ class Worker:
             except SlotTaken:
                 self._slot_taken()
                 return
+            self._remember(JobRun.Status.RUNNING)
         self.current_run = run
         started = time.monotonic()
         error: BaseException | None = None
@@ -434,6 +453,8 @@ class Worker:
             text = f"ran past its max_duration of {job.max_duration}"
 
         retry_at = self._retry_at(status, run.attempt)
+
+        self.loop.journal.finished(job.name, self.slot, status)
 
         def record() -> tuple[bool, bool] | None:
             if not ledger.finish(

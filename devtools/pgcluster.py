@@ -21,7 +21,9 @@ def find_bindir() -> Path | None:
     candidates = [env] if env else []
     on_path = shutil.which("pg_ctl")
     if on_path:
-        candidates.append(str(Path(on_path).parent))
+        # Resolve symlinks (/usr/local/bin/pg_ctl -> /usr/lib/postgresql/15/bin/pg_ctl): the
+        # other server tools (pg_basebackup, postgres) live beside the real binary only.
+        candidates.append(str(Path(on_path).resolve().parent))
     candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
     for folder in candidates:
         if folder and (Path(folder) / "initdb").exists() and (Path(folder) / "pg_ctl").exists():

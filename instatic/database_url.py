@@ -8,7 +8,7 @@ the variable, the scheme it saw and the schemes Instatic accepts.
 import importlib
 import os
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 
@@ -89,6 +89,34 @@ def _prepare_sqlite_file(path: Path, *, variable: str) -> None:
         )
 
 
+def _split_hosts(url: str) -> tuple[str, list[tuple[str, str]]]:
+    """Return ``url`` with one host left in it, and every ``(host, port)`` it listed.
+
+    libpq's multi-host form, ``postgres://u:p@h1:5432,h2:5433/db?target_session_attrs=
+    read-write``, names a primary and its standbys: libpq tries them in order and keeps the
+    first that accepts writes, which is how a node finds the new primary after a failover.
+    dj-database-url cannot parse it, so the host list is taken out here and put back into
+    ``HOST``/``PORT`` as the comma-separated lists libpq accepts. A host without a port gets
+    5432, so the two lists stay the same length.
+    """
+    parts = urlsplit(url)
+    userinfo, _, hostlist = parts.netloc.rpartition("@")
+    if "," not in hostlist:
+        return url, []
+    hosts = []
+    for entry in hostlist.split(","):
+        if entry.startswith("["):  # an IPv6 address: [::1]:5432
+            host, _, port = entry[1:].partition("]")
+            port = port.removeprefix(":")
+        else:
+            host, _, port = entry.partition(":")
+        if not host or (port and not port.isdigit()):
+            raise _fail(url, f"bad host {entry!r} in the host list")
+        hosts.append((host, port or "5432"))
+    first = f"{userinfo}@{hostlist.split(',')[0]}" if userinfo else hostlist.split(",")[0]
+    return urlunsplit(parts._replace(netloc=first)), hosts
+
+
 def database_from_url(url: str | None, *, default_sqlite_path: Path) -> dict:
     """Return the ``DATABASES['default']`` dict for ``url`` (``None`` or empty: SQLite file)."""
     if not url:
@@ -101,12 +129,18 @@ def database_from_url(url: str | None, *, default_sqlite_path: Path) -> dict:
     scheme = urlsplit(url).scheme
     if scheme not in ACCEPTED_SCHEMES:
         raise _fail(url, "unsupported scheme")
+    single_host_url, hosts = _split_hosts(url)
+    if hosts and _ENGINES[scheme] != _ENGINES["postgres"]:
+        raise _fail(url, "a list of hosts works with postgres:// only")
     try:
-        config = dj_database_url.parse(url, engine=_ENGINES[scheme])
+        config = dj_database_url.parse(single_host_url, engine=_ENGINES[scheme])
     except Exception as exc:  # dj-database-url raises assorted errors for malformed URLs
         raise _fail(url, f"cannot parse it: {exc}") from None
     if scheme != "sqlite" and not config.get("NAME"):
         raise _fail(url, "no database name in the path")
+    if hosts:
+        config["HOST"] = ",".join(host for host, _ in hosts)
+        config["PORT"] = ",".join(port for _, port in hosts)
     if scheme == "mysql":
         _require_mysql_driver()
     if scheme == "sqlite":
