@@ -101,6 +101,8 @@ class MariaDBServer(ServerProcess):
                 f"--datadir={self.workdir}/data",
                 f"--socket={self.socket_path}",
                 f"--pid-file={self.workdir}/mysqld.pid",
+                # Not $TMPDIR: a test run points it at a folder the server user cannot write.
+                f"--tmpdir={self.workdir}",
                 f"--bind-address={self.bind_address}",
                 f"--port={self.port}",
                 "--skip-name-resolve",

@@ -35,4 +35,4 @@ def other_sessions() -> list[tuple]:
     """Return the sessions on the test database other than this one's."""
     with connection.cursor() as cursor:
         cursor.execute(_OTHER_SESSIONS_SQL[connection.vendor])
-        return cursor.fetchall()
+        return list(cursor.fetchall())
