@@ -1,21 +1,24 @@
 """Chaos soak: run the real system under random faults, then check its invariants.
 
 ``make chaos`` (or ``python -m devtools.chaos --duration 600 --seed 1``) starts a throwaway
-PostgreSQL, several ``runscheduler`` replicas, a web process, a stream of editors scheduling,
-rescheduling and cancelling posts, and jobs at several cadences (transactional, claim-first, one
-that sometimes fails, one that sometimes hangs, one that works 3 s per run, one kept for
-catch-ups). Two more replicas run a group of their own in lease lock mode
-(``INSTATIC_LOCK_MODE=transaction``), which must never share a group with session locks.
+PostgreSQL (or, with ``--vendor mariadb``, MariaDB), several ``runscheduler`` replicas, a web
+process, a stream of editors scheduling, rescheduling and cancelling posts, and jobs at several
+cadences (transactional, claim-first, one that sometimes fails, one that sometimes hangs, one
+that works 3 s per run, one kept for catch-ups). Two more replicas run a group of their own in
+lease lock mode (``INSTATIC_LOCK_MODE=transaction``), which must never share a group with session
+locks (on MariaDB, which has no lease mode, they run it with ``GET_LOCK`` like the others, and
+their SIGTERM fault times a MariaDB follower's and leader's exit).
 
 Meanwhile it injects faults at random: SIGKILL, SIGSTOP then SIGCONT, SIGTERM and restart,
-termination of the leader's database sessions, a PostgreSQL fast restart, a network partition
+termination of the leader's database sessions, a database restart (PostgreSQL
+``pg_ctl restart -m fast``, MariaDB ``mysqladmin shutdown`` and a start), a network partition
 of one replica; run-now requests (sometimes followed by a SIGKILL of the leader); a catch-up of
 1,800 slots; ``runscheduler --once`` next to the replicas; termination of only the leader's lock
-session, and a PostgreSQL restart, while a slow claim-first run is in progress; a row lock held
+session, and a database restart, while a slow claim-first run is in progress; a row lock held
 on a due post; and SIGTERM of a lease-mode replica.
 
 Each replica lives in a network namespace this script creates, joined to the host by a veth
-pair whose host end carries a private address PostgreSQL listens on; a partition takes that
+pair whose host end carries a private address the database listens on; a partition takes that
 link down, so the replica's packets are silently dropped (no FIN, no RST) until it comes back.
 Traffic only ever goes to loopback or to those namespaces. Without root (or ``ip netns``) the
 partition fault is left out and reported as such.
@@ -48,9 +51,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
-import psycopg
-
-from devtools.pgcluster import PostgresCluster
+from devtools import chaos_databases
+from devtools.chaos_databases import SoakDatabase, Unreachable, window_max
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 LEASE = 3.0
@@ -99,21 +101,27 @@ LEASE_TERM_WAIT = 5.0  # then it is killed, so a stuck one does not stall the so
 ONCE_CUT_OFF = re.compile(
     r"database unavailable|could not connect|server closed the connection|terminating connection"
     r"|connection (refused|failed|is closed)|OperationalError|InterfaceError|no longer leader"
-    r"|lost advisory lock"
+    r"|lost advisory lock|Lost connection|gone away|Can't connect"
 )
 LOG_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 
-# Runs still marked running although their node is gone (stopped or silent past the lease), or
-# running far longer than any chaos job can (its node forgot it).
-DEAD_RUNNING_SQL = f"""
-SELECT count(*) FROM coordination_jobrun r WHERE status = 'running' AND job LIKE 'chaosapp.%%'
-AND NOT EXISTS (SELECT 1 FROM coordination_node n WHERE n.instance = r.node_instance
-AND n.stopped_at IS NULL AND n.last_heartbeat > now() - interval '{LEASE} seconds')
-"""
-STUCK_RUNNING_SQL = """
-SELECT count(*) FROM coordination_jobrun WHERE status = 'running' AND job LIKE 'chaosapp.%%'
-AND started_at < now() - interval '30 seconds'
-"""
+
+def dead_running_sql(db: SoakDatabase) -> str:
+    """Runs still marked running although their node is gone (stopped or silent past the lease)."""
+    return (
+        "SELECT count(*) FROM coordination_jobrun r WHERE status = 'running'"
+        " AND job LIKE 'chaosapp.%%' AND NOT EXISTS (SELECT 1 FROM coordination_node n"
+        " WHERE n.instance = r.node_instance AND n.stopped_at IS NULL"
+        f" AND n.last_heartbeat > {db.ago(LEASE)})"
+    )
+
+
+def stuck_running_sql(db: SoakDatabase) -> str:
+    """Runs running far longer than any chaos job can (their node forgot them)."""
+    return (
+        "SELECT count(*) FROM coordination_jobrun WHERE status = 'running'"
+        f" AND job LIKE 'chaosapp.%%' AND started_at < {db.ago(30)}"
+    )
 
 
 def log(message: str) -> None:
@@ -247,9 +255,8 @@ class SlowRun(NamedTuple):
 @dataclass
 class Soak:
     args: argparse.Namespace
-    cluster: PostgresCluster
+    db: SoakDatabase
     network: Network
-    url: str
     workdir: Path
     rng: random.Random
     publish_job: str = ""
@@ -268,7 +275,7 @@ class Soak:
         env = dict(os.environ)
         env.update(
             {
-                "DATABASE_URL": f"postgres://postgres@{host}:{self.cluster.port}/instatic",
+                "DATABASE_URL": self.db.url(host),
                 "DJANGO_SETTINGS_MODULE": "tests.settings",
                 "INSTATIC_TEST_EXTRA_APPS": "tests.chaosapp",
                 "INSTATIC_VAR_DIR": str(self.workdir / "var"),
@@ -276,15 +283,20 @@ class Soak:
                 "INSTATIC_HEARTBEAT_INTERVAL": str(HEARTBEAT),
                 "INSTATIC_SHUTDOWN_GRACE": "5",
                 "INSTATIC_FAILURE_PAUSE_THRESHOLD": "0",
-                "INSTATIC_LOCK_MODE": "transaction" if lease else "session",
+                "INSTATIC_LOCK_MODE": "transaction" if self.lease_mode(lease) else "session",
                 "PYTHONUNBUFFERED": "1",
             }
         )
-        if lease:
+        if self.lease_mode(lease):
             # Lease mode renews only between ticks: coordination.E009 wants a tick under a
             # third of the lease.
             env["INSTATIC_MAX_TICK"] = str(LEASE / 6)
         return env
+
+    def lease_mode(self, lease: bool) -> bool:
+        """Lease lock mode is PostgreSQL's (behind PgBouncer); elsewhere LEASE_GROUP's replicas
+        use the vendor's session lock like the others."""
+        return lease and self.db.vendor == "postgresql"
 
     # --- processes ---------------------------------------------------------------------
     def scheduler(self, name: str, log_path: Path, *, groups, env: dict, extra=(), prefix=()):
@@ -356,20 +368,15 @@ class Soak:
 
     # --- database helpers ------------------------------------------------------------
     def query(self, sql: str, params=()):
-        for _ in range(50):
-            try:
-                with psycopg.connect(self.url, autocommit=True, connect_timeout=3) as conn:
-                    return conn.execute(sql, params).fetchall()
-            except psycopg.OperationalError:
-                time.sleep(0.2)
-        raise RuntimeError(f"database unreachable for: {sql}")
+        return self.db.query(sql, params)
 
     def scalar(self, sql: str, params=()):
-        rows = self.query(sql, params)
-        return rows[0][0] if rows else None
+        return self.db.scalar(sql, params)
 
     def leader(self, group: str = "plugins") -> str | None:
-        return self.scalar('SELECT node FROM coordination_leadership WHERE "group" = %s', (group,))
+        return self.scalar(
+            f"SELECT node FROM coordination_leadership WHERE {self.db.q('group')} = %s", (group,)
+        )
 
     @staticmethod
     def wait_until(ready: Callable[[], bool], *, since: float, timeout: float = 30):
@@ -407,7 +414,7 @@ class Soak:
         )
 
     def db_now(self):
-        return self.scalar("SELECT now()")
+        return self.scalar(f"SELECT {self.db.now}")
 
     def request_run(self, job: str) -> bool:
         """Ask for a run now through the service the admin uses (Django runs in this process)."""
@@ -421,7 +428,7 @@ class Soak:
             except Error:
                 time.sleep(0.2)
             finally:
-                connection.close()  # a PostgreSQL restart must not leave it broken
+                connection.close()  # a database restart must not leave it broken
         return False
 
     def wait_slow_run(self, timeout: float = 2 * JOBS[SLOW_JOB].period + 1) -> SlowRun | None:
@@ -430,9 +437,9 @@ class Soak:
         while time.monotonic() < deadline:
             rows = self.query(
                 "SELECT r.id, l.node, l.session_id FROM coordination_jobrun r"
-                " JOIN coordination_leadership l ON l.node = r.node AND l.\"group\" = 'plugins'"
-                " WHERE r.job = %s AND r.status = 'running'"
-                " AND r.started_at > now() - interval '1.5 seconds'"
+                " JOIN coordination_leadership l ON l.node = r.node"
+                f" AND l.{self.db.q('group')} = 'plugins'"
+                f" WHERE r.job = %s AND r.status = 'running' AND r.started_at > {self.db.ago(1.5)}"
                 " ORDER BY r.started_at DESC LIMIT 1",
                 (SLOW_JOB,),
             )
@@ -456,7 +463,7 @@ class Soak:
         """Return the unpaused chaos jobs whose next slot is not within one period of now()."""
         lagging = {}
         for name, next_due, now in self.query(
-            "SELECT name, next_due, now() FROM coordination_jobstate"
+            f"SELECT name, next_due, {self.db.now} FROM coordination_jobstate"
             " WHERE name LIKE 'chaosapp.%%' AND NOT paused AND retired_at IS NULL"
         ):
             period = timedelta(seconds=JOBS[name].period) if name in JOBS else None
@@ -580,23 +587,21 @@ def fault_freeze(soak: Soak) -> Fault:
 
 def fault_session(soak: Soak) -> Fault:
     fault, _, leader = leader_fault(soak, "session")
-    rows = soak.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-        (f"{leader.name}/lock",),
-    )
-    fault.note = f"{len(rows)} session(s) ended"
+    ended = soak.db.end_lock_sessions(leader.name)
+    fault.note = f"{ended} session(s) ended"
     fault.takeover = soak.wait_for_runs_after(soak.db_now(), since=fault.at)
     return fault
 
 
-def restart_postgres(soak: Soak, fault: Fault) -> None:
-    soak.cluster.restart("fast")
+def restart_database(soak: Soak, fault: Fault) -> None:
+    soak.db.restart()
     fault.takeover = soak.wait_for_runs_after(soak.db_now(), since=fault.at)
 
 
 def fault_pgrestart(soak: Soak) -> Fault:
-    fault = new_fault(soak, "pgrestart", "postgresql")
-    restart_postgres(soak, fault)
+    """Restart the database server (the kind keeps its historical name on every vendor)."""
+    fault = new_fault(soak, "pgrestart", soak.db.vendor)
+    restart_database(soak, fault)
     return fault
 
 
@@ -652,8 +657,8 @@ def kill_manual_runner(soak: Soak, job: str, asked_at, kill_after: float) -> str
     """SIGKILL (and restart) the replica that claimed the manual run of ``job``; say what
     happened."""
     node_sql = (
-        "SELECT node FROM coordination_jobrun WHERE job = %s AND trigger = 'manual'"
-        " AND slot >= %s ORDER BY slot LIMIT 1"
+        f"SELECT node FROM coordination_jobrun WHERE job = %s AND {soak.db.q('trigger')}"
+        " = 'manual' AND slot >= %s ORDER BY slot LIMIT 1"
     )
     claimed = soak.wait_until(
         lambda: soak.scalar(node_sql, (job, asked_at)) is not None,
@@ -677,16 +682,22 @@ def fault_catchup(soak: Soak) -> Fault:
     The takeover is the time until its next slot is back within a period of now.
     """
     fault = new_fault(soak, "catchup", CATCHUP_JOB)
+    db = soak.db
     rows = soak.query(
-        "UPDATE coordination_jobstate SET next_due = LEAST(next_due, COALESCE((SELECT min(slot)"
-        " FROM coordination_jobrun WHERE job = %(job)s AND trigger <> 'manual'), next_due))"
-        " - %(back)s WHERE name = %(job)s RETURNING next_due, now()",
-        {"job": CATCHUP_JOB, "back": CATCHUP_BACK},
+        f"SELECT LEAST(s.next_due, COALESCE((SELECT min(slot) FROM coordination_jobrun"
+        f" WHERE job = %(job)s AND {db.q('trigger')} <> 'manual'), s.next_due)), {db.now}"
+        " FROM coordination_jobstate s WHERE s.name = %(job)s",
+        {"job": CATCHUP_JOB},
     )
-    if not rows:
+    if not rows or rows[0][0] is None:
         fault.skip("no job state")
         return fault
-    next_due, now = rows[0]
+    next_due, now = rows[0][0] - CATCHUP_BACK, rows[0][1]
+    soak.query(
+        "UPDATE coordination_jobstate SET next_due = LEAST(next_due, %(back)s)"
+        " WHERE name = %(job)s",
+        {"job": CATCHUP_JOB, "back": next_due},
+    )
     soak.catchup_from = min(next_due, soak.catchup_from or next_due)
     fault.note = f"{(now - next_due).total_seconds():.0f} slots behind"
     fault.takeover = soak.wait_until(
@@ -741,28 +752,24 @@ def fault_lockonly(soak: Soak) -> Fault:
         return fault
     time.sleep(pause)
     fault = new_fault(soak, "lockonly", run.node, f"{SLOW_JOB} run {run.id}")
-    ended = soak.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-        " WHERE pid = %s AND application_name = %s",
-        (run.lock_pid, f"{run.node}/lock"),
-    )
+    ended = soak.db.end_lock_sessions(run.node, run.lock_pid)
     # The same node may take the lock straight back, so "resumed" is the next run, not a leader.
     fault.takeover = soak.wait_for_runs_after(soak.db_now(), since=fault.at)
-    fault.note = f"{len(ended)} session ended; slow run {soak.final_status(run.id)}"
+    fault.note = f"{ended} session ended; slow run {soak.final_status(run.id)}"
     return fault
 
 
 def fault_pgrestart_busy(soak: Soak) -> Fault:
-    """Restart PostgreSQL while the slow claim-first job does its non-database work."""
+    """Restart the database while the slow claim-first job does its non-database work."""
     pause = soak.rng.uniform(0.0, 1.0)
     run = soak.wait_slow_run()
     if run is None:
-        fault = new_fault(soak, "pgrestart-busy", "postgresql")
+        fault = new_fault(soak, "pgrestart-busy", soak.db.vendor)
         fault.skip(f"{SLOW_JOB} not running")
         return fault
     time.sleep(pause)
-    fault = new_fault(soak, "pgrestart-busy", "postgresql", f"{SLOW_JOB} run {run.id}")
-    restart_postgres(soak, fault)
+    fault = new_fault(soak, "pgrestart-busy", soak.db.vendor, f"{SLOW_JOB} run {run.id}")
+    restart_database(soak, fault)
     fault.note = f"slow run {soak.final_status(run.id)}"
     return fault
 
@@ -776,18 +783,24 @@ def fault_rowlock(soak: Soak) -> Fault:
     """
     hold = soak.rng.uniform(2.0, 4.0)
     fault = new_fault(soak, "rowlock", "publishing_post")
+    db = soak.db
     try:
-        with psycopg.connect(soak.url, connect_timeout=3) as conn:
-            locked = lock_due_post(conn)
+        conn = db.connect(autocommit=False)
+        try:
+            cursor = conn.cursor()
+            locked = lock_due_post(db, conn, cursor)
             if locked is None:
                 fault.skip("no post due soon")
                 return fault
             post_id, publish_at, now = locked
             fault.target = f"post {post_id}"
             time.sleep(max(0.0, (publish_at - now).total_seconds()) + hold)
-            released_at = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+            cursor.execute(f"SELECT {db.clock}")
+            released_at = cursor.fetchone()[0]
             conn.rollback()
-    except psycopg.OperationalError as exc:
+        finally:
+            conn.close()
+    except (Unreachable, *db.errors) as exc:
         fault.skip(f"database error: {exc}")
         return fault
     released = time.monotonic()
@@ -806,7 +819,7 @@ def fault_rowlock(soak: Soak) -> Fault:
         lambda: (
             not soak.scalar(
                 "SELECT count(*) FROM publishing_post WHERE id = %s AND status = 'scheduled'"
-                " AND publish_at <= now()",
+                f" AND publish_at <= {db.now}",
                 (post_id,),
             )
         ),
@@ -819,15 +832,16 @@ def fault_rowlock(soak: Soak) -> Fault:
     return fault
 
 
-def lock_due_post(conn: psycopg.Connection, timeout: float = 5.0):
+def lock_due_post(db: SoakDatabase, conn, cursor, timeout: float = 5.0):
     """Lock a scheduled post due within 2 s; return (id, publish_at, now) or None."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        row = conn.execute(
-            "SELECT id, publish_at, clock_timestamp() FROM publishing_post"
-            " WHERE status = 'scheduled' AND publish_at <= now() + interval '2 seconds'"
+        cursor.execute(
+            f"SELECT id, publish_at, {db.clock} FROM publishing_post"
+            f" WHERE status = 'scheduled' AND publish_at <= {db.later(2)}"
             " ORDER BY publish_at DESC LIMIT 1 FOR UPDATE SKIP LOCKED"
-        ).fetchone()
+        )
+        row = cursor.fetchone()
         if row is not None:
             return row
         conn.rollback()  # a new transaction, so now() moves on
@@ -920,6 +934,13 @@ def inject(soak: Soak, kind: str) -> Fault:
 CHAOS_OR_PUBLISH = "(job LIKE 'chaosapp.%%' OR job = %(publish)s)"
 
 
+def placeholders(values, name: str = "") -> str:
+    """Return ``%s, %s, ...`` (or ``%(name0)s, ...``) for an IN list both vendors accept."""
+    if name:
+        return ", ".join(f"%({name}{i})s" for i in range(len(values)))
+    return ", ".join(["%s"] * len(values))
+
+
 def no_slot_twice(soak: Soak, end_db) -> tuple[bool, str]:
     twice = soak.query(
         "SELECT job, slot, count(*) FROM jobsapp_effect WHERE job LIKE 'chaosapp.%%'"
@@ -930,10 +951,10 @@ def no_slot_twice(soak: Soak, end_db) -> tuple[bool, str]:
 
 def effects_match_runs(soak: Soak, end_db) -> tuple[bool, str]:
     orphans = soak.scalar(
-        "SELECT count(*) FROM jobsapp_effect e WHERE e.job = ANY(%s) AND NOT EXISTS"
-        " (SELECT 1 FROM coordination_jobrun r WHERE r.job = e.job AND r.slot = e.slot"
-        " AND r.status = 'succeeded')",
-        (TRANSACTIONAL_JOBS,),
+        f"SELECT count(*) FROM jobsapp_effect e WHERE e.job IN ({placeholders(TRANSACTIONAL_JOBS)})"
+        " AND NOT EXISTS (SELECT 1 FROM coordination_jobrun r WHERE r.job = e.job"
+        " AND r.slot = e.slot AND r.status = 'succeeded')",
+        TRANSACTIONAL_JOBS,
     )
     return orphans == 0, f"{orphans} without a run"
 
@@ -948,8 +969,8 @@ def ledger_complete(soak: Soak, end_db) -> tuple[bool, str]:
         slots = [
             row[0]
             for row in soak.query(
-                "SELECT slot FROM coordination_jobrun WHERE job = %s AND trigger <> 'manual'"
-                " ORDER BY slot",
+                "SELECT slot FROM coordination_jobrun WHERE job = %s"
+                f" AND {soak.db.q('trigger')} <> 'manual' ORDER BY slot",
                 (job,),
             )
         ]
@@ -961,8 +982,9 @@ def ledger_complete(soak: Soak, end_db) -> tuple[bool, str]:
             gaps.append(f"{job} {soak.catchup_from:%H:%M:%S}->{slots[0]:%H:%M:%S} (catch-up)")
     unexplained = soak.query(
         f"SELECT job, reason, count(*) FROM coordination_jobrun WHERE {CHAOS_OR_PUBLISH}"
-        " AND status = 'missed' AND reason <> ALL(%(reasons)s) GROUP BY job, reason",
-        {"publish": soak.publish_job, "reasons": list(MISSED_REASONS)},
+        f" AND status = 'missed' AND reason NOT IN ({placeholders(MISSED_REASONS, 'r')})"
+        " GROUP BY job, reason",
+        {"publish": soak.publish_job, **{f"r{i}": r for i, r in enumerate(MISSED_REASONS)}},
     )
     missed = soak.scalar(
         "SELECT count(*) FROM coordination_jobrun WHERE job LIKE 'chaosapp.%%'"
@@ -977,7 +999,7 @@ def ledger_complete(soak: Soak, end_db) -> tuple[bool, str]:
 
 
 def no_run_left_running(soak: Soak, end_db) -> tuple[bool, str]:
-    dead, stuck = soak.scalar(DEAD_RUNNING_SQL), soak.scalar(STUCK_RUNNING_SQL)
+    dead, stuck = soak.scalar(dead_running_sql(soak.db)), soak.scalar(stuck_running_sql(soak.db))
     return dead == 0 and stuck == 0, f"{dead} of dead nodes, {stuck} running > 30 s"
 
 
@@ -1042,13 +1064,15 @@ def progress(soak: Soak, end_db) -> tuple[bool, str]:
 def ledger_rates(soak: Soak, end_db) -> tuple[bool, str]:
     """Runs per minute (any 60 s window) are bounded; manual runs match run-now requests; the
     publish job does not spin on a locked post."""
-    busiest = soak.query(
-        "SELECT job, max(n) FROM (SELECT job, count(*) OVER (PARTITION BY job ORDER BY"
-        " started_at RANGE BETWEEN CURRENT ROW AND interval '60 seconds' FOLLOWING) AS n"
-        f" FROM coordination_jobrun WHERE {CHAOS_OR_PUBLISH} AND trigger <> 'manual'"
-        " AND started_at IS NOT NULL) w GROUP BY job ORDER BY job",
+    started = defaultdict(list)
+    for job, at in soak.query(
+        f"SELECT job, started_at FROM coordination_jobrun WHERE {CHAOS_OR_PUBLISH}"
+        f" AND {soak.db.q('trigger')} <> 'manual' AND started_at IS NOT NULL"
+        " ORDER BY job, started_at",
         {"publish": soak.publish_job},
-    )
+    ):
+        started[job].append(at)
+    busiest = [(job, window_max(times, timedelta(seconds=60))) for job, times in started.items()]
     problems = []
     for job, count in busiest:
         if job == soak.publish_job:
@@ -1059,7 +1083,7 @@ def ledger_rates(soak: Soak, end_db) -> tuple[bool, str]:
             problems.append(f"{job} {count}/min (limit {limit:.0f})")
     for job, count in soak.query(
         "SELECT job, count(*) FROM coordination_jobrun WHERE job LIKE 'chaosapp.%%'"
-        " AND trigger = 'manual' GROUP BY job"
+        f" AND {soak.db.q('trigger')} = 'manual' GROUP BY job"
     ):
         if count > soak.run_requests[job]:
             problems.append(f"{job} {count} manual runs for {soak.run_requests[job]} requests")
@@ -1111,14 +1135,17 @@ def no_self_overlap(soak: Soak, end_db) -> tuple[bool, str]:
     Abandoned rows are left out: their finish time is when another node noticed, not when the
     run ended.
     """
-    overlaps = soak.query(
-        "SELECT job, slot, prev_end - started_at FROM (SELECT job, slot, started_at,"
-        " max(finished_at) OVER (PARTITION BY job ORDER BY started_at, id ROWS BETWEEN"
-        " UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end FROM coordination_jobrun WHERE"
+    overlaps = []
+    prev_end: dict[str, datetime] = {}
+    for job, slot, started_at, finished_at in soak.query(
+        "SELECT job, slot, started_at, finished_at FROM coordination_jobrun WHERE"
         f" {CHAOS_OR_PUBLISH} AND started_at IS NOT NULL AND finished_at IS NOT NULL"
-        " AND status NOT IN ('missed', 'abandoned')) w WHERE started_at < prev_end",
+        " AND status NOT IN ('missed', 'abandoned') ORDER BY job, started_at, id",
         {"publish": soak.publish_job},
-    )
+    ):
+        if job in prev_end and started_at < prev_end[job]:
+            overlaps.append((job, slot, prev_end[job] - started_at))
+        prev_end[job] = max(finished_at, prev_end.get(job, finished_at))
     detail = f"{len(overlaps)} overlapping runs" + "".join(
         f"; {job} {slot:%H:%M:%S} by {gap.total_seconds():.1f} s" for job, slot, gap in overlaps[:3]
     )
@@ -1282,7 +1309,7 @@ def settle(soak: Soak, end_db) -> None:
             " AND publish_at < %s AND last_error = ''",
             (end_db,),
         )
-        if not due and not soak.scalar(DEAD_RUNNING_SQL):
+        if not due and not soak.scalar(dead_running_sql(soak.db)):
             break
         time.sleep(0.5)
     last_fault = max((f.ended for f in soak.faults if f.ended), default=time.monotonic())
@@ -1297,18 +1324,12 @@ def run(args: argparse.Namespace) -> bool:
     workdir = Path(
         subprocess.check_output(["mktemp", "-d", "/tmp/instatic-chaos-XXXX"], text=True).strip()
     )
-    hosts = ",".join(["127.0.0.1"] + [network.host_address(i) for i in network.created])
-    cluster = PostgresCluster(
-        extra_conf={"listen_addresses": f"'{hosts}'", "max_connections": "400"},
-        extra_hba=["host all all 10.231.0.0/16 trust"],
-    )
-    cluster.start()
+    db = chaos_databases.make(args.vendor)
     soak = None
     try:
-        url = cluster.url("instatic")
-        with psycopg.connect(cluster.url(), autocommit=True) as admin:
-            admin.execute("CREATE DATABASE instatic")
-        soak = Soak(args, cluster, network, url, workdir, rng)
+        db.start(["127.0.0.1"] + [network.host_address(i) for i in network.created])
+        log(f"{db.label} at {db.url()}")
+        soak = Soak(args, db, network, workdir, rng)
         env = soak.env()
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
@@ -1345,7 +1366,7 @@ def run(args: argparse.Namespace) -> bool:
     finally:
         if soak is not None:
             stop_everything(soak)
-        cluster.stop()
+        db.stop()
         network.destroy()
         if not args.keep_logs:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -1379,6 +1400,12 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=int(os.environ.get("CHAOS_SEED", 1)))
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--keep-logs", action="store_true")
+    parser.add_argument(
+        "--vendor",
+        choices=sorted(chaos_databases.DATABASES),
+        default=os.environ.get("CHAOS_VENDOR", "postgresql"),
+        help="the database server to soak on (default postgresql)",
+    )
     args = parser.parse_args(argv)
     if not 3 <= args.replicas <= 5:
         parser.error("--replicas must be 3 to 5")

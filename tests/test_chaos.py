@@ -1,8 +1,9 @@
 """The short chaos soak: about a minute of random faults; every invariant must hold.
 
-The long soak is ``make chaos``. This one runs once per ``make test`` (in the PostgreSQL pass)
-so CI guards the invariants on every change. It needs root for the network namespaces of the
-partition fault; under ``CI=true`` a missing ``ip netns`` is a failure.
+The long soak is ``make chaos``. This one runs once per server pass of ``make test``: on a
+throwaway PostgreSQL in the PostgreSQL pass and on a throwaway MariaDB in the MariaDB pass, so
+CI guards the invariants on both on every change. It needs root for the network namespaces of
+the partition fault; under ``CI=true`` a missing ``ip netns`` is a failure.
 """
 
 import os
@@ -12,12 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from devtools.chaos import INVARIANTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-pytestmark = [pytest.mark.multiprocess, pytest.mark.postgresql]
+pytestmark = [pytest.mark.multiprocess, pytest.mark.server]
+#: The soak's --vendor for the vendor of this test pass.
+SOAK_VENDOR = {"postgresql": "postgresql", "mysql": "mariadb"}
 
 
 def test_short_chaos_soak_holds_every_invariant():
@@ -25,7 +29,17 @@ def test_short_chaos_soak_holds_every_invariant():
     if not partitions and os.environ.get("CI", "").lower() == "true":
         pytest.fail("the chaos soak needs root and iproute2 for its network partitions")
     result = subprocess.run(
-        [sys.executable, "-m", "devtools.chaos", "--duration", "60", "--seed", "7"],
+        [
+            sys.executable,
+            "-m",
+            "devtools.chaos",
+            "--duration",
+            "60",
+            "--seed",
+            "7",
+            "--vendor",
+            SOAK_VENDOR[connection.vendor],
+        ],
         cwd=BASE_DIR,
         capture_output=True,
         text=True,
