@@ -693,11 +693,17 @@ def fault_catchup(soak: Soak) -> Fault:
         fault.skip("no job state")
         return fault
     next_due, now = rows[0][0] - CATCHUP_BACK, rows[0][1]
-    soak.query(
-        "UPDATE coordination_jobstate SET next_due = LEAST(next_due, %(back)s)"
-        " WHERE name = %(job)s",
-        {"job": CATCHUP_JOB, "back": next_due},
+    # The move is a write the engine does not expect: a run planned before it and committed
+    # after it sets the job's next slot as planned, and the move is gone without a trace
+    # (no product path moves a next slot backwards under a running job). So move it again
+    # until the engine has taken it: its first slot is in the ledger. Only then does the
+    # ledger invariant hold the engine to the slots from there.
+    accepted = soak.wait_until(
+        lambda: _moved_back(soak, next_due), since=time.monotonic(), timeout=10
     )
+    if accepted is None:
+        fault.skip("every move back was overwritten by a run in flight")
+        return fault
     soak.catchup_from = min(next_due, soak.catchup_from or next_due)
     fault.note = f"{(now - next_due).total_seconds():.0f} slots behind"
     fault.takeover = soak.wait_until(
@@ -706,6 +712,21 @@ def fault_catchup(soak: Soak) -> Fault:
     if fault.takeover is None:
         fault.problem = f"still behind after 10 s: {soak.lagging_jobs().get(CATCHUP_JOB)}"
     return fault
+
+
+def _moved_back(soak: Soak, slot: datetime) -> bool:
+    """Whether the engine has recorded ``slot`` for CATCHUP_JOB; if not, move its state there."""
+    if soak.query(
+        "SELECT 1 FROM coordination_jobrun WHERE job = %(job)s AND slot = %(slot)s",
+        {"job": CATCHUP_JOB, "slot": slot},
+    ):
+        return True
+    soak.query(
+        "UPDATE coordination_jobstate SET next_due = LEAST(next_due, %(back)s)"
+        " WHERE name = %(job)s",
+        {"job": CATCHUP_JOB, "back": slot},
+    )
+    return False
 
 
 def fault_once(soak: Soak) -> Fault:
