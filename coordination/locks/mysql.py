@@ -114,6 +114,31 @@ class MySQLLeaderLock(LeaderLock):
     def _release(self) -> bool:
         return self._scalar_past_cancel("SELECT RELEASE_LOCK(%s)", (self.lock_name,)) == 1
 
+    def wait_for_wakeup(self, timeout: float, waker) -> None:
+        """Sleep in ``poll()`` on the lock connection's socket and the loop's waker.
+
+        The server writes nothing on an idle connection unless it ends the session (``KILL``
+        by a fencer or an operator, a shutdown): then the socket turns readable and a check
+        finds the lock gone at once, instead of at the next tick. A reply to another thread's
+        ``still_held()`` can wake it too; the check then finds the lock held and it sleeps on.
+        """
+        with self._mutex:
+            conn = self._conn
+            try:
+                fileno = conn.fileno() if conn is not None else None
+            except Exception:
+                return  # closed by another thread just now; the loop sees it is not held
+        if fileno is None:
+            waker.wait(timeout)
+            return
+        deadline = time.monotonic() + timeout
+        while not waker.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or conn is not self._conn:
+                return
+            if waker.wait_with(fileno, remaining) and not self.still_held():
+                return
+
     @property
     def listening(self) -> bool:
         """Wake-ups reach the leader without polling: its heartbeat reads the wake-up counters.

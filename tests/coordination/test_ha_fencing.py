@@ -11,10 +11,14 @@ leader wakes its transaction could still commit. PostgreSQL finds the sessions b
 import re
 import signal
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models.functions import Now
 
+from coordination.conf import settings
+from coordination.locks import terminate_holder
 from coordination.models import JobRun, Leadership, Node, NodeSession
 from tests.jobsapp.models import Effect
 from tests.support.polling import wait_until
@@ -79,3 +83,20 @@ def test_each_scheduler_records_its_lock_and_work_connections(schedulers):
     assert stopped.stop() == 0
     instance = Node.objects.get(name=name).instance
     assert not NodeSession.objects.filter(instance=instance).exists()
+
+
+@pytest.mark.server
+def test_a_sleeping_leader_notices_at_once_that_its_lock_session_ended(schedulers):
+    """The leader of an hourly job sleeps up to INSTATIC_NOTIFY_MAX_TICK (30 s), but on its lock
+    connection's socket: the session's end (a fencer's or an operator's kill) wakes it."""
+    procs = [schedulers(f"sleeper-{i}", "hatest_cli") for i in (0, 1)]
+    old = wait_until(
+        lambda: Leadership.objects.filter(
+            group="hatest_cli", since__lt=Now() - timedelta(seconds=6)
+        ).first(),
+        timeout=20,
+    )
+    sleeper = next(p for p in procs if p.name == old.node)
+    assert terminate_holder(settings.group_key("hatest_cli")) is not None
+    sleeper.wait_for_log("no longer leader", timeout=10)
+    assert all(p.alive() for p in procs)
