@@ -251,8 +251,9 @@ INSTATIC_METRICS_TOKEN = _env_token("INSTATIC_METRICS_TOKEN")
 INSTATIC_NODE_NAME = os.environ.get("INSTATIC_NODE_NAME", "")
 INSTATIC_HEARTBEAT_INTERVAL = _env_float("INSTATIC_HEARTBEAT_INTERVAL", 2.0)
 INSTATIC_LEASE = _env_float("INSTATIC_LEASE", 10.0)
-# Without NOTIFY (SQLite, MySQL, PgBouncer) a leader polls this often, so "run now" and newly
-# scheduled posts are picked up within about a second.
+# Without wake-ups (SQLite, PgBouncer) a leader polls this often, so "run now" and newly
+# scheduled posts are picked up within about a second. PostgreSQL (NOTIFY) and MySQL (wake-up
+# counters read by the heartbeat) wake their leaders, which sleep up to INSTATIC_NOTIFY_MAX_TICK.
 INSTATIC_MAX_TICK = _env_float("INSTATIC_MAX_TICK", 1.0)
 INSTATIC_NOTIFY_MAX_TICK = _env_float("INSTATIC_NOTIFY_MAX_TICK", 30.0)
 INSTATIC_SHUTDOWN_GRACE = _env_float("INSTATIC_SHUTDOWN_GRACE", 25.0)

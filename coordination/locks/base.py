@@ -192,11 +192,17 @@ class LeaderLock:
 
     @property
     def listening(self) -> bool:
-        """Return True when wake-ups arrive on the lock connection (PostgreSQL ``LISTEN``)."""
+        """Return True when wake-ups reach the leader without it polling.
+
+        Then the loop sleeps until its next due instant, at most ``INSTATIC_NOTIFY_MAX_TICK``.
+        PostgreSQL: ``LISTEN`` on the lock connection. MySQL: the node's heartbeat reads the
+        groups' wake-up counters and wakes the loop. Elsewhere the loop polls every
+        ``INSTATIC_MAX_TICK``.
+        """
         return False
 
     def listen(self, channel: str) -> None:
-        """Subscribe the lock connection to wake-ups on ``channel`` (PostgreSQL only)."""
+        """Start receiving wake-ups for the group whose ``channel`` this is (leaders only)."""
 
     # --- helpers for subclasses -----------------------------------------------------------
     def _discard(self) -> None:
