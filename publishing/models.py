@@ -112,6 +112,12 @@ class Post(models.Model):
             models.Index(fields=["status", "unpublish_at"], name="publishing_post_expiry"),
             # The public index: live posts, newest first.
             models.Index(fields=["status", "-published_at"], name="publishing_post_live"),
+            # The admin's post list in its default order, whole and filtered by status: a
+            # page is a range scan at any size (issue 19), never a sort of every post.
+            models.Index(fields=["-created_at", "-id"], name="publishing_post_recent"),
+            models.Index(
+                fields=["status", "-created_at", "-id"], name="publishing_post_status_recent"
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -201,13 +207,23 @@ class PublishEvent(models.Model):
         blank=True,
         help_text=_("For scheduled publishes and unpublishes: seconds after the planned time."),
     )
-    detail = models.TextField(_("detail"), blank=True)
+    # What happened, as typed values (times as ISO 8601 in UTC): publishing.history turns it
+    # into words in the viewer's time zone. See publishing.history for the keys.
+    data = models.JSONField(_("data"), default=dict, blank=True)
+    # Free text of events written before ``data`` existed that migration 0005 could not read.
+    detail = models.TextField(_("detail (older events)"), blank=True)
 
     class Meta:
         verbose_name = _("publish event")
         verbose_name_plural = _("publish history")
         ordering = ["-at", "-id"]
-        indexes = [models.Index(fields=["post", "-at"], name="publishing_event_post")]
+        indexes = [
+            models.Index(fields=["post", "-at"], name="publishing_event_post"),
+            # The publish history at a million events: its default order, and by kind (the
+            # kind filter; the public pages' "latest unpublish" reads the same index).
+            models.Index(fields=["-at", "-id"], name="publishing_event_recent"),
+            models.Index(fields=["kind", "-at", "-id"], name="publishing_event_kind"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} by {self.actor}"

@@ -40,8 +40,10 @@ from publishing.exceptions import (
     InvalidTransition,
     NotPublishable,
 )
+from publishing.history import local_time, stored_time
 from publishing.models import Post, PostRevision, PublishEvent
 from publishing.rendering import render
+from publishing.setbased import ConcurrentChange, DueChange, change_due_posts
 from publishing.validation import publish_problems, schedule_problems, time_problems
 
 logger = logging.getLogger(__name__)
@@ -156,9 +158,15 @@ def _user_or_none(user):
     return user if user is not None and getattr(user, "pk", None) is not None else None
 
 
-def _event(post: Post, kind: str, *, user=None, node: str = "", detail: str = "", lateness=None):
+def _event(post: Post, kind: str, *, user=None, node: str = "", data=None, lateness=None):
+    """Record a publish event; ``data`` holds its typed details (see :mod:`publishing.history`)."""
     return PublishEvent.objects.create(
-        post=post, kind=kind, user=_user_or_none(user), node=node, detail=detail, lateness=lateness
+        post=post,
+        kind=kind,
+        user=_user_or_none(user),
+        node=node,
+        data=data or {},
+        lateness=lateness,
     )
 
 
@@ -178,7 +186,7 @@ def _conditional_update(current: Post, *, user, **values) -> None:
 
 def _wrong_state(current: Post, action: str) -> InvalidTransition:
     if current.status == S.PUBLISHED:
-        when = f" at {current.published_at.isoformat()}" if current.published_at else ""
+        when = f" at {local_time(current.published_at)}" if current.published_at else ""
         return InvalidTransition(
             f"Cannot {action} “{current}”: it is already published{when}. Unpublish it instead."
         )
@@ -280,10 +288,8 @@ def schedule_post(
             published_at=None,
             last_error="",
         )
-        detail = f"publish at {_iso(publish_at)}"
-        if unpublish_at is not None:
-            detail += f", unpublish at {_iso(unpublish_at)}"
-        _event(current, K.SCHEDULED, user=user, detail=detail)
+        data = {"publish_at": stored_time(publish_at), "unpublish_at": stored_time(unpublish_at)}
+        _event(current, K.SCHEDULED, user=user, data=data)
         request_wakeup(PUBLISH_JOB, at=publish_at)
     post.refresh_from_db()
     return post
@@ -318,10 +324,14 @@ def reschedule_post(
         _conditional_update(
             current, user=user, publish_at=publish_at, unpublish_at=unpublish_at, last_error=""
         )
-        detail = f"publish at {_iso(current.publish_at)} -> {_iso(publish_at)}"
+        data = {
+            "publish_at": stored_time(publish_at),
+            "previous_publish_at": stored_time(current.publish_at),
+        }
         if unpublish_at != current.unpublish_at:
-            detail += f"; unpublish at {_iso(current.unpublish_at)} -> {_iso(unpublish_at)}"
-        _event(current, K.RESCHEDULED, user=user, detail=detail)
+            data["unpublish_at"] = stored_time(unpublish_at)
+            data["previous_unpublish_at"] = stored_time(current.unpublish_at)
+        _event(current, K.RESCHEDULED, user=user, data=data)
         request_wakeup(PUBLISH_JOB, at=publish_at)
     post.refresh_from_db()
     return post
@@ -338,7 +348,9 @@ def cancel_schedule(*, post: Post, user, expected_version: int | None = None) ->
         if current.status != S.SCHEDULED:
             raise _wrong_state(current, "cancel the schedule of")
         _conditional_update(current, user=user, status=S.DRAFT, last_error="")
-        _event(current, K.CANCELLED, user=user, detail=f"was due at {_iso(current.publish_at)}")
+        _event(
+            current, K.CANCELLED, user=user, data={"was_due_at": stored_time(current.publish_at)}
+        )
     post.refresh_from_db()
     return post
 
@@ -358,7 +370,7 @@ def publish_now(*, post: Post, user, expected_version: int | None = None) -> Pos
         _conditional_update(
             current, user=user, status=S.PUBLISHED, published_at=Now(), last_error=""
         )
-        _event(current, K.PUBLISHED, user=user, detail="published now")
+        _event(current, K.PUBLISHED, user=user, data={"by_hand": True})
         if current.unpublish_at is not None:
             request_wakeup(PUBLISH_JOB, at=current.unpublish_at)
     post.refresh_from_db()
@@ -375,7 +387,7 @@ def unpublish_now(*, post: Post, user, expected_version: int | None = None) -> P
                 f"Cannot unpublish “{current}”: it is {current.get_status_display()}, not live."
             )
         _conditional_update(current, user=user, status=S.UNPUBLISHED)
-        _event(current, K.UNPUBLISHED, user=user, detail="unpublished now")
+        _event(current, K.UNPUBLISHED, user=user, data={"by_hand": True})
     post.refresh_from_db()
     return post
 
@@ -404,8 +416,11 @@ def set_unpublish_at(
         if errors:
             raise InvalidSchedule(errors)
         _conditional_update(current, user=user, unpublish_at=unpublish_at)
-        detail = f"unpublish at {_iso(current.unpublish_at)} -> {_iso(unpublish_at)}"
-        _event(current, K.RESCHEDULED, user=user, detail=detail)
+        data = {
+            "unpublish_at": stored_time(unpublish_at),
+            "previous_unpublish_at": stored_time(current.unpublish_at),
+        }
+        _event(current, K.RESCHEDULED, user=user, data=data)
         if unpublish_at is not None:
             request_wakeup(PUBLISH_JOB, at=unpublish_at)
     post.refresh_from_db()
@@ -427,12 +442,12 @@ def delete_post(*, post: Post, user, expected_version: int | None = None) -> Non
             )
         title = str(current)[:200]
         kept = PublishEvent.objects.filter(post=current).update(post_title=title)
-        detail = f"slug {current.slug}, was {current.get_status_display().lower()}"
+        data = {"slug": current.slug, "was": current.status}
         pk = current.pk
         current.delete()
         if kept:
             PublishEvent.objects.create(
-                post=None, post_title=title, kind=K.DELETED, user=_user_or_none(user), detail=detail
+                post=None, post_title=title, kind=K.DELETED, user=_user_or_none(user), data=data
             )
     logger.info(
         "post %s (slug %r) deleted by %s; %d publish events kept",
@@ -502,8 +517,8 @@ def _supersede(current: Post, statuses, *, by: str, note: str, user=None) -> Non
         status=R.SUPERSEDED, closed_at=Now(), closed_by=by[:200], note=note[:300]
     )
     for _, number, status in replaced:
-        detail = f"revision {number} ({status}) superseded: {note}"
-        _event(current, K.REVISION_SUPERSEDED, user=user, detail=detail)
+        data = {"revision": number, "revision_status": status, "note": note}
+        _event(current, K.REVISION_SUPERSEDED, user=user, data=data)
 
 
 def _record_direct_edit(current: Post, saved: Post, *, user) -> None:
@@ -602,8 +617,8 @@ def schedule_revision(
             created_by=_user_or_none(user),
         )
         _touch(current, user=user)
-        detail = f"revision {number} at {_iso(publish_at)}"
-        _event(current, K.REVISION_SCHEDULED, user=user, detail=detail)
+        data = {"revision": number, "publish_at": stored_time(publish_at)}
+        _event(current, K.REVISION_SCHEDULED, user=user, data=data)
         request_wakeup(PUBLISH_JOB, at=publish_at)
     revision.refresh_from_db()
     post.refresh_from_db()
@@ -612,7 +627,7 @@ def schedule_revision(
 
 def _closed_reason(revision: PostRevision) -> str:
     if revision.status == R.PUBLISHED:
-        return f"it went live at {_iso(revision.published_at)}"
+        return f"it went live at {local_time(revision.published_at)}"
     return f"it is {revision.get_status_display().lower()}"
 
 
@@ -633,9 +648,10 @@ def cancel_revision(
             status=R.CANCELLED, closed_at=Now(), closed_by=_editor_name(user)
         )
         _touch(current, user=user)
-        when = f", was due at {_iso(was.publish_at)}" if was.status == R.SCHEDULED else ""
-        detail = f"revision {was.number} ({was.status}{when})"
-        _event(current, K.REVISION_CANCELLED, user=user, detail=detail)
+        data = {"revision": was.number, "revision_status": was.status}
+        if was.status == R.SCHEDULED:
+            data["was_due_at"] = stored_time(was.publish_at)
+        _event(current, K.REVISION_CANCELLED, user=user, data=data)
     revision.refresh_from_db()
     return revision
 
@@ -716,7 +732,7 @@ def revoke_preview_links(*, post: Post, user, expected_version: int | None = Non
     with transaction.atomic():
         current = _lock(post, expected_version)
         _touch(current, user=user, preview_generation=F("preview_generation") + 1)
-        _event(current, K.PREVIEWS_REVOKED, user=user, detail="every earlier preview link")
+        _event(current, K.PREVIEWS_REVOKED, user=user)
     post.refresh_from_db()
     return post
 
@@ -758,13 +774,16 @@ def _batch_size(batch_size: int | None) -> int:
 
 
 def select_due_publications(*, now: datetime, batch_size: int) -> list[DueRow]:
-    """Select (and lock) up to ``batch_size`` scheduled posts due at ``now``, oldest first.
+    """Select (and lock) up to ``batch_size`` scheduled posts due at ``now``, newest due first.
 
-    Failed posts are skipped until edited. Must run in the transaction that publishes them.
+    Newest first so a backlog (posts that fell due while no scheduler ran, a bulk import)
+    never delays a post that is due now: each batch serves what just fell due before it goes
+    on with the backlog, which is late already. Failed posts are skipped until edited. Must
+    run in the transaction that publishes them.
     """
     queryset = (
         Post.objects.filter(status=S.SCHEDULED, publish_at__lte=now, last_error="")
-        .order_by("publish_at", "id")
+        .order_by("-publish_at", "-id")
         .annotate(body_length=Length(Trim("body")))
         .values_list("pk", "publish_at", "title", "slug", "body_length")
     )
@@ -790,18 +809,20 @@ def publish_selected(
             failed.append(row.pk)
     published: list[tuple[int, datetime]] = []
     if good:
-        still_due = Post.objects.filter(status=S.SCHEDULED, publish_at__lte=now, last_error="")
-        published = _conditional_batch_update(
-            still_due,
-            [row.pk for row in good],
+        change = DueChange(
+            condition=Post.objects.filter(status=S.SCHEDULED, publish_at__lte=now, last_error=""),
             planned="publish_at",
-            status=S.PUBLISHED,
-            published_at=now,
-            updated_at=now,
-            updated_by=_scheduler_name(node),
-            version=_next_version(),
+            values={
+                "status": S.PUBLISHED,
+                "published_at": now,
+                "updated_at": now,
+                "updated_by": _scheduler_name(node),
+            },
+            kind=K.PUBLISHED,
+            node=node,
+            now=now,
         )
-        _insert_events(K.PUBLISHED, published, node=node, now=now)
+        published = change_due_posts(change, [row.pk for row in good])
         # Feed the lateness histogram only once the publish is committed.
         lateness = [(now - planned).total_seconds() for _, planned in published]
         transaction.on_commit(partial(_observe_lateness, lateness))
@@ -817,49 +838,6 @@ def publish_selected(
 def _observe_lateness(seconds: list[float]) -> None:
     for value in seconds:
         observe_publish_lateness(value)
-
-
-def _insert_events(
-    kind: str, posts: list[tuple[int, datetime]], *, node: str, now: datetime
-) -> None:
-    """Insert one ``kind`` event at ``now`` per ``(post id, planned time)``, with its lateness."""
-    PublishEvent.objects.bulk_create(
-        [
-            PublishEvent(
-                post_id=pk,
-                kind=kind,
-                node=node,
-                at=now,
-                lateness=(now - planned).total_seconds(),
-            )
-            for pk, planned in posts
-        ]
-    )
-
-
-class ConcurrentChange(RuntimeError):
-    """Rows changed between two statements of one batch; the batch rolls back and reruns."""
-
-
-def _conditional_batch_update(
-    condition: QuerySet, ids: list[int], *, planned: str, **values
-) -> list[tuple[int, datetime]]:
-    """Apply ``values`` to the posts in ``ids`` that still match ``condition``.
-
-    Return ``(pk, planned time)`` of exactly the posts changed. The rows were locked when
-    selected (SQLite: the transaction holds the database), so nothing can change them between
-    the re-check and the ``UPDATE``, which repeats the condition anyway; if the two ever
-    disagree the batch is rolled back rather than recorded wrongly.
-    """
-    matching = list(condition.filter(pk__in=ids).order_by(planned, "id").values_list("pk", planned))
-    if not matching:
-        return []
-    updated = condition.filter(pk__in=[pk for pk, _ in matching]).update(**values)
-    if updated != len(matching):
-        raise ConcurrentChange(
-            f"{len(matching)} posts matched but {updated} were updated; rolling the batch back"
-        )
-    return matching
 
 
 def _record_failure(row: DueRow, message: str, *, node: str, now: datetime) -> bool:
@@ -878,7 +856,7 @@ def _record_failure(row: DueRow, message: str, *, node: str, now: datetime) -> b
         node=node,
         at=now,
         lateness=(now - row.planned).total_seconds(),
-        detail=message,
+        data={"error": message},
     )
     logger.error(
         "post %s (slug %r) due at %s failed to publish: %s; it stays scheduled and is "
@@ -901,10 +879,13 @@ def publish_due(*, batch_size: int | None = None, node: str = "") -> BatchResult
 
 
 def select_due_unpublications(*, now: datetime, batch_size: int) -> list[DueRow]:
-    """Select (and lock) up to ``batch_size`` published posts whose unpublish time passed."""
+    """Select (and lock) up to ``batch_size`` published posts past their unpublish time.
+
+    Newest due first, like :func:`select_due_publications`.
+    """
     queryset = (
         Post.objects.filter(status=S.PUBLISHED, unpublish_at__lte=now)
-        .order_by("unpublish_at", "id")
+        .order_by("-unpublish_at", "-id")
         .values_list("pk", "unpublish_at")
     )
     return [DueRow(*row) for row in _skip_locked(queryset)[:batch_size]]
@@ -916,17 +897,19 @@ def unpublish_selected(
     """Take down the selected posts that are still published and past their unpublish time."""
     unpublished: list[tuple[int, datetime]] = []
     if rows:
-        still_due = Post.objects.filter(status=S.PUBLISHED, unpublish_at__lte=now)
-        unpublished = _conditional_batch_update(
-            still_due,
-            [row.pk for row in rows],
+        change = DueChange(
+            condition=Post.objects.filter(status=S.PUBLISHED, unpublish_at__lte=now),
             planned="unpublish_at",
-            status=S.UNPUBLISHED,
-            updated_at=now,
-            updated_by=_scheduler_name(node),
-            version=_next_version(),
+            values={
+                "status": S.UNPUBLISHED,
+                "updated_at": now,
+                "updated_by": _scheduler_name(node),
+            },
+            kind=K.UNPUBLISHED,
+            node=node,
+            now=now,
         )
-        _insert_events(K.UNPUBLISHED, unpublished, node=node, now=now)
+        unpublished = change_due_posts(change, [row.pk for row in rows])
     return BatchResult(
         now=now,
         selected=len(rows),
@@ -1093,7 +1076,7 @@ def _insert_revision_events(
                 node=node,
                 at=now,
                 lateness=(now - row.planned).total_seconds(),
-                detail=f"revision {row.number}" + (f": {note}" if note else ""),
+                data={"revision": row.number, **({"note": note} if note else {})},
             )
             for row in rows
         ]

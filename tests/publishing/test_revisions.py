@@ -5,7 +5,7 @@ only while it is still scheduled and its post still live: a cancelled or superse
 never does. Run on SQLite, PostgreSQL and MariaDB (``DATABASE_URL``).
 """
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.core.exceptions import PermissionDenied
@@ -62,7 +62,10 @@ def test_schedule_revision_returns_it_and_keeps_the_live_version_until_its_time(
     assert post.updated_at == before.updated_at, "the public pages' Last-Modified stays"
     assert post.updated_by == "editor"
     event = post.events.get(kind=K.REVISION_SCHEDULED)
-    assert (event.user, event.detail) == (editor, f"revision 2 at {at.isoformat()}")
+    assert (event.user, event.data) == (
+        editor,
+        {"revision": 2, "publish_at": at.astimezone(UTC).isoformat()},
+    )
 
 
 def test_scheduling_wakes_the_publish_job_at_the_revisions_time(editor):
@@ -134,7 +137,7 @@ def test_the_job_switches_a_due_revision_exactly_once(editor):
     assert revision.published_at >= revision.publish_at, "never early"
     assert revision.closed_by == "the scheduler (node-r)"
     event = post.events.get(kind=K.REVISION_PUBLISHED)
-    assert (event.node, event.detail) == ("node-r", "revision 2")
+    assert (event.node, event.data) == ("node-r", {"revision": 2})
     assert event.get_kind_display() == "Revision published"
     assert event.lateness >= 5
 
@@ -177,6 +180,7 @@ def test_the_switch_copies_stored_html_and_renders_nothing(editor, monkeypatch):
 def test_a_cancelled_revision_never_goes_live(editor):
     post = live_post(title="Old")
     revision = schedule(post, editor)
+    was_due = revision.publish_at
     services.cancel_revision(revision=revision, user=editor)
     make_due(revision)
     assert revision.status == R.CANCELLED
@@ -184,7 +188,12 @@ def test_a_cancelled_revision_never_goes_live(editor):
     assert Post.objects.get(pk=post.pk).title == "Old"
     assert not post.events.filter(kind=K.REVISION_PUBLISHED).exists()
     cancelled = post.events.get(kind=K.REVISION_CANCELLED)
-    assert cancelled.user == editor and "revision 2 (scheduled" in cancelled.detail
+    assert cancelled.user == editor
+    assert cancelled.data == {
+        "revision": 2,
+        "revision_status": "scheduled",
+        "was_due_at": was_due.astimezone(UTC).isoformat(),
+    }
 
 
 def test_cancelling_after_the_switch_says_it_went_live(editor):
@@ -214,7 +223,7 @@ def test_a_superseded_revision_never_goes_live(editor):
     post.refresh_from_db()
     assert post.title == "Second plan"
     events = post.events.filter(kind=K.REVISION_PUBLISHED)
-    assert [e.detail for e in events] == ["revision 3"]
+    assert [e.data for e in events] == [{"revision": 3}]
     assert post.events.filter(kind=K.REVISION_SUPERSEDED).count() == 1
 
 

@@ -1,7 +1,7 @@
 """The publishing services: editor actions, permissions and the due publish/unpublish batches."""
 
 import logging
-from datetime import timedelta
+from datetime import UTC, timedelta
 from unittest import mock
 
 import pytest
@@ -120,7 +120,10 @@ def test_reschedule_moves_the_time_and_wakes_the_scheduler(editor):
     assert post.publish_at == new
     event = post.events.get()
     assert event.kind == K.RESCHEDULED
-    assert old.isoformat() in event.detail and new.isoformat() in event.detail
+    assert event.data == {
+        "previous_publish_at": old.astimezone(UTC).isoformat(),
+        "publish_at": new.astimezone(UTC).isoformat(),
+    }
     state.refresh_from_db()
     assert state.wake_at == new
 
@@ -280,15 +283,16 @@ def test_due_decisions_use_the_database_clock_not_the_app_server_clock():
     assert post.status == S.SCHEDULED
 
 
-def test_publish_due_works_in_batches_oldest_first():
+def test_publish_due_works_in_batches_newest_due_first():
+    """A backlog never delays what fell due just now: each batch takes the newest due."""
     posts = [due_post(seconds_ago=100 - i) for i in range(5)]
     first = services.publish_due(batch_size=2)
-    assert first.done == [posts[0].pk, posts[1].pk]
+    assert first.done == [posts[3].pk, posts[4].pk]
     assert first.more
     second = services.publish_due(batch_size=2)
-    assert second.done == [posts[2].pk, posts[3].pk]
+    assert second.done == [posts[1].pk, posts[2].pk]
     third = services.publish_due(batch_size=2)
-    assert third.done == [posts[4].pk]
+    assert third.done == [posts[0].pk]
     assert not third.more
 
 
@@ -304,7 +308,11 @@ def test_a_failing_post_stays_scheduled_with_its_error_and_does_not_block_others
     assert bad.last_error == "the title is empty"
     assert bad.is_failed
     event = bad.events.get()
-    assert (event.kind, event.node, event.detail) == (K.FAILED, "node-a", "the title is empty")
+    assert (event.kind, event.node, event.data) == (
+        K.FAILED,
+        "node-a",
+        {"error": "the title is empty"},
+    )
     assert any(
         f"post {bad.pk}" in r.getMessage() and "failed to publish" in r.getMessage()
         for r in caplog.records

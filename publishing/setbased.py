@@ -1,0 +1,124 @@
+"""The publish job's batch change as set-based SQL: the posts' ``UPDATE`` feeds the events.
+
+A batch of due posts (selected and locked by :mod:`publishing.services`) changes state in one
+conditional ``UPDATE`` that repeats the whole condition (status, due by the database time of
+the transaction, not failed), so a post cancelled or rescheduled after it was selected is left
+alone and none changes twice; each changed post gets one event at the same instant with its
+lateness, in the same transaction. Only the posts actually changed are returned.
+
+How the vendors do it (:func:`change_due_posts` is the one dispatch):
+
+- PostgreSQL: one statement, ``WITH changed AS (UPDATE ... RETURNING id, planned) INSERT INTO
+  events SELECT ... FROM changed``: the posts are changed and their events written without the
+  rows ever leaving the server.
+- SQLite and MariaDB: the rows that still match are read (they are locked: the transaction
+  holds SQLite's database, MariaDB's ``FOR UPDATE`` rows), one ``UPDATE`` changes them, and
+  its row count must equal theirs or the batch rolls back; the events are one multi-row
+  ``INSERT``. MariaDB has no ``UPDATE ... RETURNING``.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import F, QuerySet
+
+from publishing.models import Post, PublishEvent
+
+
+class ConcurrentChange(RuntimeError):
+    """Rows changed between two statements of one batch; the batch rolls back and reruns."""
+
+
+@dataclass(frozen=True)
+class DueChange:
+    """One batch's change: which posts, from which state to which, and what to record.
+
+    ``condition`` is the queryset of posts the change applies to (the whole condition, with
+    the due time), ``planned`` the column whose time the posts were due at, ``values`` the
+    columns to set (``version`` is always added one to).
+    """
+
+    condition: QuerySet
+    planned: str
+    values: dict
+    kind: str
+    node: str
+    now: datetime
+
+
+def change_due_posts(change: DueChange, ids: list[int]) -> list[tuple[int, datetime]]:
+    """Apply ``change`` to the posts in ``ids`` that still match its condition; record events.
+
+    Return ``(post id, planned time)`` of exactly the posts changed, planned time first.
+    """
+    if not ids:
+        return []
+    apply = _postgresql if connection.vendor == "postgresql" else _generic
+    changed = apply(change, ids)
+    return sorted(changed, key=lambda row: (row[1], row[0]))
+
+
+def _postgresql(change: DueChange, ids: list[int]) -> list[tuple[int, datetime]]:
+    quote = connection.ops.quote_name
+    # The condition's own WHERE clause (the exact lookups Django writes for the queryset),
+    # on the UPDATE itself: each row is re-checked as it is changed.
+    query = change.condition.filter(pk__in=ids).query
+    where_sql, where_params = query.where.as_sql(
+        query.get_compiler(connection=connection), connection
+    )
+    assignments = [f"{quote(Post._meta.get_field(name).column)} = %s" for name in change.values]
+    events = PublishEvent._meta
+    event_columns = ["post_id", "post_title", "kind", "node", "at", "lateness", "detail", "data"]
+    planned = quote(Post._meta.get_field(change.planned).column)
+    sql = f"""
+        WITH changed AS (
+            UPDATE {quote(Post._meta.db_table)}
+            SET {", ".join(assignments)}, "version" = "version" + 1
+            WHERE {where_sql}
+            RETURNING "id", {planned} AS planned
+        ), recorded AS (
+            INSERT INTO {quote(events.db_table)} ({", ".join(map(quote, event_columns))})
+            SELECT "id", '', %s, %s, %s,
+                   EXTRACT(EPOCH FROM (%s::timestamptz - planned))::float8, '', '{{}}'::jsonb
+            FROM changed
+        )
+        SELECT "id", planned FROM changed
+    """
+    params = [
+        *change.values.values(),
+        *where_params,
+        change.kind,
+        change.node,
+        change.now,
+        change.now,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(pk, planned) for pk, planned in cursor.fetchall()]
+
+
+def _generic(change: DueChange, ids: list[int]) -> list[tuple[int, datetime]]:
+    matching = list(change.condition.filter(pk__in=ids).values_list("pk", change.planned))
+    if not matching:
+        return []
+    updated = change.condition.filter(pk__in=[pk for pk, _ in matching]).update(
+        **change.values, version=F("version") + 1
+    )
+    if updated != len(matching):
+        raise ConcurrentChange(
+            f"{len(matching)} posts matched but {updated} were updated; rolling the batch back"
+        )
+    PublishEvent.objects.bulk_create(
+        [
+            PublishEvent(
+                post_id=pk,
+                kind=change.kind,
+                node=change.node,
+                at=change.now,
+                lateness=(change.now - planned).total_seconds(),
+            )
+            for pk, planned in matching
+        ]
+    )
+    return matching
