@@ -122,6 +122,7 @@ def register_node(identity: NodeIdentity, *, groups, declared_jobs, fingerprint:
 
 
 def mark_stopped(identity: NodeIdentity) -> None:
+    nodesessions.stop_recording()
     Node.objects.filter(name=identity.name, instance=identity.instance).update(
         stopped_at=Now(), last_heartbeat=Now()
     )
@@ -156,10 +157,7 @@ LEFT JOIN coordination_node n ON n.name = l.node
 # RETURNING is one statement: the SELECT finds this process's own row (none if it is missing
 # or taken), the duplicate key turns the insert into the heartbeat's update, and RETURNING's
 # scalar subqueries read the leaders and the wake-up counters in the same round trip.
-_NODE_COLUMNS = (
-    "id, name, instance, host, pid, `groups`, declared_jobs, jobs_fingerprint, started_at,"
-    " last_heartbeat, stopped_at"
-)
+_NODE_COLUMNS = ", ".join(f"`{field.column}`" for field in Node._meta.concrete_fields)
 _PULSE_MYSQL = f"""
 INSERT INTO coordination_node ({_NODE_COLUMNS})
 SELECT {_NODE_COLUMNS} FROM coordination_node WHERE name = %s AND instance = %s

@@ -49,6 +49,13 @@ def record_connections(identity) -> None:
     _record_django_connection(connection)
 
 
+def stop_recording() -> None:
+    """Record no more connections (the node stopped; the process may go on, as in tests)."""
+    global _identity
+    _identity = None
+    connection_created.disconnect(dispatch_uid="instatic-node-sessions")
+
+
 def record_raw(conn, *, role: str) -> None:
     """Record a DB-API connection opened outside Django (the lock connection)."""
     if _identity is None:

@@ -86,6 +86,8 @@ class Worker:
     def __init__(self, loop, plan: RunPlan):
         self.loop = loop
         self._done: threading.Event | None = None
+        #: Set when ``run()`` has returned, just before it wakes the loop.
+        self._returned = False
         self.plan = plan
         self.job = plan.job
         self.slot = plan.slot
@@ -111,7 +113,9 @@ class Worker:
         self._done = self.loop.job_threads.submit(self.run)
 
     def is_alive(self) -> bool:
-        return self._done is not None and not self._done.is_set()
+        # Not only until the job thread is done: the loop that run() wakes must see this
+        # worker finished, or it skips the job and sleeps a whole tick (30 s with wake-ups).
+        return self._done is not None and not self._done.is_set() and not self._returned
 
     def join(self, timeout: float | None = None) -> None:
         if self._done is not None:
@@ -138,6 +142,7 @@ class Worker:
             )
             self.loop.hold_off(self.job.name)
         finally:
+            self._returned = True
             self.loop.wake()
 
     def _context(self) -> JobContext:
