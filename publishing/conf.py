@@ -10,6 +10,9 @@ _DEFAULTS = {
     # Posts published (or unpublished) per transaction of the publish job. A full batch makes
     # the job run again at once, so a backlog drains batch after batch.
     "PUBLISH_BATCH_SIZE": 2000,
+    # Seconds: a post due longer ago than this is the backlog job's, not the publish job's
+    # (publishing.jobs), so a backlog drains beside posts that are due now, never before them.
+    "PUBLISH_ON_TIME_WINDOW": 10,
     # How many upcoming scheduled posts the admin lineup shows.
     "PUBLISH_LINEUP_SIZE": 10,
     # The admin calendar: how many weeks it shows, and items per day before "+N more" (a

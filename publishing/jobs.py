@@ -1,9 +1,21 @@
-"""The publish job: put due scheduled posts live, take expired ones down, switch revisions.
+"""The publish jobs: put due posts live, take expired ones down, switch revisions.
 
-It runs in the ``publishing`` group (its own leader lock and loop), inside one transaction
-with its run-ledger row, whenever something is due: it returns the next ``publish_at`` or
-``unpublish_at`` and the scheduler sleeps until then, woken earlier by
-:func:`coordination.services.request_wakeup` when an editor schedules something sooner.
+Two jobs of the ``publishing`` group (one leader lock and loop, one job thread each, so they
+run side by side), each inside one transaction with its run-ledger row:
+
+- ``publishing.publish_due`` publishes posts due within ``INSTATIC_PUBLISH_ON_TIME_WINDOW``
+  (10 s) of now, unpublishes and switches revisions. It runs whenever something is due: it
+  returns the next ``publish_at``, ``unpublish_at`` or revision time and the scheduler sleeps
+  until then, woken earlier by :func:`coordination.services.request_wakeup` when an editor
+  schedules something sooner.
+- ``publishing.publish_backlog`` publishes posts due longer ago (downtime, a bulk import, a
+  burst bigger than the publish job could take in the window), newest due first, batch after
+  batch. The publish job wakes it when it sees such posts.
+
+So a backlog of 100,000 posts drains beside the posts that are due now, never in front of
+them (issue 16). Both take their rows ``FOR UPDATE SKIP LOCKED`` and change them
+conditionally, so even overlapping shares could not publish a post twice.
+
 A full batch returns "now", so a backlog is worked through batch after batch, each in its own
 short transaction. A due post that another transaction holds locked (an editor saving it) is
 skipped and looked at again a second later, not at once: that would run the job in a loop.
@@ -12,6 +24,11 @@ skipped and looked at again a second later, not at once: that would run the job 
 import logging
 from datetime import datetime, timedelta
 
+from django.db import connection
+from django.db.models import Value
+from django.db.models.functions import Coalesce, Least
+
+from coordination.models import JobState
 from coordination.registry import JobContext, job
 from coordination.schedules import WhenDue
 from publishing import selectors, services
@@ -23,6 +40,11 @@ logger = logging.getLogger(__name__)
 LOCKED_RETRY = timedelta(seconds=1)
 
 
+def on_time_window() -> timedelta:
+    """Return how long after its time a post is still the publish job's (not the backlog's)."""
+    return timedelta(seconds=float(settings.PUBLISH_ON_TIME_WINDOW))
+
+
 @job(
     name=services.PUBLISH_JOB,
     group="publishing",
@@ -30,11 +52,13 @@ LOCKED_RETRY = timedelta(seconds=1)
     transactional=True,
 )
 def publish_due(ctx: JobContext) -> datetime | None:
-    """Publish, unpublish and revise one batch of due posts; return when next due."""
+    """Publish recently due posts, unpublish and revise one batch; return when next due."""
     batch_size = int(settings.PUBLISH_BATCH_SIZE)
-    published = services.publish_due(batch_size=batch_size, node=ctx.node)
+    window = on_time_window()
+    published = services.publish_due(batch_size=batch_size, node=ctx.node, recent=window)
     unpublished = services.unpublish_due(batch_size=batch_size, node=ctx.node)
     revised = services.switch_due_revisions(batch_size=batch_size, node=ctx.node)
+    now = published.now
     if published.selected or unpublished.selected:
         logger.info(
             "[publish-scheduler] published %d post(s), unpublished %d, %d failed to publish",
@@ -48,9 +72,46 @@ def publish_due(ctx: JobContext) -> datetime | None:
             len(revised.done),
             revised.selected - len(revised.done),
         )
+    if selectors.has_backlog(due_by=now - window):
+        _wake_backlog_job(now)
     if published.more or unpublished.more or revised.more:
-        return published.now
-    next_due = selectors.next_due_at()
-    if next_due is not None and next_due <= published.now:
-        return published.now + LOCKED_RETRY  # still due, so skipped: locked by someone else
+        return now
+    next_due = selectors.next_due_at(publishes_after=now - window)
+    if next_due is not None and next_due <= now:
+        return now + LOCKED_RETRY  # still due, so skipped: locked by someone else
     return next_due
+
+
+@job(
+    name=services.BACKLOG_JOB,
+    group="publishing",
+    schedule=WhenDue(fallback=timedelta(minutes=10)),
+    transactional=True,
+)
+def publish_backlog(ctx: JobContext) -> datetime | None:
+    """Publish one batch of posts due longer ago than the window; return now while more are."""
+    published = services.publish_due(
+        batch_size=int(settings.PUBLISH_BATCH_SIZE), node=ctx.node, overdue=on_time_window()
+    )
+    if published.selected:
+        logger.info(
+            "[publish-scheduler] published %d overdue post(s) from the backlog, %d failed",
+            len(published.done),
+            len(published.failed),
+        )
+    return published.now if published.more else None
+
+
+def _wake_backlog_job(now: datetime) -> None:
+    """Make the backlog job due now, unless it is running (its row is locked by its run).
+
+    Never waits for that lock: the publish job must not queue behind a backlog batch, and a
+    running backlog job carries on by itself while a batch comes back full. The leader plans
+    again when this run ends and starts it.
+    """
+    state = JobState.objects.filter(name=services.BACKLOG_JOB)
+    if connection.features.has_select_for_update_skip_locked:
+        state = JobState.objects.filter(
+            pk__in=list(state.select_for_update(skip_locked=True).values_list("pk", flat=True))
+        )
+    state.update(wake_at=Least(Coalesce("wake_at", Value(now)), Value(now)))

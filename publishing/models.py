@@ -108,16 +108,19 @@ class Post(models.Model):
         permissions = [("publish_post", "Can schedule and publish posts")]
         indexes = [
             # The publish job's "what is due" and "what is next" queries.
-            models.Index(fields=["status", "publish_at"], name="publishing_post_due"),
-            models.Index(fields=["status", "unpublish_at"], name="publishing_post_expiry"),
+            # With the id, so the job's order (newest due first, then id) is the index's own:
+            # a backlog of posts due at the same instant is never sorted to take a batch.
+            models.Index(fields=["status", "publish_at", "id"], name="publishing_post_due"),
+            models.Index(fields=["status", "unpublish_at", "id"], name="publishing_post_expiry"),
             # The public index: live posts, newest first.
             models.Index(fields=["status", "-published_at"], name="publishing_post_live"),
-            # The admin's post list in its default order, whole and filtered by status: a
-            # page is a range scan at any size (issue 19), never a sort of every post.
+            # The public pages' Last-Modified: the latest change of a live post, in one probe.
+            models.Index(fields=["status", "-updated_at"], name="publishing_post_changed"),
+            # The admin's post list in its default order: a page is a range scan at any size
+            # (issue 19), never a sort of every post. Filtered by status, the same scan stops
+            # after a page of matches; a rare status is found through the indexes above. No
+            # index more than needed: publishing a post writes an entry in every one.
             models.Index(fields=["-created_at", "-id"], name="publishing_post_recent"),
-            models.Index(
-                fields=["status", "-created_at", "-id"], name="publishing_post_status_recent"
-            ),
         ]
         constraints = [
             models.CheckConstraint(

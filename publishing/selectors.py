@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.functions import Now
 
 from publishing.conf import settings
@@ -25,37 +25,83 @@ def live_posts() -> QuerySet[Post]:
 
 @dataclass(frozen=True)
 class LiveVersion:
-    """What the public lists depend on: how many posts are live and the latest change."""
+    """What the public lists depend on: the latest change of what the public sees."""
 
-    count: int
     last_change: datetime | None
 
     def etag(self, *parts: object) -> str:
         stamp = self.last_change.timestamp() if self.last_change else 0
-        return "-".join(str(p) for p in (self.count, f"{stamp:.6f}", *parts))
+        return "-".join(str(p) for p in (f"{stamp:.6f}", *parts))
+
+
+def _latest(queryset: QuerySet, field: str) -> datetime | None:
+    return queryset.order_by(f"-{field}").values_list(field, flat=True).first()
 
 
 def live_version() -> LiveVersion:
     """Return the version of the public lists (for ``ETag`` and ``Last-Modified``).
 
-    Only what the public sees moves it: live posts (their number and latest ``updated_at``) and
-    the instants posts left the public lists (the latest unpublish event, and an unpublish time
-    that has passed before the job took the post down), so ``Last-Modified`` never goes back
-    when a post goes. Edits of drafts, scheduled or unpublished posts leave it alone: they would
-    tell anyone watching the headers that something unpublished is being worked on.
+    Only what the public sees moves it: a post going live or a live post changing (its
+    ``updated_at``), and a post leaving the public lists (an unpublish event, an unpublish
+    time that passed before the job took the post down, a live post deleted), so
+    ``Last-Modified`` never goes back when a post goes. Edits of drafts, scheduled or
+    unpublished posts leave it alone: they would tell anyone watching the headers that
+    something unpublished is being worked on. Four probes of indexes, each reading one row,
+    whatever the number of posts (nothing counts the live posts).
     """
     live = Q(unpublish_at__isnull=True) | Q(unpublish_at__gt=Now())
-    published = Post.objects.filter(status=Post.Status.PUBLISHED).aggregate(
-        count=Count("id", filter=live),
-        last_live=Max("updated_at", filter=live),
-        last_expired=Max("unpublish_at", filter=~live),
-    )
-    last_unpublished = PublishEvent.objects.filter(kind=PublishEvent.Kind.UNPUBLISHED).aggregate(
-        last=Max("at")
-    )["last"]
-    stamps = [published["last_live"], published["last_expired"], last_unpublished]
-    last_change = max((s for s in stamps if s is not None), default=None)
-    return LiveVersion(count=published["count"], last_change=last_change)
+    published = Post.objects.filter(status=Post.Status.PUBLISHED)
+    events = PublishEvent.objects
+    stamps = [
+        _latest(published.filter(live), "updated_at"),
+        _latest(published.filter(unpublish_at__lte=Now()), "unpublish_at"),
+        _latest(events.filter(kind=PublishEvent.Kind.UNPUBLISHED), "at"),
+        _latest(
+            events.filter(kind=PublishEvent.Kind.DELETED, data__was=Post.Status.PUBLISHED), "at"
+        ),
+    ]
+    return LiveVersion(last_change=max((s for s in stamps if s is not None), default=None))
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    """One page of the public index, found without counting the live posts.
+
+    Offers what the index template uses of Django's ``Page`` (the static export renders the
+    same template with one).
+    """
+
+    number: int
+    object_list: list
+    more: bool
+
+    def has_next(self) -> bool:
+        return self.more
+
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    def has_other_pages(self) -> bool:
+        return self.more or self.number > 1
+
+    def next_page_number(self) -> int:
+        return self.number + 1
+
+    def previous_page_number(self) -> int:
+        return self.number - 1
+
+
+def live_page(*, number: int, per_page: int) -> IndexPage | None:
+    """Return page ``number`` of the live posts (no bodies), or None past the last page.
+
+    Reads one row more than a page to know whether there is a next one: an index range scan
+    of ``(status, -published_at)``, never a count of every live post.
+    """
+    start = (number - 1) * per_page
+    rows = list(live_posts().defer("body", "body_html")[start : start + per_page + 1])
+    if not rows and number > 1:
+        return None
+    return IndexPage(number=number, object_list=rows[:per_page], more=len(rows) > per_page)
 
 
 def live_post_version(slug: str) -> datetime | None:
@@ -63,17 +109,16 @@ def live_post_version(slug: str) -> datetime | None:
     return live_posts().filter(slug=slug).values_list("updated_at", flat=True).first()
 
 
-def next_due_at() -> datetime | None:
+def next_due_at(*, publishes_after: datetime | None = None) -> datetime | None:
     """Return the next instant the publish job has work: a publish, unpublish or revision time.
 
-    Posts whose publish failed are skipped until an editor changes them.
+    Posts whose publish failed are skipped until an editor changes them, and so are posts due
+    at or before ``publishes_after`` (the backlog job's share) when it is given.
     """
-    next_publish = (
-        Post.objects.filter(status=Post.Status.SCHEDULED, last_error="")
-        .order_by("publish_at")
-        .values_list("publish_at", flat=True)
-        .first()
-    )
+    scheduled = Post.objects.filter(status=Post.Status.SCHEDULED, last_error="")
+    if publishes_after is not None:
+        scheduled = scheduled.filter(publish_at__gt=publishes_after)
+    next_publish = scheduled.order_by("publish_at").values_list("publish_at", flat=True).first()
     next_unpublish = (
         Post.objects.filter(status=Post.Status.PUBLISHED, unpublish_at__isnull=False)
         .order_by("unpublish_at")
@@ -88,6 +133,16 @@ def next_due_at() -> datetime | None:
     )
     candidates = [t for t in (next_publish, next_unpublish, next_revision) if t is not None]
     return min(candidates) if candidates else None
+
+
+def has_backlog(*, due_by: datetime) -> bool:
+    """Return True if a scheduled post (not failed) was due at or before ``due_by``.
+
+    One probe of the ``(status, publish_at, id)`` index.
+    """
+    return Post.objects.filter(
+        status=Post.Status.SCHEDULED, last_error="", publish_at__lte=due_by
+    ).exists()
 
 
 def lineup(limit: int | None = None) -> list[Post]:

@@ -25,7 +25,7 @@ from functools import partial
 
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
-from django.db.models import F, Max, OuterRef, QuerySet, Subquery
+from django.db.models import F, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Length, Now, Trim
 from django.urls import reverse
 
@@ -49,6 +49,7 @@ from publishing.validation import publish_problems, schedule_problems, time_prob
 logger = logging.getLogger(__name__)
 
 PUBLISH_JOB = "publishing.publish_due"
+BACKLOG_JOB = "publishing.publish_backlog"
 PUBLISH_PERMISSION = "publishing.publish_post"
 
 S = Post.Status
@@ -431,7 +432,8 @@ def delete_post(*, post: Post, user, expected_version: int | None = None) -> Non
     """Delete ``post``; keep its publish history, named by its title, and record the deletion.
 
     The events lose their link to the post (``post`` becomes empty) and keep ``post_title``; a
-    "Post deleted" event says who deleted it. A post without history leaves no trace.
+    "Post deleted" event says who deleted it. A post without history leaves no trace
+    unless it was live (its going changes the public pages).
     """
     with transaction.atomic():
         current = _lock(post, expected_version)
@@ -445,7 +447,8 @@ def delete_post(*, post: Post, user, expected_version: int | None = None) -> Non
         data = {"slug": current.slug, "was": current.status}
         pk = current.pk
         current.delete()
-        if kept:
+        # A live post always leaves a trace: its going is a change of the public pages.
+        if kept or current.status == S.PUBLISHED:
             PublishEvent.objects.create(
                 post=None, post_title=title, kind=K.DELETED, user=_user_or_none(user), data=data
             )
@@ -773,16 +776,27 @@ def _batch_size(batch_size: int | None) -> int:
     return size
 
 
-def select_due_publications(*, now: datetime, batch_size: int) -> list[DueRow]:
+def select_due_publications(
+    *,
+    now: datetime,
+    batch_size: int,
+    recent: timedelta | None = None,
+    overdue: timedelta | None = None,
+) -> list[DueRow]:
     """Select (and lock) up to ``batch_size`` scheduled posts due at ``now``, newest due first.
 
-    Newest first so a backlog (posts that fell due while no scheduler ran, a bulk import)
-    never delays a post that is due now: each batch serves what just fell due before it goes
-    on with the backlog, which is late already. Failed posts are skipped until edited. Must
-    run in the transaction that publishes them.
+    ``recent`` limits them to posts due within that long before ``now`` (the publish job's
+    share), ``overdue`` to posts due at least that long before it (the backlog job's). Newest
+    first so that what just fell due goes before what is late already. Failed posts are
+    skipped until edited. Must run in the transaction that publishes them.
     """
+    due = Q(status=S.SCHEDULED, publish_at__lte=now, last_error="")
+    if recent is not None:
+        due &= Q(publish_at__gt=now - recent)
+    if overdue is not None:
+        due &= Q(publish_at__lte=now - overdue)
     queryset = (
-        Post.objects.filter(status=S.SCHEDULED, publish_at__lte=now, last_error="")
+        Post.objects.filter(due)
         .order_by("-publish_at", "-id")
         .annotate(body_length=Length(Trim("body")))
         .values_list("pk", "publish_at", "title", "slug", "body_length")
@@ -807,7 +821,7 @@ def publish_selected(
             good.append(row)
         elif _record_failure(row, "; ".join(problems), node=node, now=now):
             failed.append(row.pk)
-    published: list[tuple[int, datetime]] = []
+    published: list[tuple[int, float]] = []
     if good:
         change = DueChange(
             condition=Post.objects.filter(status=S.SCHEDULED, publish_at__lte=now, last_error=""),
@@ -824,7 +838,7 @@ def publish_selected(
         )
         published = change_due_posts(change, [row.pk for row in good])
         # Feed the lateness histogram only once the publish is committed.
-        lateness = [(now - planned).total_seconds() for _, planned in published]
+        lateness = [seconds for _, seconds in published]
         transaction.on_commit(partial(_observe_lateness, lateness))
     return BatchResult(
         now=now,
@@ -869,12 +883,22 @@ def _record_failure(row: DueRow, message: str, *, node: str, now: datetime) -> b
     return True
 
 
-def publish_due(*, batch_size: int | None = None, node: str = "") -> BatchResult:
-    """Publish up to ``batch_size`` due scheduled posts in one transaction."""
+def publish_due(
+    *,
+    batch_size: int | None = None,
+    node: str = "",
+    recent: timedelta | None = None,
+    overdue: timedelta | None = None,
+) -> BatchResult:
+    """Publish up to ``batch_size`` due scheduled posts in one transaction.
+
+    ``recent`` and ``overdue`` choose which due posts (see :func:`select_due_publications`);
+    neither means all of them.
+    """
     size = _batch_size(batch_size)
     with transaction.atomic():
         now = database_now()
-        rows = select_due_publications(now=now, batch_size=size)
+        rows = select_due_publications(now=now, batch_size=size, recent=recent, overdue=overdue)
         return publish_selected(rows=rows, now=now, node=node, batch_size=size)
 
 
@@ -895,7 +919,7 @@ def unpublish_selected(
     *, rows: list[DueRow], now: datetime, node: str = "", batch_size: int | None = None
 ) -> BatchResult:
     """Take down the selected posts that are still published and past their unpublish time."""
-    unpublished: list[tuple[int, datetime]] = []
+    unpublished: list[tuple[int, float]] = []
     if rows:
         change = DueChange(
             condition=Post.objects.filter(status=S.PUBLISHED, unpublish_at__lte=now),

@@ -6,7 +6,6 @@ requests (``ETag`` / ``Last-Modified``) from a cheap query. Bodies were rendered
 saved: a page view reads the stored HTML and excerpt and never renders Markdown.
 """
 
-from django.core.paginator import InvalidPage, Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
@@ -39,13 +38,12 @@ def _index_last_modified(request):
 @require_safe
 @condition(etag_func=_index_etag, last_modified_func=_index_last_modified)
 def index(request):
-    """List live posts, newest first, a page at a time."""
-    # The index shows excerpts: leave the (possibly long) bodies in the database.
-    posts = selectors.live_posts().defer("body", "body_html")
-    paginator = Paginator(posts, int(settings.POSTS_PER_PAGE))
-    try:
-        page = paginator.page(_page_number(request))
-    except InvalidPage:
+    """List live posts, newest first, a page at a time (excerpts: bodies stay in the database)."""
+    number = _page_number(request)
+    page = None
+    if number.isdigit() and int(number) >= 1:
+        page = selectors.live_page(number=int(number), per_page=int(settings.POSTS_PER_PAGE))
+    if page is None:
         raise Http404("No such page.")
     entries = [{"post": post, "excerpt": post.excerpt} for post in page.object_list]
     return render(request, "publishing/index.html", {"page": page, "entries": entries})

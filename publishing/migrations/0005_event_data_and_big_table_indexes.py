@@ -128,15 +128,26 @@ class Migration(migrations.Migration):
         ),
         # Going back leaves the data where it is (the column goes with it); details stay empty.
         migrations.RunPython(details_to_data, migrations.RunPython.noop, elidable=True),
+        # The job's due scans carry the id, so their order is the index's own.
+        migrations.RemoveIndex(model_name="post", name="publishing_post_due"),
+        migrations.RemoveIndex(model_name="post", name="publishing_post_expiry"),
+        migrations.AddIndex(
+            model_name="post",
+            index=models.Index(fields=["status", "publish_at", "id"], name="publishing_post_due"),
+        ),
+        migrations.AddIndex(
+            model_name="post",
+            index=models.Index(
+                fields=["status", "unpublish_at", "id"], name="publishing_post_expiry"
+            ),
+        ),
         migrations.AddIndex(
             model_name="post",
             index=models.Index(fields=["-created_at", "-id"], name="publishing_post_recent"),
         ),
         migrations.AddIndex(
             model_name="post",
-            index=models.Index(
-                fields=["status", "-created_at", "-id"], name="publishing_post_status_recent"
-            ),
+            index=models.Index(fields=["status", "-updated_at"], name="publishing_post_changed"),
         ),
         migrations.AddIndex(
             model_name="publishevent",

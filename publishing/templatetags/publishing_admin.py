@@ -12,6 +12,9 @@ from publishing import selectors
 
 register = template.Library()
 
+#: Failed posts counted at most for the banner; past it the banner says "more than".
+FAILED_COUNT_CAP = 1000
+
 
 def _can_see_posts(context) -> bool:
     request = context.get("request")
@@ -24,10 +27,13 @@ def scheduler_banner(context) -> dict:
     """Warn when no scheduler node has heartbeated within the lease, and count failed posts."""
     if not _can_see_posts(context):
         return {"show": False}
+    failed = selectors.failed_posts()[: FAILED_COUNT_CAP + 1].count()
     return {
         "show": True,
         "scheduler_alive": any_live_node(),
-        "failed_count": selectors.failed_posts().count(),
+        # Counted up to a cap: with 100,000 posts scheduled, an exact count reads them all.
+        "failed_count": min(failed, FAILED_COUNT_CAP),
+        "failed_more": failed > FAILED_COUNT_CAP,
     }
 
 

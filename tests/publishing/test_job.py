@@ -65,7 +65,7 @@ def test_job_returns_none_when_nothing_is_scheduled():
 @pytest.mark.django_db
 @override_settings(INSTATIC_PUBLISH_BATCH_SIZE=2)
 def test_a_full_batch_asks_to_run_again_at_once():
-    posts = [due_post(seconds_ago=10 - i) for i in range(3)]
+    posts = [due_post(seconds_ago=5 - i) for i in range(3)]
     next_due = run_job()
     assert next_due <= database_now(), "more is due right now"
     assert Post.objects.filter(status=S.PUBLISHED).count() == 2

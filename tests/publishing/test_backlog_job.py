@@ -1,0 +1,131 @@
+"""A backlog drains beside the posts that are due now, never in front of them (issue 16 row 2).
+
+Posts due longer ago than ``INSTATIC_PUBLISH_ON_TIME_WINDOW`` are the backlog job's; the publish
+job takes only what fell due within the window, wakes the backlog job without waiting for it,
+and the two run side by side (one job thread each) without ever publishing a post twice.
+"""
+
+import logging
+import threading
+
+import pytest
+from django.db import connection, transaction
+from django.test import override_settings
+
+from coordination.clock import database_now
+from coordination.models import JobRun, JobState
+from coordination.registry import JobContext, registry
+from coordination.scheduler import Scheduler
+from coordination.schedules import WhenDue
+from publishing import services
+from publishing.models import Post, PublishEvent
+from tests.publishing.conftest import due_post, future_post
+from tests.support.polling import wait_until
+
+S = Post.Status
+K = PublishEvent.Kind
+
+
+def run(name: str, node: str = "test-node"):
+    job = registry.get(name)
+    ctx = JobContext(
+        job=job,
+        slot=database_now(),
+        node=node,
+        logger=logging.getLogger("tests.publishing"),
+        deadline=None,
+    )
+    return job.func(ctx)
+
+
+def statuses(posts) -> list[str]:
+    return [Post.objects.get(pk=p.pk).status for p in posts]
+
+
+def test_the_backlog_job_is_a_transactional_job_of_the_publishing_group():
+    job = registry.get(services.BACKLOG_JOB)
+    assert (job.group, job.transactional) == ("publishing", True)
+    assert isinstance(job.schedule, WhenDue)
+
+
+@pytest.mark.django_db
+def test_the_publish_job_leaves_overdue_posts_to_the_backlog_job_and_wakes_it():
+    JobState.objects.create(name=services.BACKLOG_JOB, group="publishing")
+    overdue = due_post(seconds_ago=60)
+    recent = due_post(seconds_ago=2)
+    upcoming = future_post(seconds_ahead=120)
+    next_due = run(services.PUBLISH_JOB)
+    assert statuses([overdue, recent]) == [S.SCHEDULED, S.PUBLISHED]
+    assert next_due == upcoming.publish_at, "the backlog does not make the publish job spin"
+    woken = JobState.objects.get(name=services.BACKLOG_JOB).wake_at
+    assert woken is not None and woken <= database_now()
+
+    assert run(services.BACKLOG_JOB) is None
+    assert statuses([overdue, upcoming]) == [S.PUBLISHED, S.SCHEDULED]
+    event = PublishEvent.objects.get(post=overdue)
+    assert event.kind == K.PUBLISHED and event.lateness >= 60
+
+
+@pytest.mark.django_db
+@override_settings(INSTATIC_PUBLISH_BATCH_SIZE=2)
+def test_the_backlog_job_drains_newest_first_batch_after_batch():
+    posts = [due_post(seconds_ago=100 - i) for i in range(5)]
+    recent = due_post(seconds_ago=1)
+    assert run(services.BACKLOG_JOB) <= database_now(), "a full batch: more right now"
+    assert statuses(posts) == [S.SCHEDULED] * 3 + [S.PUBLISHED] * 2
+    assert run(services.BACKLOG_JOB) <= database_now()
+    assert run(services.BACKLOG_JOB) is None
+    assert statuses(posts) == [S.PUBLISHED] * 5
+    assert statuses([recent]) == [S.SCHEDULED], "what is due now is the publish job's"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_running_backlog_batch_does_not_hold_up_the_publish_job():
+    """The backlog job's run holds its state row and its posts; the publish job goes on."""
+    if not connection.features.has_select_for_update_skip_locked:
+        pytest.skip("runs side by side only with row locks (PostgreSQL, MariaDB)")
+    JobState.objects.create(name=services.BACKLOG_JOB, group="publishing")
+    overdue = due_post(seconds_ago=60)
+    recent = due_post(seconds_ago=1)
+    holding, release = threading.Event(), threading.Event()
+
+    def backlog_run_in_progress():
+        with transaction.atomic():
+            list(JobState.objects.select_for_update().filter(name=services.BACKLOG_JOB))
+            list(Post.objects.select_for_update().filter(pk=overdue.pk))
+            holding.set()
+            release.wait(30)
+        connection.close()
+
+    holder = threading.Thread(target=backlog_run_in_progress)
+    holder.start()
+    done = threading.Event()
+
+    def publish_job():
+        try:
+            run(services.PUBLISH_JOB)
+        finally:
+            connection.close()
+            done.set()
+
+    try:
+        assert holding.wait(10)
+        threading.Thread(target=publish_job).start()
+        wait_until(done.is_set, timeout=20, message="the publish job waited for the backlog's run")
+        assert statuses([overdue, recent]) == [S.SCHEDULED, S.PUBLISHED]
+    finally:
+        release.set()
+        holder.join()
+        done.wait(30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_tick_of_the_engine_publishes_the_backlog_and_the_posts_due_now():
+    overdue = [due_post(seconds_ago=3600 + s) for s in range(3)]
+    recent = due_post(seconds_ago=1)
+    Scheduler(groups=["publishing"], node_name="backlog-test", once=True).run()
+    assert statuses([*overdue, recent]) == [S.PUBLISHED] * 4
+    counts = PublishEvent.objects.filter(kind=K.PUBLISHED).values_list("post_id", flat=True)
+    assert sorted(counts) == sorted(p.pk for p in [*overdue, recent]), "each exactly once"
+    jobs = set(JobRun.objects.values_list("job", flat=True))
+    assert jobs == {services.PUBLISH_JOB, services.BACKLOG_JOB}
