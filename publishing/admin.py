@@ -9,12 +9,14 @@ from datetime import timedelta
 from functools import partial
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import OuterRef, Subquery
 from django.urls import path
 from django.utils import timezone
 from django.utils.functional import lazy
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -431,6 +433,16 @@ class PostAdmin(admin.ModelAdmin):
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "time_zone_name": _zone_name()}
         return super().changelist_view(request, extra_context=extra_context)
+
+    @admin.display(description=mark_safe('<input type="checkbox" id="action-toggle">'))
+    def action_checkbox(self, post: Post) -> str:
+        """Django's row checkbox, written out: its widget template is a fifth of a page's cost."""
+        return format_html(
+            '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
+            helpers.ACTION_CHECKBOX_NAME,
+            post.pk,
+            _("Select this object for an action - {}").format(post),
+        )
 
     @admin.display(description=_("Status"), ordering="status")
     def status_badge(self, post: Post) -> str:

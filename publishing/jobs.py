@@ -99,7 +99,11 @@ def publish_backlog(ctx: JobContext) -> datetime | None:
             len(published.done),
             len(published.failed),
         )
-    return published.now if published.more else None
+    if published.more:
+        return published.now
+    if selectors.has_backlog(due_by=published.now - on_time_window()):
+        return published.now + LOCKED_RETRY  # skipped rows another transaction held
+    return None
 
 
 def _wake_backlog_job(now: datetime) -> None:

@@ -113,7 +113,7 @@ class Post(models.Model):
             models.Index(fields=["status", "publish_at", "id"], name="publishing_post_due"),
             models.Index(fields=["status", "unpublish_at", "id"], name="publishing_post_expiry"),
             # The public index: live posts, newest first.
-            models.Index(fields=["status", "-published_at"], name="publishing_post_live"),
+            models.Index(fields=["status", "-published_at", "-id"], name="publishing_post_live"),
             # The public pages' Last-Modified: the latest change of a live post, in one probe.
             models.Index(fields=["status", "-updated_at"], name="publishing_post_changed"),
             # The admin's post list in its default order: a page is a range scan at any size

@@ -129,6 +129,13 @@ class Migration(migrations.Migration):
         # Going back leaves the data where it is (the column goes with it); details stay empty.
         migrations.RunPython(details_to_data, migrations.RunPython.noop, elidable=True),
         # The job's due scans carry the id, so their order is the index's own.
+        migrations.RemoveIndex(model_name="post", name="publishing_post_live"),
+        migrations.AddIndex(
+            model_name="post",
+            index=models.Index(
+                fields=["status", "-published_at", "-id"], name="publishing_post_live"
+            ),
+        ),
         migrations.RemoveIndex(model_name="post", name="publishing_post_due"),
         migrations.RemoveIndex(model_name="post", name="publishing_post_expiry"),
         migrations.AddIndex(
