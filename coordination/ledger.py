@@ -5,12 +5,14 @@ a second claimant cannot make, whoever thinks it leads.
 """
 
 import logging
+from contextlib import nullcontext
 from datetime import datetime
 from itertools import islice
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
+from django.db.models.sql import UpdateQuery
 
 from coordination.conf import settings
 from coordination.metrics import count_missed_slots
@@ -244,18 +246,27 @@ def finish(
     retry_at: datetime | None = None,
 ) -> bool:
     """Record a run's outcome unless it was meanwhile marked abandoned or timed out elsewhere."""
-    updated = JobRun.objects.filter(
+    values = _finish_values(status=status, duration=duration, error=error, retry_at=retry_at)
+    return bool(_finishable(run, instance).update(**values))
+
+
+def _finishable(run: JobRun, instance: str):
+    """Return ``run``'s row while this node's attempt still owns it (running or timed out)."""
+    return JobRun.objects.filter(
         pk=run.pk,
         status__in=[JobRun.Status.RUNNING, JobRun.Status.TIMED_OUT],
         node_instance=instance,
-    ).update(
-        status=status,
-        finished_at=Now(),
-        duration=duration,
-        error=error[:MAX_ERROR_LENGTH],
-        retry_at=retry_at,
     )
-    return bool(updated)
+
+
+def _finish_values(*, status: str, duration: float, error: str, retry_at) -> dict:
+    return {
+        "status": status,
+        "finished_at": Now(),
+        "duration": duration,
+        "error": error[:MAX_ERROR_LENGTH],
+        "retry_at": retry_at,
+    }
 
 
 def mark_timed_out(run: JobRun, *, instance: str) -> bool:
@@ -305,6 +316,34 @@ def update_state_after_run(
 
     Return True when this failure paused the job.
     """
+    values = _state_values(
+        slot=slot,
+        status=status,
+        duration=duration,
+        lateness=lateness,
+        error=error,
+        node=node,
+        next_due=next_due,
+        wake_before=wake_before,
+        manual_requested_at=manual_requested_at,
+    )
+    JobState.objects.filter(name=job.name).update(**values)
+    return _pause_after_failures(job, status)
+
+
+def _state_values(
+    *,
+    slot: datetime,
+    status: str,
+    duration: float | None,
+    lateness: float | None,
+    error: str,
+    node: str,
+    next_due: datetime | None,
+    wake_before: datetime | None = None,
+    manual_requested_at: datetime | None = None,
+) -> dict:
+    """Return the job state's update values for a run's outcome."""
     succeeded = status == JobRun.Status.SUCCEEDED
     values = {
         "last_slot": slot,
@@ -324,8 +363,12 @@ def update_state_after_run(
         values["wake_at"] = Case(When(wake_at__lte=wake_before, then=None), default=F("wake_at"))
     if manual_requested_at is not None:
         values.update(_request_served(manual_requested_at))
-    JobState.objects.filter(name=job.name).update(**values)
-    if succeeded:
+    return values
+
+
+def _pause_after_failures(job: Job, status: str) -> bool:
+    """Pause the job if this failure made too many in a row; return True if it did."""
+    if status == JobRun.Status.SUCCEEDED:
         return False
     threshold = int(settings.FAILURE_PAUSE_THRESHOLD)
     if threshold <= 0:
@@ -337,11 +380,130 @@ def update_state_after_run(
     )
 
 
+def finish_with_state(
+    run: JobRun,
+    job: Job,
+    *,
+    status: str,
+    duration: float,
+    error: str,
+    instance: str,
+    retry_at: datetime | None,
+    **state,
+) -> bool | None:
+    """Record a claimed run's outcome and the job's state; return whether that paused the job,
+    or ``None`` if the run was meanwhile marked abandoned or timed out elsewhere.
+
+    Both or neither: on PostgreSQL one statement (the state's ``UPDATE`` in a ``WITH`` after
+    the run's, done only if the run's matched), which needs no transaction around it, so a
+    run's outcome costs one round trip; elsewhere both ``UPDATE`` statements in one transaction.
+    ``state`` are the keyword arguments of :func:`update_state_after_run` but ``status``,
+    ``error``, ``duration``.
+    """
+    run_values = _finish_values(status=status, duration=duration, error=error, retry_at=retry_at)
+    run_rows = _finishable(run, instance)
+    state_values = _state_values(status=status, duration=duration, error=error, **state)
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            if not run_rows.update(**run_values):
+                return None
+            JobState.objects.filter(name=job.name).update(**state_values)
+            return _pause_after_failures(job, status)
+    run_sql, run_params = _update_sql(run_rows, run_values)
+    state_sql, state_params = _update_sql(JobState.objects.filter(name=job.name), state_values)
+    # A failure may pause the job in a second statement: then both go in one transaction.
+    with transaction.atomic() if status != JobRun.Status.SUCCEEDED else nullcontext():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH finished AS ({run_sql} RETURNING 1),"
+                f" state AS ({state_sql} AND EXISTS (SELECT 1 FROM finished) RETURNING 1)"
+                " SELECT (SELECT count(*) FROM finished)",
+                (*run_params, *state_params),
+            )
+            (finished,) = cursor.fetchone()
+        if not finished:
+            return None
+        return _pause_after_failures(job, status)
+
+
+def _update_sql(queryset, values: dict) -> tuple[str, tuple]:
+    """Return the SQL and parameters of ``queryset.update(**values)`` without running it."""
+    query = queryset.query.chain(UpdateQuery)
+    query.add_update_values(values)
+    query.annotations = {}
+    return query.get_compiler(queryset.db).as_sql()
+
+
 def advance(job: Job, next_due: datetime) -> None:
     """Move a job's next slot forward (never back) without recording a run.
 
     Never back: a stale leader that wakes up with an old plan cannot rewind the job.
     """
+    _advance([job.name], next_due)
+
+
+def _advance(names: list[str], next_due: datetime) -> None:
+    """Move the named jobs' next slot forward to ``next_due`` (never back), in one statement."""
     JobState.objects.filter(
-        Q(next_due__isnull=True) | Q(next_due__lt=next_due), name=job.name
+        Q(next_due__isnull=True) | Q(next_due__lt=next_due), name__in=names
     ).update(next_due=next_due)
+
+
+def claim_scheduled(
+    claims: list[tuple[Job, datetime, datetime]], *, node: str, instance: str
+) -> dict[str, JobRun]:
+    """Claim many scheduled slots at once, each job moving on to its next slot; return the runs
+    this node claimed, by job.
+
+    ``claims`` are (job, slot, next slot) of claim-first jobs. One transaction: one ``INSERT``
+    of every ledger row and one ``UPDATE`` per distinct next slot (a thousand jobs due every
+    minute share one), committed before any of the jobs starts, so a crash from then on
+    leaves abandoned runs, never a slot run twice. The unique ``(job, slot)`` constraint still
+    decides: a slot another node already claimed is left out of the answer (the whole batch
+    is then claimed again, skipping taken rows, and the claimed rows are read back). Jobs move
+    to their next slot whether this node claimed theirs or not: either way it is dealt with.
+    """
+    if not claims:
+        return {}
+
+    def rows() -> list[JobRun]:
+        return [
+            JobRun(
+                job=job.name,
+                slot=slot,
+                status=JobRun.Status.RUNNING,
+                trigger=JobRun.Trigger.SCHEDULE,
+                node=node,
+                node_instance=instance,
+                started_at=Now(),
+            )
+            for job, slot, _ in claims
+        ]
+
+    def advance_all() -> None:
+        by_next: dict[datetime, list[str]] = {}
+        for job, _, next_due in claims:
+            by_next.setdefault(next_due, []).append(job.name)
+        for next_due, names in by_next.items():
+            _advance(names, next_due)
+
+    try:
+        with transaction.atomic():
+            created = JobRun.objects.bulk_create(rows())
+            advance_all()
+        if all(run.pk is not None for run in created):
+            return {run.job: run for run in created}
+    except IntegrityError:
+        # Another node holds one of these slots (a stale leader's plan, a split second of
+        # two leaders): claim the rest and read back which rows are ours.
+        with transaction.atomic():
+            JobRun.objects.bulk_create(rows(), ignore_conflicts=True)
+            advance_all()
+    wanted = {(job.name, slot) for job, slot, _ in claims}
+    mine = JobRun.objects.filter(
+        job__in=[job.name for job, _, _ in claims],
+        slot__in={slot for _, slot, _ in claims},
+        node_instance=instance,
+        status=JobRun.Status.RUNNING,
+    )
+    return {run.job: run for run in mine if (run.job, run.slot) in wanted}

@@ -23,7 +23,7 @@ from coordination.keys import format_key
 from coordination.locks import make_lock
 from coordination.models import JobRun, JobState
 from coordination.registry import Group, Job
-from coordination.runner import RunPlan, Worker
+from coordination.runner import RunPlan, Worker, plan_claimable_together
 from coordination.selectors import declared_by_live_nodes, group_states, runs_awaiting_retry
 from coordination.services import paused_reason
 from coordination.threads import JobThreads
@@ -372,11 +372,39 @@ class GroupLoop(threading.Thread):
                 return 0.5
             if not self.lock.still_held():
                 return 0.0
+            plans = self._claim_together(plans)
             for plan in plans:
                 worker = Worker(self, plan)
                 self.workers[plan.job.name] = worker
                 worker.start()
         return max(0.0, (next_wake - now).total_seconds())
+
+    def _claim_together(self, plans: list[RunPlan]) -> list[RunPlan]:
+        """Claim the scheduled slots of claim-first jobs in one transaction; return what to start.
+
+        A thousand jobs due at the same instant then cost a few statements to claim, not a
+        transaction each, and every row is committed before any of them starts. Slots another
+        node holds are skipped (their jobs have moved on), like a worker's taken claim.
+        """
+        batch = [plan for plan in plans if plan_claimable_together(plan)]
+        if not batch:
+            return plans
+        claimed = ledger.claim_scheduled(
+            [(plan.job, plan.slot, plan.next_due) for plan in batch],
+            node=self.node.name,
+            instance=self.node.instance,
+        )
+        for plan in batch:
+            plan.claimed_run = claimed.get(plan.job.name)
+            if plan.claimed_run is None:
+                logger.info(
+                    "[%s] job %s slot %s already claimed elsewhere; skipping",
+                    self.group.log_prefix,
+                    plan.job.name,
+                    plan.slot.isoformat(),
+                )
+        batched = {id(plan) for plan in batch}
+        return [plan for plan in plans if id(plan) not in batched or plan.claimed_run is not None]
 
     def _plan(self, job: Job, state: JobState, now: datetime):
         """Return (plan or None, the instant it becomes due when not due yet).

@@ -78,6 +78,24 @@ class RunPlan:
     manual_requested_at: datetime | None = None
     requested_by: str = ""
     retry_run: JobRun | None = None
+    #: The slot's ledger row, already claimed (and committed) by the loop with others due
+    #: at the same tick (``ledger.claim_scheduled``).
+    claimed_run: JobRun | None = None
+
+
+def plan_claimable_together(plan: RunPlan) -> bool:
+    """Return True if the loop may claim ``plan``'s slot in a batch before starting it.
+
+    Only a claim-first job's scheduled slot: a transactional run claims inside its own
+    transaction, a retry takes an existing row, and a run-now request is served by its claim.
+    """
+    return (
+        not plan.job.transactional
+        and plan.trigger == JobRun.Trigger.SCHEDULE
+        and plan.retry_run is None
+        and plan.manual_requested_at is None
+        and plan.next_due is not None
+    )
 
 
 class Worker:
@@ -255,22 +273,29 @@ class Worker:
         """Record this run's outcome in the job's state; return True if it paused the job."""
         return ledger.update_state_after_run(
             self.job,
-            slot=self.slot,
             status=status,
             duration=duration,
-            lateness=lateness,
             error=error,
-            node=self.loop.node.name,
-            next_due=next_due,
-            wake_before=self.plan.wake_before,
-            manual_requested_at=self.plan.manual_requested_at,
+            **self._state_arguments(lateness=lateness, next_due=next_due),
         )
+
+    def _state_arguments(self, *, lateness, next_due) -> dict:
+        """Return what the job's state records about this run besides its outcome."""
+        return {
+            "slot": self.slot,
+            "lateness": lateness,
+            "node": self.loop.node.name,
+            "next_due": next_due,
+            "wake_before": self.plan.wake_before,
+            "manual_requested_at": self.plan.manual_requested_at,
+        }
 
     def _lateness(self) -> float:
         return max(0.0, (self.loop.clock.now() - self.slot).total_seconds())
 
-    def _durably(self, what: str, write: Callable[[], T]) -> T | None:
-        """Run ``write`` in a transaction, retrying on a new connection while the database is away.
+    def _durably(self, what: str, write: Callable[[], T], *, atomic: bool = True) -> T | None:
+        """Run ``write`` in a transaction (``atomic=False``: ``write`` sees to its own),
+        retrying on a new connection while the database is away.
 
         A run's outcome must not be lost because the server dropped this thread's connection
         (a restart, a failover) between the job and its bookkeeping: left ``running`` under
@@ -280,6 +305,8 @@ class Worker:
         backoff = Backoff()
         while True:
             try:
+                if not atomic:
+                    return write()
                 with transaction.atomic():
                     return write()
             except DATABASE_ERRORS as exc:
@@ -421,7 +448,10 @@ class Worker:
     def _run_claim_first(self) -> None:
         job, plan, node = self.job, self.plan, self.loop.node
         lateness = self._lateness()
-        if plan.retry_run is not None:
+        if plan.claimed_run is not None:
+            run = plan.claimed_run
+            self._remember(JobRun.Status.RUNNING)
+        elif plan.retry_run is not None:
             try:
                 run = self._claim_retry()
             except RetryTaken:
@@ -462,25 +492,23 @@ class Worker:
         self.loop.journal.finished(job.name, self.slot, status)
 
         def record() -> tuple[bool, bool] | None:
-            if not ledger.finish(
+            paused = ledger.finish_with_state(
                 run,
+                job,
                 status=status,
                 duration=duration,
                 error=text,
                 instance=node.instance,
                 retry_at=retry_at,
-            ):
-                return None
-            paused = self._update_state(
-                status=status,
-                duration=duration,
-                lateness=lateness,
-                error=text,
-                next_due=self._next_due(result) if not job.schedule.periodic else None,
+                **self._state_arguments(
+                    lateness=lateness,
+                    next_due=self._next_due(result) if not job.schedule.periodic else None,
+                ),
             )
-            return True, paused
+            return None if paused is None else (True, paused)
 
-        recorded = self._durably("its outcome", record)
+        # One statement on PostgreSQL (both rows or neither), so no transaction around it.
+        recorded = self._durably("its outcome", record, atomic=False)
         if recorded is None:
             self.loop.scheduler.cut_off(f"{job.name} slot {self.slot.isoformat()} taken over")
             logger.warning(

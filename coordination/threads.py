@@ -55,34 +55,48 @@ def drop_dead_connection() -> None:
         connection.close()
 
 
-class JobThreads:
-    """A pool that grows when every thread is busy; idle threads wait for the next run."""
+#: Most threads (and so database connections) one group's jobs use at once. A thousand jobs
+#: due at the same instant would otherwise open a thousand connections and exhaust the
+#: server's ``max_connections``; beyond this many, runs wait in line for a free thread.
+MAX_THREADS = 32
 
-    def __init__(self, prefix: str):
+
+class JobThreads:
+    """A pool that grows (up to ``max_threads``) when every thread is busy; idle threads wait
+    for the next run, and runs wait for a thread once all of them are busy."""
+
+    def __init__(self, prefix: str, *, max_threads: int = MAX_THREADS):
         self.prefix = prefix
+        self.max_threads = max_threads
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
+        self._waiting = 0
         self._count = 0
 
     def submit(self, func: Callable[[], None]) -> threading.Event:
         """Run ``func`` on an idle thread (or a new one); return an event set when it is done."""
         done = threading.Event()
         with self._lock:
-            spawn = self._idle == 0
+            self._waiting += 1
+            spawn = self._waiting > self._idle and self._count < self.max_threads
             if spawn:
                 self._count += 1
                 name = f"{self.prefix}-{self._count}"
-            else:
-                self._idle -= 1
         self._tasks.put((func, done))
         if spawn:
             threading.Thread(target=self._work, name=name, daemon=True).start()
         return done
 
     def _work(self) -> None:
+        with self._lock:
+            self._idle += 1
         while True:
             func, done = self._tasks.get()
+            with self._lock:
+                self._idle -= 1
+                if func is not None:
+                    self._waiting -= 1
             if func is None:
                 connection.close()
                 return
@@ -93,9 +107,10 @@ class JobThreads:
                 logger.exception("%s: a job run failed outside its own error handling", self.prefix)
             finally:
                 discard_broken_connection()
+                # Idle before done: a run submitted once this one is seen done reuses it.
+                with self._lock:
+                    self._idle += 1
                 done.set()
-            with self._lock:
-                self._idle += 1
 
     def shutdown(self) -> None:
         """Let idle threads close their connections and end; busy ones end after their run."""

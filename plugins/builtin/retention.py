@@ -1,12 +1,18 @@
 """Run-history retention: keep the newest ``INSTATIC_RUN_RETENTION`` ledger rows of every job,
 and as many leadership terms of every group.
 
-Each job with more rows than that loses the older ones in one ``DELETE`` (the cut-off is the
-slot of the last row kept, found through the ``(job, -slot)`` index). Rows of runs still in
-progress (running, or timed out with the job still going) are never deleted, whatever their age.
+Built to prune a million rows while jobs keep running beside it. The jobs (groups) are found
+by skipping through the ``(job, -slot)`` index one probe per job, not by a ``DISTINCT`` over
+the ledger. Each job's cut-off is the slot of the last row kept (one probe of that index);
+older rows go in batches of ``PRUNE_BATCH``: their ids read oldest first along the same
+index, then one ``DELETE`` by primary key, each in its own short transaction. So no statement
+holds more than a batch of row locks, none of them on a row a claim writes (a claim inserts a
+new slot), and ``should_stop()`` is honoured between batches. Rows of runs still in progress
+(running, or timed out with the job still going) are never deleted, whatever their age.
 """
 
 import logging
+from collections.abc import Iterator
 
 from django.db.models import Q
 
@@ -17,7 +23,11 @@ from plugins.sdk import JobContext, hourly, plugin_job
 logger = logging.getLogger(__name__)
 
 
-def prune_runs(*, keep: int, should_stop=lambda: False) -> dict[str, int]:
+#: Rows deleted per statement (and per transaction).
+PRUNE_BATCH = 2_000
+
+
+def prune_runs(*, keep: int, should_stop=lambda: False, batch: int = PRUNE_BATCH) -> dict[str, int]:
     """Delete all but the newest ``keep`` runs of every job; return the deletions by job.
 
     ``keep <= 0`` keeps everything.
@@ -29,6 +39,7 @@ def prune_runs(*, keep: int, should_stop=lambda: False) -> dict[str, int]:
         keep=keep,
         spare=JobRun.in_progress(),
         should_stop=should_stop,
+        batch=batch,
     )
 
 
@@ -43,20 +54,49 @@ def prune_terms(*, keep: int) -> int:
     return sum(deleted.values())
 
 
-def _keep_newest(model, *, by: str, order: str, keep: int, spare: Q, should_stop=lambda: False):
+def _distinct(model, by: str) -> Iterator[str]:
+    """Yield every value of ``by`` in order, one index probe each (a loose index scan)."""
+    rows = model.objects.order_by(by).values_list(by, flat=True)
+    value = rows.first()
+    while value is not None:
+        yield value
+        value = rows.filter(**{f"{by}__gt": value}).first()
+
+
+def _keep_newest(
+    model,
+    *,
+    by: str,
+    order: str,
+    keep: int,
+    spare: Q,
+    should_stop=lambda: False,
+    batch: int = PRUNE_BATCH,
+) -> dict[str, int]:
     """Per value of ``by``, delete the rows older than the newest ``keep`` (by ``order``),
-    except those matching ``spare``; one ``DELETE`` per value, its cut-off found by index."""
+    except those matching ``spare``, oldest first in batches of ``batch``."""
     deleted: dict[str, int] = {}
     if keep <= 0:
         return deleted
-    for value in list(model.objects.order_by(by).values_list(by, flat=True).distinct()):
+    for value in _distinct(model, by):
         if should_stop():
             break
         rows = model.objects.filter(**{by: value})
         cutoff = list(rows.order_by(f"-{order}").values_list(order, flat=True)[keep - 1 : keep])
         if not cutoff:
             continue
-        count, _ = rows.filter(**{f"{order}__lt": cutoff[0]}).exclude(spare).delete()
+        old = rows.filter(**{f"{order}__lt": cutoff[0]}).exclude(spare).order_by(order)
+        count = 0
+        while not should_stop():
+            # Read along the index from where the last batch ended (deleted rows are gone,
+            # so ">=" neither loops nor skips rows that share an instant).
+            found = list(old.values_list("pk", order)[:batch])
+            if not found:
+                break
+            count += model.objects.filter(pk__in=[pk for pk, _ in found]).delete()[0]
+            if len(found) < batch:
+                break
+            old = old.filter(**{f"{order}__gte": found[-1][1]})
         if count:
             deleted[value] = count
     return deleted

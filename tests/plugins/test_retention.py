@@ -94,3 +94,40 @@ def test_the_hourly_job_keeps_the_newest_leadership_terms_of_every_group_and_eve
     }
     # The three newest, and the oldest publishing term because it is still open.
     assert kept == {"publishing": ["n0", "n2", "n3", "n4"], "plugins": ["n0", "n1"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_big_ledger_is_pruned_in_short_batches_oldest_first_each_its_own_transaction():
+    kept = ledger("example.beat", 1_050)
+    old = database_now() - timedelta(days=90)
+    JobRun.objects.create(job="example.beat", slot=old, status=JobRun.Status.RUNNING)
+    in_transaction = []
+
+    def watch(execute, sql, params, many, context):
+        # Django wraps each DELETE in a transaction of its own; the reads between them
+        # must run outside any, or one transaction would span the batches.
+        if sql.startswith("SELECT"):
+            in_transaction.append(context["connection"].in_atomic_block)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(watch), CaptureQueriesContext(connection) as queries:
+        deleted = prune_runs(keep=200, batch=300)
+    assert deleted == {"example.beat": 850}
+    assert slots("example.beat") == [*kept[:200], old], "the running row is spared"
+    deletes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("DELETE")]
+    assert len(deletes) == 3, "850 rows in batches of at most 300"
+    assert not any(in_transaction), "each batch commits on its own"
+    assert not any("DISTINCT" in q["sql"] for q in queries.captured_queries)
+
+
+def test_should_stop_is_honoured_between_batches():
+    ledger("example.beat", 1_000)
+    calls = []
+
+    def stop_after_two_batches():
+        calls.append(1)
+        return len(calls) > 3  # the job check, then one per batch
+
+    deleted = prune_runs(keep=100, batch=200, should_stop=stop_after_two_batches)
+    assert deleted == {"example.beat": 400}
+    assert JobRun.objects.count() == 600
