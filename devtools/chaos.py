@@ -1347,6 +1347,7 @@ def run(args: argparse.Namespace) -> bool:
     )
     db = chaos_databases.make(args.vendor)
     soak = None
+    keep = True  # an error before the report keeps the logs too
     try:
         db.start(["127.0.0.1"] + [network.host_address(i) for i in network.created])
         log(f"{db.label} at {db.url()}")
@@ -1383,16 +1384,34 @@ def run(args: argparse.Namespace) -> bool:
         end_db = soak.db_now()
         settle(soak, end_db)
         results = check_invariants(soak, end_db)
-        return report(soak, results, time.monotonic() - started)
+        code = report(soak, results, time.monotonic() - started)
+        # A broken invariant is only worth something with the nodes' own account of it.
+        keep = args.keep_logs or code != 0
+        return code
     finally:
         if soak is not None:
             stop_everything(soak)
         db.stop()
         network.destroy()
-        if not args.keep_logs:
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
+        if keep:
+            if soak is not None:
+                print_trouble(workdir)
             log(f"logs kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def print_trouble(workdir: Path, lines: int = 12) -> None:
+    """Print each node's last warnings and errors: where a CI log must show what happened."""
+    for path in sorted(workdir.glob("*.log")):
+        trouble = [
+            line
+            for line in path.read_text(errors="replace").splitlines()
+            if " WARNING " in line or " ERROR " in line
+        ]
+        if trouble:
+            print(f"--- {path.name}: last warnings and errors", flush=True)
+            print("\n".join(line[:300] for line in trouble[-lines:]), flush=True)
 
 
 def stop_everything(soak: Soak) -> None:
