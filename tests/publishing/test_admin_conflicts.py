@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.db.models import Max
 from django.test import override_settings
 from django.urls import reverse
 
@@ -53,7 +54,10 @@ def assert_conflict(response, post: Post, by: str, typed: str = TYPED) -> str:
     assert response.status_code == 200, "the form should be shown again"
     html = response.content.decode()
     current = Post.objects.get(pk=post.pk)
-    when = local_time(current.updated_at)
+    # The message names the latest change: the post's or its latest event's (on PostgreSQL
+    # Now() is each statement's time, so the two can fall in different seconds).
+    last_event = current.events.aggregate(at=Max("at"))["at"]
+    when = local_time(max(filter(None, [current.updated_at, last_event])))
     assert f"was changed by {by} at {when} since you opened it" in html
     assert f"it is now {current.get_status_display()}" in html
     assert typed in html, "the editor's text is kept"
