@@ -11,7 +11,6 @@ from functools import partial
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import OuterRef, Subquery
 from django.urls import path
 from django.utils import timezone
 from django.utils.functional import lazy
@@ -109,12 +108,24 @@ class EventWindowFilter(admin.SimpleListFilter):
         return queryset.filter(at__gte=database_now() - window[1]) if window else queryset
 
 
-class ListWithoutBodies(ChangeList):
-    """The post list's rows without their bodies: a page reads titles and times only."""
+class PostChangeList(ChangeList):
+    """The post list: rows without their bodies, and the lateness of the page's posts only.
+
+    The lateness of each post's last scheduled publish is read for the page's posts in one
+    query after the page is chosen, not as a subquery of the list's queryset, which the
+    capped count would evaluate for ten thousand rows.
+    """
 
     def get_queryset(self, request, exclude_parameters=None):
         queryset = super().get_queryset(request, exclude_parameters)
         return queryset.defer("body", "body_html", "excerpt")
+
+    def get_results(self, request):
+        super().get_results(request)
+        self.result_list = list(self.result_list)
+        lateness = selectors.last_publish_lateness([post.pk for post in self.result_list])
+        for post in self.result_list:
+            post.last_publish_lateness = lateness.get(post.pk)
 
 
 class PublishEventInline(admin.TabularInline):
@@ -365,15 +376,7 @@ class PostAdmin(admin.ModelAdmin):
 
     # --- the list ---------------------------------------------------------------------
     def get_queryset(self, request):
-        last_publish = PublishEvent.objects.filter(
-            post=OuterRef("pk"), kind=PublishEvent.Kind.PUBLISHED
-        ).order_by("-at", "-id")
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("author")
-            .annotate(last_publish_lateness=Subquery(last_publish.values("lateness")[:1]))
-        )
+        return super().get_queryset(request).select_related("author")
 
     def get_urls(self):
         calendar = path(
@@ -428,7 +431,7 @@ class PostAdmin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra_context)
 
     def get_changelist(self, request, **kwargs):
-        return ListWithoutBodies
+        return PostChangeList
 
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "time_zone_name": _zone_name()}

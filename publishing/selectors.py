@@ -135,6 +135,23 @@ def next_due_at(*, publishes_after: datetime | None = None) -> datetime | None:
     return min(candidates) if candidates else None
 
 
+def last_publish_lateness(post_ids: list[int]) -> dict[int, float | None]:
+    """Return the lateness of each post's latest "published" event (the admin list's page).
+
+    One query on the ``(post, -at)`` index for a page of posts; a post published by hand has
+    no lateness, one never published is absent.
+    """
+    latest: dict[int, float | None] = {}
+    events = (
+        PublishEvent.objects.filter(post_id__in=post_ids, kind=PublishEvent.Kind.PUBLISHED)
+        .order_by("post_id", "-at", "-id")
+        .values_list("post_id", "lateness")
+    )
+    for post_id, lateness in events:
+        latest.setdefault(post_id, lateness)
+    return latest
+
+
 def has_backlog(*, due_by: datetime) -> bool:
     """Return True if a scheduled post (not failed) was due at or before ``due_by``.
 
