@@ -106,6 +106,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def print_table(title: str, rows: list[tuple[str, str, str, bool]]) -> None:
+    from bench import _report
+
+    _report.table(title, rows)  # every printed table is in var/bench/report.md too
     print(f"\n{title}")
     width = max(len(r[0]) for r in rows)
     for name, value, target, ok in rows:

@@ -2,30 +2,55 @@
 
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
 from coordination.conf import settings
 from coordination.models import JobRun, JobState, Leadership, LeadershipTerm, Node
 
+#: The job state columns a tick reads (planning, maintenance checks, pause reasons); the
+#: others (last outcome, error text...) are written by runs and read by people.
+TICK_FIELDS = (
+    "name",
+    "group",
+    "fingerprint",
+    "next_due",
+    "wake_at",
+    "run_requested_at",
+    "run_requested_by",
+    "paused",
+    "paused_reason",
+    "retired_at",
+    "last_finished_at",
+)
 
-def group_states(group: str, *, exclude_instance: str = "") -> tuple[datetime, list[JobState]]:
+
+def group_states(group: str, *, exclude_instance: str = "") -> tuple[datetime, list]:
     """Return (database now, the group's job states) in one round trip when there are states.
 
     Each state carries ``busy_elsewhere``: a live node other than ``exclude_instance`` still
     has a run of the job going (an ex-leader that lost only its lock), so starting the job
-    now would overlap it.
+    now would overlap it. That is one ``IN`` over the runs in progress (found through the
+    ``(status, -slot)`` index and hashed once), not a probe of the ledger per job; and the
+    states are read-only rows of the columns a tick reads (named tuples with ``JobState``'s
+    attribute names), not model instances: a tick of a thousand jobs stays cheap.
     """
     running_elsewhere = (
-        JobRun.objects.filter(JobRun.in_progress(), job=OuterRef("name"))
+        JobRun.objects.filter(JobRun.in_progress())
         .exclude(node_instance=exclude_instance)
         .filter(node_instance__in=live_instances())
+        .values("job")
     )
     states = list(
-        JobState.objects.filter(group=group).annotate(
-            db_now=Now(), busy_elsewhere=Exists(running_elsewhere)
+        JobState.objects.filter(group=group)
+        .annotate(
+            db_now=Now(),
+            busy_elsewhere=ExpressionWrapper(
+                Q(name__in=running_elsewhere), output_field=BooleanField()
+            ),
         )
+        .values_list(*TICK_FIELDS, "db_now", "busy_elsewhere", named=True)
     )
     now = states[0].db_now if states else database_now()
     return now, states

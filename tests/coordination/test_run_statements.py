@@ -183,3 +183,27 @@ def test_an_outcome_writes_the_run_and_the_state_both_or_neither(status):
         assert paused is None, "a run abandoned meanwhile is not this node's to finish"
         assert run.status == JobRun.Status.ABANDONED
         assert state.last_status == "" and state.last_slot is None
+
+
+def test_a_tick_with_nothing_due_is_one_read_of_only_the_columns_it_plans_with():
+    """A thousand jobs' tick must not fetch error texts or probe the ledger once per job."""
+    from django.test.utils import CaptureQueriesContext
+
+    from coordination.scheduler import Scheduler
+
+    reg, job = declare(Recorder(), schedule=every(timedelta(hours=1)))
+    scheduler = Scheduler(groups=[GROUP], node_name="tick-node", registry=reg)
+    scheduler.register()
+    loop = scheduler.loops[0]
+    try:
+        assert loop._try_lead(wait=0)
+        loop.tick()  # the first tick creates the state (maintenance)
+        with CaptureQueriesContext(connection) as queries:
+            loop.tick()
+    finally:
+        loop.lock.close()
+        loop.job_threads.shutdown()
+    (read,) = [q["sql"] for q in queries.captured_queries]
+    assert "last_error" not in read
+    assert "EXISTS" not in read.upper(), "one IN over the runs in progress, not a probe per job"
+    assert JobState.objects.get(name=job.name).next_due > database_now()
