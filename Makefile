@@ -64,6 +64,9 @@ lock: $(DEV_STAMP)
 clean:
 	rm -rf $(VENV) var staticfiles
 
-# Fault-injection soak: CHAOS_DURATION seconds (default 180), reproducible from CHAOS_SEED.
+# Fault-injection soak: CHAOS_DURATION seconds (default 180), reproducible from CHAOS_SEED, on
+# CHAOS_VENDOR (default: a PostgreSQL primary with a synchronous standby, so failovers are faults
+# too; postgresql for one server, mariadb).
 chaos: $(DEV_STAMP)
-	$(PY) -m devtools.chaos --duration $${CHAOS_DURATION:-180} --seed $${CHAOS_SEED:-1}
+	$(PY) -m devtools.chaos --duration $${CHAOS_DURATION:-180} --seed $${CHAOS_SEED:-1} \
+		--vendor $${CHAOS_VENDOR:-postgresql-replicated}

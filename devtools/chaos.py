@@ -1,7 +1,8 @@
 """Chaos soak: run the real system under random faults, then check its invariants.
 
 ``make chaos`` (or ``python -m devtools.chaos --duration 600 --seed 1``) starts a throwaway
-PostgreSQL (or, with ``--vendor mariadb``, MariaDB), several ``runscheduler`` replicas, a web
+PostgreSQL (``--vendor postgresql-replicated``, what ``make chaos`` uses: a primary with a
+synchronous hot standby; ``--vendor mariadb``: MariaDB), several ``runscheduler`` replicas, a web
 process, a stream of editors scheduling, rescheduling and cancelling posts, and jobs at several
 cadences (transactional, claim-first, one that sometimes fails, one that sometimes hangs, one
 that works 3 s per run, one kept for catch-ups). Two more replicas run a group of their own in
@@ -15,7 +16,8 @@ termination of the leader's database sessions, a database restart (PostgreSQL
 of one replica; run-now requests (sometimes followed by a SIGKILL of the leader); a catch-up of
 1,800 slots; ``runscheduler --once`` next to the replicas; termination of only the leader's lock
 session, and a database restart, while a slow claim-first run is in progress; a row lock held
-on a due post; and SIGTERM of a lease-mode replica.
+on a due post; SIGTERM of a lease-mode replica; and, with a standby, a failover (the primary
+stopped with ``-m immediate``, the standby promoted, the old primary rebuilt as the new standby).
 
 Each replica lives in a network namespace this script creates, joined to the host by a veth
 pair whose host end carries a private address the database listens on; a partition takes that
@@ -605,6 +607,21 @@ def fault_pgrestart(soak: Soak) -> Fault:
     return fault
 
 
+def fault_failover(soak: Soak) -> Fault:
+    """Fail the primary over to its synchronous standby, then rebuild the old one as standby.
+
+    The primary stops with ``-m immediate`` mid-work; advisory locks die with it, and the
+    nodes must find the promoted standby through their multi-host URL by themselves. The
+    takeover is the time until the every-second job succeeds on the new primary.
+    """
+    fault = new_fault(soak, "failover", f"{soak.db.vendor} primary")
+    soak.db.fail_over()
+    fault.takeover = soak.wait_for_runs_after(soak.db_now(), since=fault.at)
+    soak.db.rebuild()
+    fault.note = "old primary rebuilt as the standby"
+    return fault
+
+
 def fault_partition(soak: Soak) -> Fault:
     cut_for = soak.rng.uniform(1.0, 3.0)
     fault, group, leader = leader_fault(soak, "partition")
@@ -939,8 +956,14 @@ FAULTS: dict[str, Callable[[Soak], Fault]] = {
     "rowlock": fault_rowlock,
     "pgrestart-busy": fault_pgrestart_busy,
     "leaseterm": fault_leaseterm,
+    "failover": fault_failover,
 }
 FAULT_KINDS = list(FAULTS)
+
+
+def fault_kinds(db) -> list[str]:
+    """The faults that apply to this database (a failover needs a standby)."""
+    return [kind for kind in FAULT_KINDS if kind != "failover" or db.can_fail_over]
 
 
 def inject(soak: Soak, kind: str) -> Fault:
@@ -1253,7 +1276,7 @@ def report(soak: Soak, results, duration: float) -> bool:
     by_kind = defaultdict(list)
     for fault in soak.faults:
         by_kind[fault.kind].append(fault)
-    for kind in FAULT_KINDS:
+    for kind in fault_kinds(soak.db):
         faults = by_kind.get(kind, [])
         times = [f.takeover for f in faults if f.takeover is not None]
         missing = sum(1 for f in faults if f.takeover is None and f.expects_takeover)
@@ -1302,14 +1325,14 @@ def inject_faults(soak: Soak, started: float) -> None:
     The pause between faults is short so a 10-minute soak injects at least 150 of them.
     """
     rng = soak.rng
-    plan = list(FAULT_KINDS)
+    plan = fault_kinds(soak.db)
     while time.monotonic() - started < soak.args.duration:
         time.sleep(rng.uniform(0.2, 1.0))
         reap_once(soak)
         if time.monotonic() - started >= soak.args.duration:
             break
         if not plan:
-            plan = list(FAULT_KINDS)
+            plan = fault_kinds(soak.db)
             rng.shuffle(plan)
         soak.faults.append(inject(soak, plan.pop()))
 
@@ -1386,7 +1409,7 @@ def run(args: argparse.Namespace) -> bool:
         results = check_invariants(soak, end_db)
         code = report(soak, results, time.monotonic() - started)
         # A broken invariant is only worth something with the nodes' own account of it.
-        keep = args.keep_logs or code != 0
+        keep = args.keep_logs or not code
         return code
     finally:
         if soak is not None:

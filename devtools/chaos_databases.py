@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from devtools.mariadb import MariaDBServer
 from devtools.pgcluster import PostgresCluster
+from devtools.pgreplica import ReplicatedPair
 
 #: The private network of the soak's namespaces (devtools.chaos.Network).
 NAMESPACE_NET = "10.231.0.0/16"
@@ -22,6 +23,8 @@ class Unreachable(Exception):
 class SoakDatabase:
     """A throwaway server for the soak, and how to talk to it."""
 
+    #: Whether the failover fault applies (a standby to promote).
+    can_fail_over = False
     vendor = ""
     label = ""
     now = ""  # the statement's time
@@ -223,7 +226,50 @@ class MariaDBDatabase(SoakDatabase):
         return not (exc.args and exc.args[0] == 1094)
 
 
-DATABASES = {"postgresql": PostgresDatabase, "mariadb": MariaDBDatabase}
+class ReplicatedPostgresDatabase(PostgresDatabase):
+    """PostgreSQL as a primary with a synchronous hot standby, which the failover fault
+    promotes (the old primary is then rebuilt as the new standby). Nodes reach whichever
+    server is primary through libpq's multi-host URL."""
+
+    label = "PostgreSQL (primary + synchronous standby)"
+    can_fail_over = True
+
+    def __init__(self):
+        super().__init__()
+        self.pair: ReplicatedPair | None = None
+
+    def start(self, hosts: list[str]) -> None:
+        self.pair = ReplicatedPair(
+            synchronous=True,
+            extra_conf={"listen_addresses": f"'{','.join(hosts)}'", "max_connections": "400"},
+            extra_hba=[f"host all all {NAMESPACE_NET} trust"],
+        )
+        self.pair.start()
+
+    def stop(self) -> None:
+        if self.pair is not None:
+            self.pair.stop()
+
+    def restart(self) -> None:
+        self.pair.primary.restart("fast")
+        self.pair.wait_streaming()
+
+    def url(self, host: str = "127.0.0.1") -> str:
+        return self.pair.url(host=host)
+
+    def fail_over(self) -> None:
+        """Stop the primary at once, promote the standby; :meth:`rebuild` restores the pair."""
+        self.pair.fail_over()
+
+    def rebuild(self) -> None:
+        self.pair.rebuild()
+
+
+DATABASES = {
+    "postgresql": PostgresDatabase,
+    "postgresql-replicated": ReplicatedPostgresDatabase,
+    "mariadb": MariaDBDatabase,
+}
 
 
 def make(vendor: str) -> SoakDatabase:

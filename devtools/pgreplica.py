@@ -39,17 +39,27 @@ def _replication_conf(*, synchronous: bool) -> dict:
         "synchronous_commit": "on" if synchronous else "local",
         "wal_sender_timeout": "5s",
         "wal_receiver_status_interval": "1s",
+        # A standby reconnects at once after its primary restarts: synchronous commits wait
+        # for it meanwhile.
+        "wal_retrieve_retry_interval": "'200ms'",
     }
 
 
 class ReplicatedPair:
     """A primary and a hot standby on 127.0.0.1; :meth:`fail_over` swaps their roles."""
 
-    def __init__(self, *, synchronous: bool = True, dbname: str = "instatic"):
+    def __init__(
+        self,
+        *,
+        synchronous: bool = True,
+        dbname: str = "instatic",
+        extra_conf: dict | None = None,
+        extra_hba: list[str] | None = None,
+    ):
         self.synchronous = synchronous
         self.dbname = dbname
-        conf = _replication_conf(synchronous=synchronous)
-        hba = ["host replication postgres 127.0.0.1/32 trust"]
+        conf = {**_replication_conf(synchronous=synchronous), **(extra_conf or {})}
+        hba = ["host replication postgres 127.0.0.1/32 trust", *(extra_hba or [])]
         self.primary = PostgresCluster(extra_conf=conf, extra_hba=hba)
         self.standby: PostgresCluster | None = None
         self.failovers = 0
@@ -64,9 +74,9 @@ class ReplicatedPair:
             [s for s in (self.primary, self.standby) if s is not None], key=lambda s: s.port
         )
 
-    def url(self, dbname: str | None = None) -> str:
+    def url(self, dbname: str | None = None, *, host: str = "127.0.0.1") -> str:
         """The libpq multi-host URL: whichever server accepts writes is the one used."""
-        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.servers)
+        hosts = ",".join(f"{host}:{s.port}" for s in self.servers)
         return (
             f"postgres://postgres@{hosts}/{dbname or self.dbname}"
             "?target_session_attrs=read-write&connect_timeout=2"
