@@ -37,6 +37,7 @@ and exits non-zero if any invariant broke. The same seed gives the same fault pl
 
 import argparse
 import bisect
+import fcntl
 import os
 import random
 import re
@@ -1361,7 +1362,22 @@ def settle(soak: Soak, end_db) -> None:
     time.sleep(max(0.0, progress_at - time.monotonic()))
 
 
+#: Soaks share machine-wide resources (the 10.231.0.0/16 addresses of their namespaces'
+#: links), so two at once on one machine would route each other's packets: they take turns.
+MACHINE_LOCK = Path("/tmp/instatic-chaos.lock")
+
+
 def run(args: argparse.Namespace) -> bool:
+    with open(MACHINE_LOCK, "a") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another soak runs on this machine ({MACHINE_LOCK}); waiting for it to end")
+            fcntl.flock(held, fcntl.LOCK_EX)
+        return run_alone(args)
+
+
+def run_alone(args: argparse.Namespace) -> bool:
     rng = random.Random(args.seed)
     network = Network(args.replicas, tag=str(os.getpid() % 1000))
     network.create()
