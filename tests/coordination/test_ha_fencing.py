@@ -45,6 +45,9 @@ def test_a_frozen_leaders_open_transaction_ends_at_takeover(schedulers):
     survivor = next(p for p in procs if p is not frozen)
     # The survivor runs the very slot the frozen leader was in: its row lock is gone.
     survivor.wait_for_log(rf"working on slot {re.escape(slot)}", timeout=15)
+    # The fencer logs once every session is ended; its own loop may take the freed lock and
+    # start the slot a moment before that line is written.
+    survivor.wait_for_log(r"and \d+ work session\(s\)", timeout=15)
     fenced = re.search(r"and (\d+) work session\(s\)", survivor.log())
     assert fenced and int(fenced[1]) >= 1, "the frozen leader's work sessions were ended"
     frozen.signal(signal.SIGCONT)
