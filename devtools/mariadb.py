@@ -7,9 +7,7 @@ session ends, as in an operator's restart.
 """
 
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from devtools.servers import (
     free_port,
     make_workdir,
     run_as,
+    serve_until_stopped,
     service_user,
     wait_for_port,
 )
@@ -209,12 +208,7 @@ class MariaDBServer(ServerProcess):
 def main() -> None:
     """Start a server, print its URL, and keep it until SIGINT/SIGTERM."""
     with MariaDBServer() as server:
-        print(f"DATABASE_URL={server.url('instatic')}", flush=True)
-        try:
-            signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
-            signal.pause()
-        except (KeyboardInterrupt, SystemExit):
-            pass
+        serve_until_stopped(f"DATABASE_URL={server.url('instatic')}")
 
 
 if __name__ == "__main__":

@@ -8,11 +8,16 @@ until Ctrl-C (it prints its ``DATABASE_URL``).
 import glob
 import os
 import shutil
-import signal
-import sys
 from pathlib import Path
 
-from devtools.servers import free_port, make_workdir, remove_tree, run_as, service_user
+from devtools.servers import (
+    free_port,
+    make_workdir,
+    remove_tree,
+    run_as,
+    serve_until_stopped,
+    service_user,
+)
 
 
 def find_bindir() -> Path | None:
@@ -159,12 +164,7 @@ def main() -> None:
 
         with psycopg.connect(cluster.url(), autocommit=True) as conn:
             conn.execute("CREATE DATABASE instatic")
-        print(f"DATABASE_URL={cluster.url('instatic')}", flush=True)
-        try:
-            signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
-            signal.pause()
-        except (KeyboardInterrupt, SystemExit):
-            pass
+        serve_until_stopped(f"DATABASE_URL={cluster.url('instatic')}")
 
 
 if __name__ == "__main__":

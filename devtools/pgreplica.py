@@ -21,7 +21,7 @@ import sys
 import time
 
 from devtools.pgcluster import PostgresCluster
-from devtools.servers import free_port, make_workdir, remove_tree, run_as
+from devtools.servers import free_port, make_workdir, remove_tree, run_as, serve_until_stopped
 
 STANDBY_NAME = "instatic_standby"
 
@@ -242,13 +242,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--async", dest="asynchronous", action="store_true")
     args = parser.parse_args(argv)
     with ReplicatedPair(synchronous=not args.asynchronous) as pair:
-        print(f"DATABASE_URL={pair.url()}", flush=True)
-        print(f"primary={pair.primary.port} standby={pair.standby.port}", flush=True)
-        try:
-            signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
-            signal.pause()
-        except (KeyboardInterrupt, SystemExit):
-            pass
+        serve_until_stopped(
+            f"DATABASE_URL={pair.url()}",
+            f"primary={pair.primary.port} standby={pair.standby.port}",
+        )
 
 
 if __name__ == "__main__":

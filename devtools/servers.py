@@ -3,8 +3,10 @@
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -106,3 +108,18 @@ class ServerProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def serve_until_stopped(*lines: str) -> None:
+    """Print ``lines`` (the server's DATABASE_URL...) and wait for Ctrl-C or SIGTERM.
+
+    What ``python -m devtools.pgcluster`` (and the other throwaway servers) do when run by
+    hand: the caller's ``with`` block then removes the server.
+    """
+    for line in lines:
+        print(line, flush=True)
+    try:
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+        signal.pause()
+    except (KeyboardInterrupt, SystemExit):
+        pass
