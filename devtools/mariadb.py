@@ -14,6 +14,8 @@ from pathlib import Path
 from devtools.servers import (
     ServerProcess,
     free_port,
+    hand_down,
+    handed_down,
     make_workdir,
     run_as,
     serve_until_stopped,
@@ -150,15 +152,15 @@ class MariaDBServer(ServerProcess):
 
     def export_env(self, env: dict) -> None:
         """Let child processes (tests) restart this server: see :meth:`from_env`."""
-        env[self.ENV_VAR] = f"{self.server}|{self.workdir}|{self.port}|{self.user or ''}"
+        hand_down(env, self.ENV_VAR, self.server, self.workdir, self.port, self.user)
 
     @classmethod
     def from_env(cls, environ) -> "MariaDBServer | None":
         """Return a handle on the server a parent process started, or ``None``."""
-        value = environ.get(cls.ENV_VAR)
-        if not value:
+        fields = handed_down(environ, cls.ENV_VAR)
+        if fields is None:
             return None
-        server, workdir, port, user = value.split("|")
+        server, workdir, port, user = fields
         handle = cls.__new__(cls)
         handle.server, handle.workdir, handle.port = server, Path(workdir), int(port)
         handle.user, handle.process = user or None, None

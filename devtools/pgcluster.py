@@ -12,6 +12,8 @@ from pathlib import Path
 
 from devtools.servers import (
     free_port,
+    hand_down,
+    handed_down,
     make_workdir,
     remove_tree,
     run_as,
@@ -135,15 +137,15 @@ class PostgresCluster:
 
     def export_env(self, env: dict) -> None:
         """Let child processes (tests) restart this cluster: see :meth:`from_env`."""
-        env[self.ENV_VAR] = f"{self.bindir}|{self.workdir}|{self.port}|{self.user or ''}"
+        hand_down(env, self.ENV_VAR, self.bindir, self.workdir, self.port, self.user)
 
     @classmethod
     def from_env(cls, environ) -> "PostgresCluster | None":
         """Return a handle on the cluster a parent process started, or ``None``."""
-        value = environ.get(cls.ENV_VAR)
-        if not value:
+        fields = handed_down(environ, cls.ENV_VAR)
+        if fields is None:
             return None
-        bindir, workdir, port, user = value.split("|")
+        bindir, workdir, port, user = fields
         cluster = cls.__new__(cls)
         cluster.bindir, cluster.workdir = Path(bindir), Path(workdir)
         cluster.port, cluster.user, cluster.extra_conf = int(port), user or None, {}

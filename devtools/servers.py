@@ -123,3 +123,14 @@ def serve_until_stopped(*lines: str) -> None:
         signal.pause()
     except (KeyboardInterrupt, SystemExit):
         pass
+
+
+def hand_down(env: dict, variable: str, *fields) -> None:
+    """Put a server's handle into ``env`` so child processes (tests) can restart it."""
+    env[variable] = "|".join("" if field is None else str(field) for field in fields)
+
+
+def handed_down(environ, variable: str) -> list[str] | None:
+    """Return the fields :func:`hand_down` wrote, or ``None`` when no parent did."""
+    value = environ.get(variable)
+    return value.split("|") if value else None
