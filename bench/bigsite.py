@@ -17,7 +17,8 @@ process).
 
 Server time is the test client's request time without Django's test instrumentation of
 templates (``setup_test_environment`` copies every template context, which a server does not).
-``BENCH_BIGSITE_PARTS`` (default ``export,admin``) runs only some of them.
+``BENCH_BIGSITE_PARTS`` (default ``export,admin``) and ``BENCH_BIGSITE_VENDORS`` (default
+``sqlite,postgresql``) run only some of them.
 """
 
 import os
@@ -60,10 +61,14 @@ def main() -> int:
         return measure(sys.argv[2])
     failed = False
     with tempfile.TemporaryDirectory(prefix="instatic-bigsite-") as work:
-        sqlite_url = f"sqlite:///{work}/bigsite.sqlite3"
-        failed |= _run_child("SQLite", sqlite_url, work)
+        vendors = os.environ.get("BENCH_BIGSITE_VENDORS", "sqlite,postgresql").split(",")
+        if "sqlite" in vendors:
+            sqlite_url = f"sqlite:///{work}/bigsite.sqlite3"
+            failed |= _run_child("SQLite", sqlite_url, work)
         url = os.environ.get("DATABASE_URL", "")
-        if url.startswith(("postgres://", "postgresql://")):
+        if "postgresql" not in vendors:
+            pass
+        elif url.startswith(("postgres://", "postgresql://")):
             import psycopg
 
             name = f"instatic_bigsite_{os.getpid()}"
