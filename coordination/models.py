@@ -260,11 +260,11 @@ class JobRun(models.Model):
             models.Index(fields=["job", "-slot"], name="coordination_jobrun_recent"),
             # Runs in progress or failed (the tick, maintenance), and the admin's status
             # filter newest first: one range of this index, not a scan of the ledger.
-            models.Index(fields=["status", "-slot"], name="coordination_jobrun_state"),
+            models.Index(fields=["status", "-slot", "-id"], name="coordination_jobrun_state"),
             # The admin's run list, newest first (its order, with the id as tie-break).
             models.Index(fields=["-slot", "-id"], name="coordination_jobrun_newest"),
             # The admin's trigger filter (manual runs are one in a thousand), newest first.
-            models.Index(fields=["trigger", "-slot"], name="coordination_jobrun_trig"),
+            models.Index(fields=["trigger", "-slot", "-id"], name="coordination_jobrun_trig"),
         ]
         ordering = ["-slot"]
 

@@ -1,9 +1,9 @@
 """Indexes for the run-ledger admin's filters at a million rows (issue 19 follow-up).
 
 ``?trigger=manual`` scanned the ``(-slot, -id)`` index until it had a page of manual runs
-(one in a thousand): ``(trigger, -slot)`` is one range instead. ``(status, -slot)`` replaces
-the plain status index (the runs in progress the tick and maintenance look for are its
-prefix) and also serves ``?status=`` newest first. The new one is built before the old one
+(one in a thousand): ``(trigger, -slot, -id)`` is one range in the list's order instead.
+``(status, -slot, -id)`` replaces the plain status index (the runs in progress the tick and
+maintenance look for are its prefix) and also serves ``?status=`` newest first. The new one is built before the old one
 is dropped, so status lookups always have an index.
 """
 
@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddIndex(
             model_name="jobrun",
-            index=models.Index(fields=["status", "-slot"], name="coordination_jobrun_state"),
+            index=models.Index(fields=["status", "-slot", "-id"], name="coordination_jobrun_state"),
         ),
         migrations.RemoveIndex(
             model_name="jobrun",
@@ -26,6 +26,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="jobrun",
-            index=models.Index(fields=["trigger", "-slot"], name="coordination_jobrun_trig"),
+            index=models.Index(fields=["trigger", "-slot", "-id"], name="coordination_jobrun_trig"),
         ),
     ]
