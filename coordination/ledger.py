@@ -442,6 +442,45 @@ def advance(job: Job, next_due: datetime) -> None:
     _advance([job.name], next_due)
 
 
+def _insert_claims(runs: list[JobRun]) -> list[JobRun]:
+    """Insert ``runs`` (one job and slot each, the rest alike) and return them with their ids.
+
+    ``bulk_create`` sends every value of every row as a parameter: for a thousand claims,
+    15,000 of them, which Django and the driver take a quarter of a second to assemble while
+    every claimed job waits to start. On PostgreSQL the rows are one ``INSERT ... SELECT``
+    over two arrays (jobs and slots) with the shared values once; the same columns and the
+    values Django would save, taken from the model's fields.
+    """
+    if connection.vendor != "postgresql" or not runs:
+        return JobRun.objects.bulk_create(runs)
+    first, quote = runs[0], connection.ops.quote_name
+    columns, selected, params = [], [], []
+    for field in JobRun._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        columns.append(quote(field.column))
+        if field.name in ("job", "slot"):
+            selected.append(f"t.{field.name}")
+        elif field.name == "started_at":
+            selected.append("STATEMENT_TIMESTAMP()")  # Now(), as the other claims write it
+        else:
+            selected.append("%s")
+            params.append(field.get_db_prep_save(getattr(first, field.attname), connection))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quote(JobRun._meta.db_table)} ({', '.join(columns)})"
+            f" SELECT {', '.join(selected)}"
+            " FROM unnest(%s::varchar[], %s::timestamptz[]) AS t(job, slot)"
+            f" RETURNING {quote(JobRun._meta.pk.column)}, {quote('job')}",
+            (*params, [run.job for run in runs], [run.slot for run in runs]),
+        )
+        ids = dict((job, pk) for pk, job in cursor.fetchall())
+    for run in runs:  # one claim per job in a batch: a job never overlaps itself
+        run.pk = ids[run.job]
+        run._state.adding = False
+    return runs
+
+
 def _advance(names: list[str], next_due: datetime) -> None:
     """Move the named jobs' next slot forward to ``next_due`` (never back), in one statement."""
     JobState.objects.filter(
@@ -489,7 +528,7 @@ def claim_scheduled(
 
     try:
         with transaction.atomic():
-            created = JobRun.objects.bulk_create(rows())
+            created = _insert_claims(rows())
             advance_all()
         if all(run.pk is not None for run in created):
             return {run.job: run for run in created}
