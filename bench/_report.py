@@ -250,7 +250,12 @@ def write_report() -> Path:
             lines.append("")
         for kind, draw in (("samples", _plot_samples), ("series", _plot_series)):
             for key, group in _plots(bench, entries, kind):
-                title = f"{bench}: {key}" if kind == "series" else f"{bench}: distribution ({key})"
+                if kind == "series":
+                    title = f"{bench}: {key}"
+                elif len(group) == 1:
+                    title = f"{bench}: {group[0]['name']}"
+                else:
+                    title = f"{bench}: distributions ({key})"
                 svg = f"{bench}-{kind}-{_slug(key)}.svg"
                 draw(group, REPORT_DIR / svg, title)
                 lines += [f"![{title}]({svg})", ""]
