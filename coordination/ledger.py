@@ -6,6 +6,7 @@ a second claimant cannot make, whoever thinks it leads.
 
 import logging
 from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
@@ -25,6 +26,41 @@ logger = logging.getLogger(__name__)
 MAX_ERROR_LENGTH = 20_000
 #: Missed slots written per statement (and per transaction) when a long gap is recorded.
 MISSED_BATCH = 5_000
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How one run of a job ended, as the run's ledger row and the job's state record it.
+
+    The runner builds it once and hands it to every write of an outcome (:func:`finish`,
+    :func:`finish_with_state`, :func:`record_failed`, :func:`update_state_after_run`), so a
+    new outcome field is one edit here rather than one in each of their signatures.
+    """
+
+    slot: datetime
+    status: str
+    duration: float | None
+    lateness: float | None
+    error: str
+    #: The name of the node that ran it.
+    node: str
+    #: The job's next slot; ``None`` leaves it (the slot's claim moved a periodic job on).
+    next_due: datetime | None
+    #: When a failed attempt is tried again (the job's ``retries``), or ``None``.
+    retry_at: datetime | None = None
+    #: Wake-up requests due up to this instant were served by the run.
+    wake_before: datetime | None = None
+    #: The time of the run-now request the run served, if it served one.
+    manual_requested_at: datetime | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == JobRun.Status.SUCCEEDED
+
+    @property
+    def stored_error(self) -> str:
+        """The error text as stored: cut to ``MAX_ERROR_LENGTH``."""
+        return self.error[:MAX_ERROR_LENGTH]
 
 
 def ensure_states(jobs: list[Job], states: dict[str, JobState], now: datetime) -> bool:
@@ -164,18 +200,13 @@ def claim(
 
 def record_failed(
     job: Job,
-    slot: datetime,
+    outcome: RunOutcome,
     *,
-    status: str,
     trigger: str,
-    node: str,
     instance: str,
-    duration: float,
-    error: str,
     started_at: datetime | None = None,
     finished_at: datetime | None = None,
     requested_by: str = "",
-    retry_at: datetime | None = None,
     retry_of: JobRun | None = None,
 ) -> None:
     """Record a rolled-back transactional run as failed (or timed out).
@@ -185,14 +216,14 @@ def record_failed(
     attempt on the existing row instead, still only while that row waits for this retry.
     """
     values = {
-        "status": status,
-        "node": node,
+        "status": outcome.status,
+        "node": outcome.node,
         "node_instance": instance,
         "started_at": started_at,
         "finished_at": finished_at,
-        "duration": duration,
-        "error": error[:MAX_ERROR_LENGTH],
-        "retry_at": retry_at,
+        "duration": outcome.duration,
+        "error": outcome.stored_error,
+        "retry_at": outcome.retry_at,
     }
     if retry_of is not None:
         JobRun.objects.filter(_awaiting_retry(), pk=retry_of.pk).update(
@@ -203,7 +234,7 @@ def record_failed(
         [
             JobRun(
                 job=job.name,
-                slot=slot,
+                slot=outcome.slot,
                 trigger=trigger,
                 requested_by=requested_by,
                 **values,
@@ -236,18 +267,9 @@ def claim_retry(run: JobRun, *, node: str, instance: str) -> bool:
     )
 
 
-def finish(
-    run: JobRun,
-    *,
-    status: str,
-    duration: float,
-    error: str = "",
-    instance: str,
-    retry_at: datetime | None = None,
-) -> bool:
+def finish(run: JobRun, outcome: RunOutcome, *, instance: str) -> bool:
     """Record a run's outcome unless it was meanwhile marked abandoned or timed out elsewhere."""
-    values = _finish_values(status=status, duration=duration, error=error, retry_at=retry_at)
-    return bool(_finishable(run, instance).update(**values))
+    return bool(_finishable(run, instance).update(**_finish_values(outcome)))
 
 
 def _finishable(run: JobRun, instance: str):
@@ -259,13 +281,14 @@ def _finishable(run: JobRun, instance: str):
     )
 
 
-def _finish_values(*, status: str, duration: float, error: str, retry_at) -> dict:
+def _finish_values(outcome: RunOutcome) -> dict:
+    """Return the run row's update values for ``outcome``."""
     return {
-        "status": status,
+        "status": outcome.status,
         "finished_at": Now(),
-        "duration": duration,
-        "error": error[:MAX_ERROR_LENGTH],
-        "retry_at": retry_at,
+        "duration": outcome.duration,
+        "error": outcome.stored_error,
+        "retry_at": outcome.retry_at,
     }
 
 
@@ -299,76 +322,43 @@ def abandon_own(instance: str, job_names: list[str], *, reason: str) -> int:
     ).update(status=JobRun.Status.ABANDONED, finished_at=Now(), error=reason)
 
 
-def update_state_after_run(
-    job: Job,
-    *,
-    slot: datetime,
-    status: str,
-    duration: float | None,
-    lateness: float | None,
-    error: str,
-    node: str,
-    next_due: datetime | None,
-    wake_before: datetime | None = None,
-    manual_requested_at: datetime | None = None,
-) -> bool:
+def update_state_after_run(job: Job, outcome: RunOutcome) -> bool:
     """Record the outcome in the job's state; pause it after too many failures in a row.
 
     Return True when this failure paused the job.
     """
-    values = _state_values(
-        slot=slot,
-        status=status,
-        duration=duration,
-        lateness=lateness,
-        error=error,
-        node=node,
-        next_due=next_due,
-        wake_before=wake_before,
-        manual_requested_at=manual_requested_at,
-    )
-    JobState.objects.filter(name=job.name).update(**values)
-    return _pause_after_failures(job, status)
+    JobState.objects.filter(name=job.name).update(**_state_values(outcome))
+    return _pause_after_failures(job, outcome)
 
 
-def _state_values(
-    *,
-    slot: datetime,
-    status: str,
-    duration: float | None,
-    lateness: float | None,
-    error: str,
-    node: str,
-    next_due: datetime | None,
-    wake_before: datetime | None = None,
-    manual_requested_at: datetime | None = None,
-) -> dict:
+def _state_values(outcome: RunOutcome) -> dict:
     """Return the job state's update values for a run's outcome."""
-    succeeded = status == JobRun.Status.SUCCEEDED
     values = {
-        "last_slot": slot,
-        "last_status": status,
-        "last_error": error[:MAX_ERROR_LENGTH],
-        "last_duration": duration,
-        "last_lateness": lateness,
+        "last_slot": outcome.slot,
+        "last_status": outcome.status,
+        "last_error": outcome.stored_error,
+        "last_duration": outcome.duration,
+        "last_lateness": outcome.lateness,
         "last_finished_at": Now(),
-        "last_node": node,
-        "consecutive_failures": 0 if succeeded else F("consecutive_failures") + 1,
+        "last_node": outcome.node,
+        "consecutive_failures": 0 if outcome.succeeded else F("consecutive_failures") + 1,
     }
-    if next_due is not None:
-        values["next_due"] = next_due
+    if outcome.next_due is not None:
+        values["next_due"] = outcome.next_due
     # One statement: clear the wake-up and run-now requests this run served, but keep any
     # that arrived after it started.
-    if wake_before is not None:
-        values["wake_at"] = Case(When(wake_at__lte=wake_before, then=None), default=F("wake_at"))
-    if manual_requested_at is not None:
-        values.update(_request_served(manual_requested_at))
+    if outcome.wake_before is not None:
+        values["wake_at"] = Case(
+            When(wake_at__lte=outcome.wake_before, then=None), default=F("wake_at")
+        )
+    if outcome.manual_requested_at is not None:
+        values.update(_request_served(outcome.manual_requested_at))
     return values
 
 
-def _pause_after_failures(job: Job, status: str) -> bool:
+def _pause_after_failures(job: Job, outcome: RunOutcome) -> bool:
     """Pause the job if this failure made too many in a row; return True if it did."""
-    if status == JobRun.Status.SUCCEEDED:
+    if outcome.succeeded:
         return False
     threshold = int(settings.FAILURE_PAUSE_THRESHOLD)
     if threshold <= 0:
@@ -381,15 +371,7 @@ def _pause_after_failures(job: Job, status: str) -> bool:
 
 
 def finish_with_state(
-    run: JobRun,
-    job: Job,
-    *,
-    status: str,
-    duration: float,
-    error: str,
-    instance: str,
-    retry_at: datetime | None,
-    **state,
+    run: JobRun, job: Job, outcome: RunOutcome | None = None, *, instance: str, **fields
 ) -> bool | None:
     """Record a claimed run's outcome and the job's state; return whether that paused the job,
     or ``None`` if the run was meanwhile marked abandoned or timed out elsewhere.
@@ -397,22 +379,26 @@ def finish_with_state(
     Both or neither: on PostgreSQL one statement (the state's ``UPDATE`` in a ``WITH`` after
     the run's, done only if the run's matched), which needs no transaction around it, so a
     run's outcome costs one round trip; elsewhere both ``UPDATE`` statements in one transaction.
-    ``state`` are the keyword arguments of :func:`update_state_after_run` but ``status``,
-    ``error``, ``duration``.
+    Callers without a :class:`RunOutcome` at hand (tests, the benchmarks) may give its
+    ``fields`` as keywords instead.
     """
-    run_values = _finish_values(status=status, duration=duration, error=error, retry_at=retry_at)
+    if outcome is None:
+        outcome = RunOutcome(**fields)
+    elif fields:
+        raise TypeError("finish_with_state() takes an outcome or its fields, not both")
     run_rows = _finishable(run, instance)
-    state_values = _state_values(status=status, duration=duration, error=error, **state)
+    run_values = _finish_values(outcome)
+    state_values = _state_values(outcome)
     if connection.vendor != "postgresql":
         with transaction.atomic():
             if not run_rows.update(**run_values):
                 return None
             JobState.objects.filter(name=job.name).update(**state_values)
-            return _pause_after_failures(job, status)
+            return _pause_after_failures(job, outcome)
     run_sql, run_params = _update_sql(run_rows, run_values)
     state_sql, state_params = _update_sql(JobState.objects.filter(name=job.name), state_values)
     # A failure may pause the job in a second statement: then both go in one transaction.
-    with transaction.atomic() if status != JobRun.Status.SUCCEEDED else nullcontext():
+    with nullcontext() if outcome.succeeded else transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
                 f"WITH finished AS ({run_sql} RETURNING 1),"
@@ -423,7 +409,7 @@ def finish_with_state(
             (finished,) = cursor.fetchone()
         if not finished:
             return None
-        return _pause_after_failures(job, status)
+        return _pause_after_failures(job, outcome)
 
 
 def _update_sql(queryset, values: dict) -> tuple[str, tuple]:

@@ -269,26 +269,22 @@ class Worker:
         if self.plan.manual_requested_at is not None:
             ledger.serve_run_request(self.job, self.plan.manual_requested_at)
 
-    def _update_state(self, *, status: str, duration, lateness, error: str, next_due) -> bool:
-        """Record this run's outcome in the job's state; return True if it paused the job."""
-        return ledger.update_state_after_run(
-            self.job,
+    def _outcome(
+        self, status: str, *, duration, lateness, error: str, next_due, retry_at=None
+    ) -> ledger.RunOutcome:
+        """Return this run's outcome as the ledger records it (the run's row, the job's state)."""
+        return ledger.RunOutcome(
+            slot=self.slot,
             status=status,
             duration=duration,
+            lateness=lateness,
             error=error,
-            **self._state_arguments(lateness=lateness, next_due=next_due),
+            node=self.loop.node.name,
+            next_due=next_due,
+            retry_at=retry_at,
+            wake_before=self.plan.wake_before,
+            manual_requested_at=self.plan.manual_requested_at,
         )
-
-    def _state_arguments(self, *, lateness, next_due) -> dict:
-        """Return what the job's state records about this run besides its outcome."""
-        return {
-            "slot": self.slot,
-            "lateness": lateness,
-            "node": self.loop.node.name,
-            "next_due": next_due,
-            "wake_before": self.plan.wake_before,
-            "manual_requested_at": self.plan.manual_requested_at,
-        }
 
     def _lateness(self) -> float:
         return max(0.0, (self.loop.clock.now() - self.slot).total_seconds())
@@ -345,13 +341,14 @@ class Worker:
                 JobRun.objects.filter(pk=run.pk).update(
                     status=JobRun.Status.SUCCEEDED, duration=duration, finished_at=Now()
                 )
-                self._update_state(
-                    status=JobRun.Status.SUCCEEDED,
+                outcome = self._outcome(
+                    JobRun.Status.SUCCEEDED,
                     duration=duration,
                     lateness=lateness,
                     error="",
                     next_due=self._next_due(result),
                 )
+                ledger.update_state_after_run(job, outcome)
         except SlotTaken:
             self._slot_taken()
             return
@@ -417,28 +414,25 @@ class Worker:
         finished_at = self.loop.clock.now()
 
         def record() -> bool:
-            ledger.record_failed(
-                job,
-                self.slot,
-                status=status,
-                trigger=plan.trigger,
-                node=node.name,
-                instance=node.instance,
-                duration=duration,
-                error=error,
-                started_at=finished_at - timedelta(seconds=duration),
-                finished_at=finished_at,
-                requested_by=plan.requested_by,
-                retry_at=retry_at,
-                retry_of=plan.retry_run,
-            )
-            return self._update_state(
-                status=status,
+            outcome = self._outcome(
+                status,
                 duration=duration,
                 lateness=lateness,
                 error=error,
                 next_due=self._next_due(None),
+                retry_at=retry_at,
             )
+            ledger.record_failed(
+                job,
+                outcome,
+                trigger=plan.trigger,
+                instance=node.instance,
+                started_at=finished_at - timedelta(seconds=duration),
+                finished_at=finished_at,
+                requested_by=plan.requested_by,
+                retry_of=plan.retry_run,
+            )
+            return ledger.update_state_after_run(job, outcome)
 
         paused = self._durably("its failure", record)
         self._retry_noted(retry_at, attempt)
@@ -492,19 +486,15 @@ class Worker:
         self.loop.journal.finished(job.name, self.slot, status)
 
         def record() -> tuple[bool, bool] | None:
-            paused = ledger.finish_with_state(
-                run,
-                job,
-                status=status,
+            outcome = self._outcome(
+                status,
                 duration=duration,
+                lateness=lateness,
                 error=text,
-                instance=node.instance,
+                next_due=self._next_due(result) if not job.schedule.periodic else None,
                 retry_at=retry_at,
-                **self._state_arguments(
-                    lateness=lateness,
-                    next_due=self._next_due(result) if not job.schedule.periodic else None,
-                ),
             )
+            paused = ledger.finish_with_state(run, job, outcome, instance=node.instance)
             return None if paused is None else (True, paused)
 
         # One statement on PostgreSQL (both rows or neither), so no transaction around it.
