@@ -823,20 +823,16 @@ def publish_selected(
             failed.append(row.pk)
     published: list[tuple[int, float]] = []
     if good:
-        change = DueChange(
-            condition=Post.objects.filter(status=S.SCHEDULED, publish_at__lte=now, last_error=""),
+        published = _change_as_scheduler(
+            good,
+            Post.objects.filter(status=S.SCHEDULED, publish_at__lte=now, last_error=""),
             planned="publish_at",
-            values={
-                "status": S.PUBLISHED,
-                "published_at": now,
-                "updated_at": now,
-                "updated_by": _scheduler_name(node),
-            },
             kind=K.PUBLISHED,
             node=node,
             now=now,
+            status=S.PUBLISHED,
+            published_at=now,
         )
-        published = change_due_posts(change, [row.pk for row in good])
         # Feed the lateness histogram only once the publish is committed.
         lateness = [seconds for _, seconds in published]
         transaction.on_commit(partial(_observe_lateness, lateness))
@@ -847,6 +843,33 @@ def publish_selected(
         failed=failed,
         batch_size=_batch_size(batch_size),
     )
+
+
+def _change_as_scheduler(
+    rows: list[DueRow],
+    condition: QuerySet,
+    *,
+    planned: str,
+    kind: str,
+    node: str,
+    now: datetime,
+    **values,
+) -> list[tuple[int, float]]:
+    """Apply a due change (``values``) to the posts of ``rows`` still matching ``condition``.
+
+    The publish and the unpublish batches differ only in their condition, times and values;
+    both record the scheduler of ``node`` as the editor, at ``now``. Return
+    ``(post id, lateness)`` of the posts changed (see :func:`change_due_posts`).
+    """
+    change = DueChange(
+        condition=condition,
+        planned=planned,
+        values={**values, "updated_at": now, "updated_by": _scheduler_name(node)},
+        kind=kind,
+        node=node,
+        now=now,
+    )
+    return change_due_posts(change, [row.pk for row in rows])
 
 
 def _observe_lateness(seconds: list[float]) -> None:
@@ -921,19 +944,15 @@ def unpublish_selected(
     """Take down the selected posts that are still published and past their unpublish time."""
     unpublished: list[tuple[int, float]] = []
     if rows:
-        change = DueChange(
-            condition=Post.objects.filter(status=S.PUBLISHED, unpublish_at__lte=now),
+        unpublished = _change_as_scheduler(
+            rows,
+            Post.objects.filter(status=S.PUBLISHED, unpublish_at__lte=now),
             planned="unpublish_at",
-            values={
-                "status": S.UNPUBLISHED,
-                "updated_at": now,
-                "updated_by": _scheduler_name(node),
-            },
             kind=K.UNPUBLISHED,
             node=node,
             now=now,
+            status=S.UNPUBLISHED,
         )
-        unpublished = change_due_posts(change, [row.pk for row in rows])
     return BatchResult(
         now=now,
         selected=len(rows),
