@@ -1,11 +1,14 @@
-"""Fixtures for the publishing tests: users with and without the publish permission, posts."""
+"""Fixtures for the publishing tests: users with and without the publish permission, posts,
+and actors that race each other on their own connections."""
 
 import itertools
+import threading
 from datetime import timedelta
 from html.parser import HTMLParser
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.db import connection
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
@@ -187,3 +190,33 @@ def run_publish_job(node: str = "test-node"):
         deadline=None,
     )
     return job.func(ctx)
+
+
+class Actor(threading.Thread):
+    """Run ``func`` in a thread on its own connection; keep its result or exception.
+
+    An editor, a leader's tick or a replica's batch in a race test: each has its own database
+    connection (closed when it is done), and events order the steps between them.
+    """
+
+    def __init__(self, func):
+        super().__init__(daemon=True)
+        self.func = func
+        self.result = None
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            self.result = self.func()
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            connection.close()
+
+    def outcome(self, timeout: float = 30):
+        """Wait for ``func`` to return; return its result or raise its exception."""
+        self.join(timeout)
+        assert not self.is_alive(), "the actor is still blocked"
+        if self.error is not None:
+            raise self.error
+        return self.result

@@ -17,31 +17,13 @@ from coordination.registry import group
 from publishing import services
 from publishing.exceptions import EditConflict, InvalidTransition
 from publishing.models import Post, PublishEvent
-from tests.publishing.conftest import due_post, make_post
+from tests.publishing.conftest import Actor, due_post, make_post
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
 S = Post.Status
 K = PublishEvent.Kind
-
-
-class Actor(threading.Thread):
-    """Run ``func`` in a thread on its own connection; keep its result or exception."""
-
-    def __init__(self, func):
-        super().__init__(daemon=True)
-        self.func = func
-        self.result = None
-        self.error: BaseException | None = None
-
-    def run(self):
-        try:
-            self.result = self.func()
-        except BaseException as exc:
-            self.error = exc
-        finally:
-            connection.close()
 
 
 def lock_waiters() -> int:

@@ -11,45 +11,20 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, F
 
 from coordination.clock import database_now
 from publishing import services
 from publishing.exceptions import InvalidTransition
 from publishing.models import Post, PostRevision, PublishEvent
-from tests.publishing.conftest import live_post, make_due
+from tests.publishing.conftest import Actor, live_post, make_due
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 R = PostRevision.Status
 K = PublishEvent.Kind
-
-
-class Actor(threading.Thread):
-    """Run ``func`` in a thread on its own connection; keep its result or exception."""
-
-    def __init__(self, func):
-        super().__init__(daemon=True)
-        self.func = func
-        self.result = None
-        self.error: BaseException | None = None
-
-    def run(self):
-        try:
-            self.result = self.func()
-        except BaseException as exc:
-            self.error = exc
-        finally:
-            connection.close()
-
-    def outcome(self, timeout: float = 30):
-        self.join(timeout)
-        assert not self.is_alive(), "the actor is still blocked"
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 def scheduled(post, title: str, seconds: float = 3600):
