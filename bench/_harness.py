@@ -1,10 +1,12 @@
 """Shared pieces of the benchmarks: a migrated throwaway site and real scheduler replicas."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -13,6 +15,12 @@ import psycopg
 from devtools.pgcluster import PostgresCluster
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+#: PostgreSQL settings that log every statement under its connection's ``application_name``
+#: (``<node>/lock``, ``<node>/work``), so statements are counted without instrumenting the product.
+STATEMENT_LOG = {"log_statement": "'all'", "log_line_prefix": "'%a|'", "log_min_messages": "info"}
+#: One logged statement: the ``application_name``, and the statement's first 60 characters.
+STATEMENT = re.compile(r"^([^|\n]*)\|LOG:  (?:statement|execute [^:]*): (.{0,60})", re.MULTILINE)
 
 
 def env_for(url: str, **extra: str) -> dict:
@@ -95,6 +103,30 @@ def wait_for(predicate, timeout: float, interval: float = 0.01):
             return value
         time.sleep(interval)
     raise TimeoutError("benchmark condition not met")
+
+
+def statements_while_idle(
+    cluster, conn, seconds: float, *, lease: float, timeout: float = 60
+) -> list[re.Match]:
+    """Return the statements ``cluster`` (started with ``STATEMENT_LOG``) logs in ``seconds``
+    of its replicas idling.
+
+    The window opens once both groups have a leader (within ``timeout``) and one lease and a
+    margin later: start-up work (the first ticks, the maintenance pass one lease on) is not idle.
+    """
+    wait_for(lambda: leader(conn) and leader(conn, "plugins"), timeout)
+    time.sleep(lease + 5)
+    log_path = cluster.workdir / "server.log"
+    offset = log_path.stat().st_size
+    time.sleep(seconds)
+    with open(log_path, errors="replace") as f:
+        f.seek(offset)
+        return list(STATEMENT.finditer(f.read()))
+
+
+def statements_by_node(matches: list[re.Match]) -> Counter:
+    """Count logged statements by node: the ``application_name`` before its ``/``."""
+    return Counter(m.group(1).split("/")[0] for m in matches)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -3,20 +3,25 @@
 Issue 16, row 4. For each count in ``BENCH_REPLICA_COUNTS`` (``3,10``) a fresh throwaway
 PostgreSQL and that many idle ``runscheduler`` replicas (both groups, nothing due); after
 start-up settles, every statement of ``BENCH_IDLE_SECONDS`` (60) is counted from the server's
-log by ``application_name``, as in ``bench/scheduler.py``. Targets: every replica <= 60 a
-minute, and the busiest replica at the largest count <= 1.2x the busiest at the smallest
-(the same-run baseline): a replica's idle cost must not grow with the cluster.
+log by ``application_name``, as in ``bench/scheduler.py`` (``bench/_harness.py`` does both).
+Targets: every replica <= 60 a minute, and the busiest replica at the largest count <= 1.2x
+the busiest at the smallest (the same-run baseline): a replica's idle cost must not grow with
+the cluster.
 """
 
 import os
-import time
-from collections import Counter
 
 import psycopg
 
 from bench import _report
-from bench._harness import Replica, leader, migrated_site, print_table, wait_for
-from bench.scheduler import STATEMENT
+from bench._harness import (
+    STATEMENT_LOG,
+    Replica,
+    migrated_site,
+    print_table,
+    statements_by_node,
+    statements_while_idle,
+)
 
 LEASE = 10.0
 TARGET_PER_MINUTE = 60.0
@@ -25,25 +30,16 @@ TARGET_GROWTH = 1.2
 
 def idle_statements(count: int, seconds: float) -> dict[str, float]:
     """Return each replica's statements per minute while ``count`` replicas idle."""
-    conf = {"log_statement": "'all'", "log_line_prefix": "'%a|'", "log_min_messages": "info"}
-    with migrated_site(conf, INSTATIC_LEASE=str(LEASE)) as (cluster, url, env):
+    with migrated_site(STATEMENT_LOG, INSTATIC_LEASE=str(LEASE)) as (cluster, url, env):
         replicas = [Replica(f"idle{count}-{i}", env) for i in range(1, count + 1)]
         conn = psycopg.connect(url, autocommit=True, application_name="bench")
         try:
-            wait_for(lambda: leader(conn) and leader(conn, "plugins"), 60)
-            # Start-up work (first ticks, the maintenance pass one lease later) is not idle.
-            time.sleep(LEASE + 5)
-            log_path = cluster.workdir / "server.log"
-            offset = log_path.stat().st_size
-            time.sleep(seconds)
-            with open(log_path, errors="replace") as f:
-                f.seek(offset)
-                text = f.read()
+            matches = statements_while_idle(cluster, conn, seconds, lease=LEASE)
         finally:
             conn.close()
             for replica in replicas:
                 replica.stop()
-    counts = Counter(m.group(1).split("/")[0] for m in STATEMENT.finditer(text))
+    counts = statements_by_node(matches)
     return {r.name: counts.get(r.name, 0) * 60 / seconds for r in replicas}
 
 

@@ -13,7 +13,6 @@ window (default 60).
 """
 
 import os
-import re
 import signal
 import time
 from collections import Counter
@@ -21,10 +20,19 @@ from collections import Counter
 import psycopg
 
 from bench import _report
-from bench._harness import Replica, leader, migrated_site, print_table, wait_for
+from bench._harness import (
+    STATEMENT,  # noqa: F401  (bench.jobs_per_minute imports it from here)
+    STATEMENT_LOG,
+    Replica,
+    leader,
+    migrated_site,
+    print_table,
+    statements_by_node,
+    statements_while_idle,
+    wait_for,
+)
 
 LEASE = 10.0
-STATEMENT = re.compile(r"^([^|\n]*)\|LOG:  (?:statement|execute [^:]*): (.{0,60})", re.MULTILINE)
 
 
 def registered(conn, name: str) -> bool:
@@ -47,22 +55,12 @@ def measure_takeover(conn, replicas: dict, action) -> float:
 
 def main() -> None:
     idle_seconds = float(os.environ.get("BENCH_IDLE_SECONDS", "60"))
-    conf = {"log_statement": "'all'", "log_line_prefix": "'%a|'", "log_min_messages": "info"}
-    with migrated_site(conf, INSTATIC_LEASE=str(LEASE)) as (cluster, url, env):
+    with migrated_site(STATEMENT_LOG, INSTATIC_LEASE=str(LEASE)) as (cluster, url, env):
         replicas = {f"bench-{i}": Replica(f"bench-{i}", env) for i in range(1, 4)}
         conn = psycopg.connect(url, autocommit=True, application_name="bench")
         try:
-            wait_for(lambda: leader(conn) and leader(conn, "plugins"), 30)
-            # Let start-up work finish: first ticks, and the maintenance pass one lease later.
-            time.sleep(LEASE + 5)
-            log_path = cluster.workdir / "server.log"
-            offset = log_path.stat().st_size
-            time.sleep(idle_seconds)
-            with open(log_path, errors="replace") as f:
-                f.seek(offset)
-                text = f.read()
-            matches = list(STATEMENT.finditer(text))
-            counts = Counter(m.group(1).split("/")[0] for m in matches)
+            matches = statements_while_idle(cluster, conn, idle_seconds, lease=LEASE, timeout=30)
+            counts = statements_by_node(matches)
             busiest = max(counts, key=counts.get) if counts else None
             kinds = Counter(m.group(2) for m in matches if m.group(1).startswith(f"{busiest}/"))
             per_minute = {n: counts.get(n, 0) * 60 / idle_seconds for n in replicas}
