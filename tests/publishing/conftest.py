@@ -176,12 +176,18 @@ def make_due(revision, seconds_ago: float = 5):
 
 def run_publish_job(node: str = "test-node"):
     """Run the publish job's function once, as a leader's tick would; return its next due."""
+    from publishing.services import PUBLISH_JOB
+
+    return run_job(PUBLISH_JOB, node=node)
+
+
+def run_job(name: str, node: str = "test-node"):
+    """Run the job ``name``'s function once, as a leader's tick would; return its answer."""
     import logging
 
     from coordination.registry import JobContext, registry
-    from publishing.services import PUBLISH_JOB
 
-    job = registry.get(PUBLISH_JOB)
+    job = registry.get(name)
     ctx = JobContext(
         job=job,
         slot=database_now(),
