@@ -6,6 +6,7 @@ removed on exit. Run ``python -m devtools.mariadb`` to keep one up until Ctrl-C 
 session ends, as in an operator's restart.
 """
 
+import os
 import shutil
 import subprocess
 import time
@@ -79,6 +80,9 @@ class MariaDBServer(ServerProcess):
             ],
             self.user,
             timeout=180,
+            # Its bootstrap server writes temporary files to $TMPDIR, which a test run points
+            # at a folder the server's user cannot write: give it the server's own folder.
+            env={**os.environ, "TMPDIR": str(self.workdir)},
         )
         self._launch()
         try:

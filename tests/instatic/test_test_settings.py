@@ -3,7 +3,14 @@
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
+
+from devtools import mariadb, pgcluster
+from devtools.mariadb import MariaDBServer
+from devtools.pgcluster import PostgresCluster
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -21,3 +28,25 @@ def test_a_process_that_loads_the_test_settings_leaves_its_temporary_folder_empt
     )
     subprocess.run([sys.executable, "-c", code], cwd=BASE_DIR, env=env, check=True)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("server_class", [MariaDBServer, PostgresCluster], ids=["mariadb", "pg"])
+def test_a_throwaway_server_starts_under_the_test_runs_temporary_folder(
+    server_class, monkeypatch
+):
+    """A test run's TMPDIR is root's, readable but not writable by the server's own user.
+
+    The short chaos soak starts its own server from inside a test run: a server that wrote its
+    temporary files to $TMPDIR (MariaDB's bootstrap did) failed before the soak began.
+    """
+    if server_class is MariaDBServer and not mariadb.find_server():
+        pytest.skip("mariadbd is not installed")
+    if server_class is PostgresCluster and not pgcluster.find_bindir():
+        pytest.skip("the PostgreSQL server is not installed")
+    # Beside the run's own (pytest's tmp_path sits below a folder only root may enter).
+    shared = Path(tempfile.mkdtemp(dir=os.environ["INSTATIC_TEST_TMP"]))
+    shared.chmod(0o755)
+    monkeypatch.setenv("TMPDIR", str(shared))
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    with server_class() as server:
+        assert server.url("instatic")
