@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
@@ -195,7 +195,11 @@ def run_job(name: str, node: str = "test-node"):
         logger=logging.getLogger("tests.publishing"),
         deadline=None,
     )
-    return job.func(ctx)
+    if not job.transactional:
+        return job.func(ctx)
+    # As the engine runs it: its locks (FOR UPDATE) need the transaction around the run.
+    with transaction.atomic():
+        return job.func(ctx)
 
 
 class Actor(threading.Thread):

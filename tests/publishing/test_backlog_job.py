@@ -5,7 +5,6 @@ job takes only what fell due within the window, wakes the backlog job without wa
 and the two run side by side (one job thread each) without ever publishing a post twice.
 """
 
-import logging
 import threading
 from datetime import timedelta
 
@@ -15,28 +14,16 @@ from django.test import override_settings
 
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState
-from coordination.registry import JobContext, registry
+from coordination.registry import registry
 from coordination.scheduler import Scheduler
 from coordination.schedules import WhenDue
 from publishing import services
 from publishing.models import Post, PublishEvent
-from tests.publishing.conftest import due_post, future_post
+from tests.publishing.conftest import due_post, future_post, run_job
 from tests.support.polling import wait_until
 
 S = Post.Status
 K = PublishEvent.Kind
-
-
-def run(name: str, node: str = "test-node"):
-    job = registry.get(name)
-    ctx = JobContext(
-        job=job,
-        slot=database_now(),
-        node=node,
-        logger=logging.getLogger("tests.publishing"),
-        deadline=None,
-    )
-    return job.func(ctx)
 
 
 def statuses(posts) -> list[str]:
@@ -55,13 +42,13 @@ def test_the_publish_job_leaves_overdue_posts_to_the_backlog_job_and_wakes_it():
     overdue = due_post(seconds_ago=60)
     recent = due_post(seconds_ago=2)
     upcoming = future_post(seconds_ahead=120)
-    next_due = run(services.PUBLISH_JOB)
+    next_due = run_job(services.PUBLISH_JOB)
     assert statuses([overdue, recent]) == [S.SCHEDULED, S.PUBLISHED]
     assert next_due == upcoming.publish_at, "the backlog does not make the publish job spin"
     woken = JobState.objects.get(name=services.BACKLOG_JOB).wake_at
     assert woken is not None and woken <= database_now()
 
-    assert run(services.BACKLOG_JOB) is None
+    assert run_job(services.BACKLOG_JOB) is None
     assert statuses([overdue, upcoming]) == [S.PUBLISHED, S.SCHEDULED]
     event = PublishEvent.objects.get(post=overdue)
     assert event.kind == K.PUBLISHED and event.lateness >= 60
@@ -72,10 +59,10 @@ def test_the_publish_job_leaves_overdue_posts_to_the_backlog_job_and_wakes_it():
 def test_the_backlog_job_drains_newest_first_batch_after_batch():
     posts = [due_post(seconds_ago=100 - i) for i in range(5)]
     recent = due_post(seconds_ago=1)
-    assert run(services.BACKLOG_JOB) <= database_now(), "a full batch: more right now"
+    assert run_job(services.BACKLOG_JOB) <= database_now(), "a full batch: more right now"
     assert statuses(posts) == [S.SCHEDULED] * 3 + [S.PUBLISHED] * 2
-    assert run(services.BACKLOG_JOB) <= database_now()
-    assert run(services.BACKLOG_JOB) is None
+    assert run_job(services.BACKLOG_JOB) <= database_now()
+    assert run_job(services.BACKLOG_JOB) is None
     assert statuses(posts) == [S.PUBLISHED] * 5
     assert statuses([recent]) == [S.SCHEDULED], "what is due now is the publish job's"
 
@@ -104,7 +91,7 @@ def test_a_running_backlog_batch_does_not_hold_up_the_publish_job():
 
     def publish_job():
         try:
-            run(services.PUBLISH_JOB)
+            run_job(services.PUBLISH_JOB)
         finally:
             connection.close()
             done.set()
@@ -132,7 +119,7 @@ def test_one_tick_of_the_engine_publishes_the_backlog_and_the_posts_due_now():
     if Post.objects.filter(status=S.SCHEDULED).exists():
         next_due = JobState.objects.get(name=services.BACKLOG_JOB).next_due
         assert next_due <= database_now() + timedelta(seconds=1)
-        run(services.BACKLOG_JOB)
+        run_job(services.BACKLOG_JOB)
     assert statuses([*overdue, recent]) == [S.PUBLISHED] * 4
     counts = PublishEvent.objects.filter(kind=K.PUBLISHED).values_list("post_id", flat=True)
     assert sorted(counts) == sorted(p.pk for p in [*overdue, recent]), "each exactly once"

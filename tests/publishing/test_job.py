@@ -1,6 +1,5 @@
 """The publish job: declared in the publishing group, run directly and by the real engine."""
 
-import logging
 import threading
 from datetime import timedelta
 
@@ -10,26 +9,14 @@ from django.test import override_settings
 
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState
-from coordination.registry import JobContext, registry
+from coordination.registry import registry
 from coordination.scheduler import Scheduler
 from coordination.schedules import WhenDue
 from publishing import services
 from publishing.models import Post, PublishEvent
-from tests.publishing.conftest import due_post, future_post, make_post
+from tests.publishing.conftest import due_post, future_post, make_post, run_publish_job
 
 S = Post.Status
-
-
-def run_job(node: str = "test-node"):
-    job = registry.get(services.PUBLISH_JOB)
-    ctx = JobContext(
-        job=job,
-        slot=database_now(),
-        node=node,
-        logger=logging.getLogger("tests.publishing"),
-        deadline=None,
-    )
-    return job.func(ctx)
 
 
 def test_the_publish_job_is_declared_as_the_brief_says():
@@ -47,29 +34,29 @@ def test_job_publishes_due_posts_and_returns_the_next_due_instant():
     soon = future_post(seconds_ahead=120)
     now = database_now()
     expiring = make_post(status=S.PUBLISHED, unpublish_at=now + timedelta(seconds=60))
-    next_due = run_job(node="node-x")
+    next_due = run_publish_job(node="node-x")
     due.refresh_from_db()
     assert due.status == S.PUBLISHED
     assert due.events.get().node == "node-x"
     assert next_due == expiring.unpublish_at, "the nearer of next publish and next unpublish"
     expiring.delete()
-    assert run_job() == soon.publish_at
+    assert run_publish_job() == soon.publish_at
 
 
 @pytest.mark.django_db
 def test_job_returns_none_when_nothing_is_scheduled():
     make_post()
-    assert run_job() is None
+    assert run_publish_job() is None
 
 
 @pytest.mark.django_db
 @override_settings(INSTATIC_PUBLISH_BATCH_SIZE=2)
 def test_a_full_batch_asks_to_run_again_at_once():
     posts = [due_post(seconds_ago=5 - i) for i in range(3)]
-    next_due = run_job()
+    next_due = run_publish_job()
     assert next_due <= database_now(), "more is due right now"
     assert Post.objects.filter(status=S.PUBLISHED).count() == 2
-    assert run_job() is None
+    assert run_publish_job() is None
     assert {p.pk for p in Post.objects.filter(status=S.PUBLISHED)} == {p.pk for p in posts}
 
 
@@ -77,7 +64,7 @@ def test_a_full_batch_asks_to_run_again_at_once():
 def test_job_also_unpublishes_expired_posts():
     now = database_now()
     post = make_post(status=S.PUBLISHED, unpublish_at=now - timedelta(seconds=1))
-    run_job()
+    run_publish_job()
     post.refresh_from_db()
     assert post.status == S.UNPUBLISHED
 
@@ -125,13 +112,13 @@ def test_a_due_post_locked_by_another_transaction_does_not_make_the_job_due_at_o
     try:
         assert locked.wait(10)
         before = database_now()
-        next_due = run_job()
+        next_due = run_publish_job()
         assert next_due >= before + timedelta(seconds=0.5), "due again at once: a busy loop"
         post.refresh_from_db()
         assert post.status == S.SCHEDULED
     finally:
         release.set()
         holder.join()
-    assert run_job() is None
+    assert run_publish_job() is None
     post.refresh_from_db()
     assert post.status == S.PUBLISHED
