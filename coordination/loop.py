@@ -13,6 +13,7 @@ import time
 from datetime import datetime, timedelta
 
 from django.db import connection
+from django.dispatch import Signal
 
 from coordination import alerts, catchup, leadership, ledger
 from coordination.conf import settings
@@ -30,6 +31,13 @@ from coordination.threads import JobThreads
 from coordination.waker import Waker
 
 logger = logging.getLogger(__name__)
+
+#: Sent by a group's leader once per tick that starts runs, before it claims them, with
+#: ``group`` (the group's name) and ``jobs`` (the jobs about to run). A receiver returns
+#: ``{job name: exception}`` for runs that must not do their work: each such run is still
+#: claimed, and recorded failed with that exception as if the job had raised it. The plugins
+#: app refuses the jobs of a disabled plugin this way: one read a tick, not one a run.
+runs_starting = Signal()
 
 MAINTENANCE_INTERVAL = 300.0
 #: Longest pause before a crashed loop is started again (it starts at one second).
@@ -372,12 +380,27 @@ class GroupLoop(threading.Thread):
                 return 0.5
             if not self.lock.still_held():
                 return 0.0
+            self._refuse(plans)
             plans = self._claim_together(plans)
             for plan in plans:
                 worker = Worker(self, plan)
                 self.workers[plan.job.name] = worker
                 worker.start()
         return max(0.0, (next_wake - now).total_seconds())
+
+    def _refuse(self, plans: list[RunPlan]) -> None:
+        """Ask the ``runs_starting`` receivers which of ``plans`` must not do their work.
+
+        A receiver's database error ends the tick before anything is claimed (fail closed).
+        """
+        refusals: dict[str, BaseException] = {}
+        jobs = [plan.job for plan in plans]
+        for _receiver, answer in runs_starting.send(
+            sender=type(self), group=self.group.name, jobs=jobs
+        ):
+            refusals.update(answer or {})
+        for plan in plans:
+            plan.refusal = refusals.get(plan.job.name)
 
     def _claim_together(self, plans: list[RunPlan]) -> list[RunPlan]:
         """Claim the scheduled slots of claim-first jobs in one transaction; return what to start.

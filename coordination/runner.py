@@ -81,6 +81,9 @@ class RunPlan:
     #: The slot's ledger row, already claimed (and committed) by the loop with others due
     #: at the same tick (``ledger.claim_scheduled``).
     claimed_run: JobRun | None = None
+    #: Why this run must not do its work (a ``runs_starting`` receiver's answer): raised in
+    #: place of the job's function, so the run is recorded failed with it.
+    refusal: BaseException | None = None
 
 
 def plan_claimable_together(plan: RunPlan) -> bool:
@@ -176,6 +179,12 @@ class Worker:
             trigger=self.plan.trigger,
             _stop=self.should_stop,
         )
+
+    def _call(self):
+        """Run the job's function, or raise the refusal the loop was given for this run."""
+        if self.plan.refusal is not None:
+            raise self.plan.refusal
+        return self.job.func(self._context())
 
     def _log_context(self, run: JobRun):
         """Name this run in every log line the job writes (JSON logs: node, job, slot, run_id)."""
@@ -332,7 +341,7 @@ class Worker:
                 run = self._claim_retry() if self.plan.retry_run else self._claim()
                 self.current_run = run
                 with self._log_context(run):
-                    result = job.func(self._context())
+                    result = self._call()
                 if self.timed_out or self.past_deadline():
                     raise JobTimedOut(f"ran past its max_duration of {job.max_duration}")
                 if not self.loop.lock_still_held():
@@ -468,7 +477,7 @@ class Worker:
         result = None
         try:
             with self._log_context(run):
-                result = job.func(self._context())
+                result = self._call()
         except Exception as exc:
             error = exc
         duration = time.monotonic() - started

@@ -9,6 +9,11 @@ class PluginsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from plugins import checks
+        from coordination.loop import runs_starting
+        from plugins import checks, services
 
         checks.register()
+        # Runs of a disabled plugin's jobs are refused once per tick (see the receiver).
+        runs_starting.connect(
+            services.refuse_runs_of_disabled_plugins, dispatch_uid="plugins.refuse_disabled"
+        )

@@ -20,7 +20,8 @@ is discovered at start-up like admin modules are. See ``docs/plugins.md`` for th
 for testing jobs with pytest-django.
 
 Disabling a plugin pauses its jobs (see :mod:`plugins.services`); as a second line of defence
-every plugin job checks, as it starts, that its plugin is enabled, and refuses to run if not.
+the plugin group's leader checks once a tick, before it starts runs, that their plugins are
+enabled, and records the runs of a disabled plugin failed (``PluginDisabled``) instead.
 
 A bad declaration raises :class:`JobDeclarationError` (or ``InvalidSchedule`` from a schedule
 helper) at once, except while ``jobs.py`` modules are being discovered at start-up: there the
@@ -50,7 +51,6 @@ from coordination.registry import (
 )
 from coordination.registry import registry as default_registry
 from coordination.schedules import InvalidSchedule, Schedule
-from plugins import selectors, services
 from plugins.exceptions import PluginDisabled
 from plugins.models import PLUGIN_GROUP
 
@@ -135,36 +135,6 @@ def _plugin_of(func: Callable, plugin: str | None) -> str:
     return plugin
 
 
-def _guarded(func: Callable[[JobContext], Any], plugin: str) -> Callable[[JobContext], Any]:
-    """Wrap ``func`` so it refuses to run while ``plugin`` is disabled.
-
-    Disabling a plugin pauses its jobs, which is what keeps them from running: a paused job's
-    slots are never claimed, and when the plugin is enabled again they are handled by the job's
-    missed-slot policy and recorded as missed. That keeps the run ledger honest, which a wrapper
-    that silently returned early would not: it would record runs as ``succeeded`` that did
-    nothing. This guard only covers what pausing cannot: a job first declared (by a deploy)
-    after its plugin was disabled, or a run requested outside the admin. It raises
-    :class:`PluginDisabled`, so the run is recorded as failed with that reason, and pauses the
-    job so it does not happen again (for a claim-first job at once; a transactional job's pause
-    would roll back with its run, so it is left to the failure cap).
-    """
-
-    @functools.wraps(func)
-    def run_if_enabled(ctx: JobContext):
-        if not selectors.plugin_enabled(plugin):
-            services.pause_for_disabled_plugin(ctx.job.name)
-            raise PluginDisabled(
-                f"plugin {plugin!r} is disabled, so {ctx.job.name} did not run; "
-                "enable the plugin in the admin to run its jobs again"
-            )
-        return func(ctx)
-
-    # The registry names a declaration after its function; keep that true for callable objects.
-    run_if_enabled.__module__ = func.__module__
-    run_if_enabled.__qualname__ = getattr(func, "__qualname__", type(func).__qualname__)
-    return run_if_enabled
-
-
 def make_plugin_job(
     func: Callable[[JobContext], Any],
     *,
@@ -198,7 +168,7 @@ def make_plugin_job(
     if isinstance(max_duration, int | float) and not isinstance(max_duration, bool):
         max_duration = timedelta(seconds=max_duration)
     return make_job(
-        _guarded(func, plugin),
+        func,
         name=f"{plugin}.{short}",
         schedule=schedule,
         group=PLUGIN_GROUP,

@@ -12,7 +12,7 @@ import getpass
 import logging
 import socket
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models.functions import Now
 
 from coordination import ledger
@@ -20,7 +20,7 @@ from coordination import services as coordination
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState
 from plugins import selectors
-from plugins.exceptions import ControlError
+from plugins.exceptions import ControlError, PluginDisabled
 from plugins.models import PLUGIN_GROUP, ControlEvent, PluginState
 
 logger = logging.getLogger(__name__)
@@ -138,14 +138,41 @@ def _create_missing_states(plugin: str) -> None:
         ledger.ensure_states(missing, {}, database_now())
 
 
-def pause_for_disabled_plugin(job_name: str) -> None:
-    """Pause a job whose plugin turned out to be disabled as it started (see the SDK guard).
+def refuse_runs_of_disabled_plugins(sender=None, *, group: str, jobs, **kwargs) -> dict:
+    """Refuse the runs a plugin group's leader is about to start whose plugin is disabled.
 
-    Inside a transactional run the pause would roll back with the run, so it is not tried.
+    Connected to :data:`coordination.loop.runs_starting`: one read of the disabled plugins a
+    tick that starts runs, instead of one a run. Disabling a plugin pauses its jobs, which is
+    what keeps them from running (a paused job's slots are never claimed); this covers what
+    pausing cannot: a job first declared (by a deploy) after its plugin was disabled, or a run
+    requested outside the admin. Each refused run is recorded failed with
+    :class:`PluginDisabled` (a run that silently did nothing would be recorded ``succeeded``),
+    and its job is paused first, so it does not happen again.
     """
-    if connection.in_atomic_block:
-        return
-    JobState.objects.filter(name=job_name, paused=False).update(
+    if group != PLUGIN_GROUP or not jobs:
+        return {}
+    disabled = selectors.disabled_plugins()
+    if not disabled:
+        return {}
+    refused = {
+        job.name: PluginDisabled(
+            f"plugin {selectors.plugin_of(job.name)!r} is disabled, so {job.name} did not run; "
+            "enable the plugin in the admin to run its jobs again"
+        )
+        for job in jobs
+        if selectors.plugin_of(job.name) in disabled
+    }
+    if refused:
+        pause_for_disabled_plugin(list(refused))
+        logger.warning(
+            "refusing %d run(s) of disabled plugins: %s", len(refused), ", ".join(sorted(refused))
+        )
+    return refused
+
+
+def pause_for_disabled_plugin(job_names: list[str]) -> int:
+    """Pause jobs whose plugin turned out to be disabled as they were about to run."""
+    return JobState.objects.filter(name__in=job_names, paused=False).update(
         paused=True, paused_reason=PLUGIN_DISABLED_REASON
     )
 
