@@ -22,6 +22,8 @@ jobs due at once. ``BENCH_TRANSACTIONAL=1`` declares the jobs transactional inst
 import os
 import shutil
 import statistics
+import subprocess
+import tempfile
 import time
 from collections import Counter
 from datetime import datetime, timedelta
@@ -67,9 +69,8 @@ def db_now(conn) -> datetime:
 
 def measure(jobs: int, minutes: int, transactional: bool) -> dict:
     """Run ``jobs`` jobs every minute on three fresh replicas for ``minutes``; return figures."""
-    effects = Path("/tmp/instatic-bench-effects")
-    shutil.rmtree(effects, ignore_errors=True)
-    effects.mkdir(parents=True)
+    # A folder of this run's own: another bench on the machine must not mix its lines in.
+    effects = Path(tempfile.mkdtemp(prefix="instatic-bench-effects-"))
     conf = {"log_statement": "'all'", "log_line_prefix": "'%a|'", "log_min_messages": "info"}
     with migrated_site(
         conf,
@@ -80,6 +81,7 @@ def measure(jobs: int, minutes: int, transactional: bool) -> dict:
     ) as (cluster, url, env):
         names = [f"jobs-{i}" for i in range(1, REPLICAS + 1)]
         replicas = {name: Replica(name, env, "plugins") for name in names}
+        profiler = None
         conn = psycopg.connect(url, autocommit=True, application_name="bench")
         try:
             wait_for(lambda: leader(conn, "plugins"), 60)
@@ -98,6 +100,7 @@ def measure(jobs: int, minutes: int, transactional: bool) -> dict:
             pause_until(conn, first - MARGIN)
             log_path = cluster.workdir / "server.log"
             offset = log_path.stat().st_size
+            profiler = _profile(replicas.get(leader(conn, "plugins")), jobs)
             last = first + timedelta(minutes=minutes - 1)
             pause_until(conn, last + timedelta(minutes=1) - MARGIN)
             with open(log_path, errors="replace") as f:
@@ -110,10 +113,13 @@ def measure(jobs: int, minutes: int, transactional: bool) -> dict:
             ).fetchone()[0]
         finally:
             conn.close()
+            if profiler is not None:
+                profiler.wait()
             for replica in replicas.values():
                 replica.stop()
 
     lines = read_effects(effects)
+    shutil.rmtree(effects, ignore_errors=True)
     window = [line for line in lines if first <= line[1] <= last]
     seen = Counter((job, slot) for job, slot, _, _ in lines)
     matches = list(STATEMENT.finditer(text))
@@ -130,6 +136,25 @@ def measure(jobs: int, minutes: int, transactional: bool) -> dict:
         "leader_kinds": Counter(m.group(2) for m in matches if m.group(1).startswith(f"{lead}/")),
         "leader": lead,
     }
+
+
+def _profile(replica: Replica | None, jobs: int) -> subprocess.Popen | None:
+    """With ``BENCH_PROFILE=<folder>``, sample the leader through the first burst with py-spy.
+
+    py-spy (``BENCH_PYSPY``, else on ``PATH``) attaches to the running process, so the
+    replica runs as measured; ``--gil`` keeps only the thread holding the GIL, which is what
+    a burst waits for. The collapsed stacks are written as ``pyspy-<jobs>.txt``.
+    """
+    folder = os.environ.get("BENCH_PROFILE")
+    if not folder or replica is None:
+        return None
+    pyspy = os.environ.get("BENCH_PYSPY") or shutil.which("py-spy") or "py-spy"
+    os.makedirs(folder, exist_ok=True)
+    out = os.path.join(folder, f"pyspy-{jobs}.txt")
+    seconds = str(int(MARGIN.total_seconds()) + 10)
+    args = [pyspy, "record", "--pid", str(replica.process.pid), "--duration", seconds]
+    args += ["--rate", "250", "--gil", "--format", "raw", "--output", out, "--nonblocking"]
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main() -> None:
