@@ -42,6 +42,9 @@ runs_starting = Signal()
 MAINTENANCE_INTERVAL = 300.0
 #: Longest pause before a crashed loop is started again (it starts at one second).
 MAX_RESTART_DELAY = 30.0
+#: While runs keep finishing, the leader still reads its states at least this often (seconds),
+#: as a safety net for a wake-up it did not hear.
+REPLAN_WHILE_FINISHING = 1.0
 
 
 class GroupLoop(threading.Thread):
@@ -73,6 +76,17 @@ class GroupLoop(threading.Thread):
         self.journal = ClaimJournal(
             node=self.node.name, instance=self.node.instance, log_prefix=group.log_prefix
         )
+        #: Set by every wake-up but a run finishing as planned: the next pass is a full tick.
+        self._replan = True
+        #: Runs finished since the last tick: (job name, finished as planned).
+        self._finished: list[tuple[str, bool]] = []
+        self._finished_mutex = threading.Lock()
+        #: Busy jobs that had work due behind their run at the last tick (a run-now request,
+        #: a slot come due, a retry): when one of them finishes, the loop plans again.
+        self._due_behind: set[str] = set()
+        #: When the last tick ran and when it asked to be woken (monotonic).
+        self._last_tick_mono = 0.0
+        self._next_tick_mono = 0.0
 
     # --- control from other threads -----------------------------------------------------
     @property
@@ -80,11 +94,25 @@ class GroupLoop(threading.Thread):
         return self.scheduler.stop_event.is_set()
 
     def wake(self) -> None:
+        """Wake the loop for a full tick: something may have become due."""
+        self._replan = True
+        self._wake.set()
+
+    def run_finished(self, job_name: str, *, as_planned: bool) -> None:
+        """Wake the loop for a finished run; ``as_planned``: a scheduled slot that finished and
+        left its job's next slot where its tick planned it (nothing new can be due).
+
+        The runs of a burst finish one after another; a full tick after each (every state
+        read and planned again) would cost the leader more than the runs. So the loop plans
+        again only when a run did not finish as planned, or its job had work due behind it.
+        """
+        with self._finished_mutex:
+            self._finished.append((job_name, as_planned))
         self._wake.set()
 
     def interrupt(self) -> None:
         """Wake the loop and cancel a blocking lock wait (shutdown)."""
-        self._wake.set()
+        self.wake()
         self.lock.cancel_wait()
 
     def request_maintenance(self) -> None:
@@ -187,7 +215,12 @@ class GroupLoop(threading.Thread):
                     self._wake.clear()
                 continue
             try:
-                sleep_for = self.tick()
+                if self._only_planned_runs_finished():
+                    sleep_for = self._between_ticks()
+                else:
+                    self._last_tick_mono = time.monotonic()
+                    sleep_for = self.tick()
+                    self._next_tick_mono = time.monotonic() + sleep_for
                 self.scheduler.db_health.ok()
                 backoff.reset()
             except DATABASE_ERRORS as exc:
@@ -195,6 +228,7 @@ class GroupLoop(threading.Thread):
                 self.journal.doubt()
                 connection.close()
                 sleep_for = backoff.next()
+                self._replan = True
             self._running_again()
             if self.leading and not self.lock.acquired:
                 self._lost()
@@ -203,6 +237,38 @@ class GroupLoop(threading.Thread):
                 self.lock.wait_for_wakeup(sleep_for, self._wake)
                 if self.leading and not self.lock.acquired:
                     self._lost()
+
+    def _only_planned_runs_finished(self) -> bool:
+        """Return True when all that woke the loop is runs finished as planned, whose jobs had
+        nothing due behind them, before the last tick's wake-up time: no tick is needed.
+
+        Anything else (a ``NOTIFY``, which ends the sleep without setting the waker; a
+        maintenance request; a run-now; the wake-up time) makes the next pass a full tick. So
+        does every finished run where no wake-up reaches the leader (SQLite polls), and one
+        a second (``REPLAN_WHILE_FINISHING``) at most.
+        """
+        if self._replan or self._maintenance_requested or not self._wake.is_set():
+            return False
+        now = time.monotonic()
+        if now >= self._next_tick_mono or not self.lock.listening:
+            return False
+        if now - self._last_tick_mono >= REPLAN_WHILE_FINISHING:
+            return False
+        with self._finished_mutex:
+            finished, self._finished = self._finished, []
+        if any(not as_planned or name in self._due_behind for name, as_planned in finished):
+            self._replan = True
+            return False
+        return True
+
+    def _between_ticks(self) -> float:
+        """Forget finished workers and check deadlines without a tick; return the sleep left."""
+        self._wake.clear()
+        if not self.lock.keep_alive():
+            return 0.0
+        self._reap_workers()
+        self._check_timeouts()
+        return max(0.0, self._next_tick_mono - time.monotonic())
 
     def _journal_checked(self) -> bool:
         """Check this node's recent runs against the ledger if the database was in doubt.
@@ -319,6 +385,9 @@ class GroupLoop(threading.Thread):
     def tick(self) -> float:
         """Start what is due (one slot per job); return how long to sleep (seconds)."""
         self._wake.clear()
+        self._replan = False
+        with self._finished_mutex:
+            self._finished = []
         self.started_last_tick = 0
         if not self.lock.keep_alive():
             return 0.0
@@ -346,9 +415,17 @@ class GroupLoop(threading.Thread):
         if self.once:
             # --once runs what was due when it started, not what falls due meanwhile.
             self._once_horizon = self._once_horizon or now
+        due_behind: set[str] = set()
         for state in states:
             job = declared.get(state.name)
-            if job is None or state.retired_at is not None or job.name in self.workers:
+            if job is None or state.retired_at is not None:
+                continue
+            if job.name in self.workers:
+                due_at = self._due_after_run(job, state, self.workers[job.name].plan, now)
+                if due_at is not None and due_at <= now:
+                    due_behind.add(job.name)
+                elif due_at is not None:
+                    next_wake = min(next_wake, due_at)
                 continue
             held = self.holds.remaining(job.name)
             if held > 0:
@@ -364,7 +441,8 @@ class GroupLoop(threading.Thread):
                 plans.append(plan)
             elif due_at is not None:
                 next_wake = min(next_wake, due_at)
-        retries, retry_at = self._retry_plans(declared, by_name, plans, now)
+        retries, retry_at = self._retry_plans(declared, by_name, plans, now, due_behind)
+        self._due_behind = due_behind
         plans += retries
         if retry_at is not None:
             next_wake = min(next_wake, retry_at)
@@ -383,10 +461,29 @@ class GroupLoop(threading.Thread):
             self._refuse(plans)
             plans = self._claim_together(plans)
             for plan in plans:
+                if plan.next_due is not None:
+                    # Its state moves on with the run; the loop may not read it again first.
+                    next_wake = min(next_wake, plan.next_due)
                 worker = Worker(self, plan)
                 self.workers[plan.job.name] = worker
                 worker.start()
         return max(0.0, (next_wake - now).total_seconds())
+
+    @staticmethod
+    def _due_after_run(job: Job, state: JobState, plan: RunPlan, now: datetime) -> datetime | None:
+        """When a busy job next has work (``now`` if already: a run-now request, a slot come
+        due), or None; a paused job's passing slots are recorded by a later tick."""
+        if state.run_requested_at is not None:
+            return now
+        if state.paused:
+            return None
+        if job.schedule.periodic:
+            if plan.trigger == JobRun.Trigger.SCHEDULE and plan.next_due is not None:
+                # Where the run moves the job (a transactional run: as it commits).
+                return plan.next_due
+            return state.next_due
+        candidates = [d for d in (state.next_due, state.wake_at) if d is not None]
+        return min(candidates) if candidates else now
 
     def _refuse(self, plans: list[RunPlan]) -> None:
         """Ask the ``runs_starting`` receivers which of ``plans`` must not do their work.
@@ -492,7 +589,12 @@ class GroupLoop(threading.Thread):
         return plan, None
 
     def _retry_plans(
-        self, declared: dict[str, Job], by_name: dict[str, JobState], planned, now: datetime
+        self,
+        declared: dict[str, Job],
+        by_name: dict[str, JobState],
+        planned,
+        now: datetime,
+        due_behind: set[str],
     ) -> tuple[list[RunPlan], datetime | None]:
         """Plan one retry per job of runs waiting for one: abandoned by dead nodes
         (``retry_abandoned``) or failed with attempts left (``retries``, once their retry time
@@ -508,6 +610,8 @@ class GroupLoop(threading.Thread):
             waiting = run.retry_at is not None and run.retry_at > now
             if job.name in busy or waiting or state is None or state.paused:
                 remaining.append(run)
+                if job.name in self.workers and not waiting:
+                    due_behind.add(job.name)  # its retry can start once its run is done
                 if waiting and (soonest is None or run.retry_at < soonest):
                     soonest = run.retry_at
                 continue
@@ -596,7 +700,7 @@ class GroupLoop(threading.Thread):
     def report_outcome(
         self, job: Job, slot, status: str, duration: float, *, error=None, paused=False
     ):
-        """Log a finished run (and feed metrics)."""
+        """Log a finished run (and feed metrics); its worker wakes the loop as it returns."""
         self.scheduler.metrics_run(job, status, duration)
         if status == JobRun.Status.SUCCEEDED:
             logger.info(
@@ -625,7 +729,6 @@ class GroupLoop(threading.Thread):
             )
         if status != JobRun.Status.SUCCEEDED:
             self._alert_on_failure(job, status, error, paused=paused)
-        self.wake()
 
     def _alert_on_failure(self, job: Job, status: str, error, *, paused: bool) -> None:
         """Alert when the job paused itself or reached ``INSTATIC_ALERT_AFTER_FAILURES``."""

@@ -143,12 +143,14 @@ class Worker:
             self._done.wait(timeout)
 
     def run(self) -> None:
+        as_planned = False
         try:
             if self.job.transactional:
                 self._run_transactional()
             else:
                 self._run_claim_first()
             self.loop.holds.release(self.job.name)
+            as_planned = self._left_as_planned()
         except PreviousRunAlive:
             if self.loop.hold_off(self.job.name):
                 logger.info(
@@ -164,7 +166,20 @@ class Worker:
             self.loop.hold_off(self.job.name)
         finally:
             self._returned = True
-            self.loop.wake()
+            self.loop.run_finished(self.job.name, as_planned=as_planned)
+
+    def _left_as_planned(self) -> bool:
+        """Return True if this run leaves its job's next slot where the tick planned it, in the
+        future: a scheduled periodic slot (a manual run, a retry, a when-due job, a slot caught
+        up behind others make the loop plan again)."""
+        plan = self.plan
+        return (
+            self.job.schedule.periodic
+            and plan.trigger == JobRun.Trigger.SCHEDULE
+            and plan.retry_run is None
+            and plan.next_due is not None
+            and plan.next_due > self.loop.clock.now()
+        )
 
     def _context(self) -> JobContext:
         deadline = None
