@@ -677,7 +677,8 @@ class GroupLoop(threading.Thread):
 
     def _check_timeouts(self) -> None:
         for worker in self.workers.values():
-            if worker.timed_out or not worker.past_deadline():
+            # A run whose function returned in time is only waiting for its outcome's write.
+            if worker.timed_out or worker.function_returned or not worker.past_deadline():
                 continue
             worker.timed_out = True
             job = worker.job

@@ -106,9 +106,11 @@ class Worker:
 
     def __init__(self, loop, plan: RunPlan):
         self.loop = loop
-        self._done: threading.Event | None = None
-        #: Set when ``run()`` has returned, just before it wakes the loop.
-        self._returned = False
+        self._started = False
+        #: Set when the worker is done (its outcome recorded), just before it wakes the loop.
+        self._ended = threading.Event()
+        #: Set once the job's function has returned (its outcome may still be on its way).
+        self.function_returned = False
         self.plan = plan
         self.job = plan.job
         self.slot = plan.slot
@@ -131,26 +133,38 @@ class Worker:
         return self.timed_out or self.past_deadline() or self.loop.stopping or not self.loop.leading
 
     def start(self) -> None:
-        self._done = self.loop.job_threads.submit(self.run)
+        self._started = True
+        self.loop.job_threads.submit(self.run)
 
     def is_alive(self) -> bool:
-        # Not only until the job thread is done: the loop that run() wakes must see this
-        # worker finished, or it skips the job and sleeps a whole tick (30 s with wake-ups).
-        return self._done is not None and not self._done.is_set() and not self._returned
+        # Not only until a job thread is done with it: the loop that the worker's end wakes
+        # must see it finished, or it skips the job and sleeps a whole tick.
+        return self._started and not self._ended.is_set()
 
     def join(self, timeout: float | None = None) -> None:
-        if self._done is not None:
-            self._done.wait(timeout)
+        if self._started:
+            self._ended.wait(timeout)
 
     def run(self) -> None:
+        """Run the plan on a job thread (a claim-first run's outcome follows as a task of its
+        own, see ``_run_claim_first``)."""
+        self._step(self._run)
+
+    def _run(self) -> bool:
+        if self.job.transactional:
+            self._run_transactional()
+            return False
+        return self._run_claim_first()
+
+    def _step(self, step: Callable[[], bool]) -> None:
+        """Run one step of this worker; end the worker unless the step queued the next one."""
         as_planned = False
+        queued = False
         try:
-            if self.job.transactional:
-                self._run_transactional()
-            else:
-                self._run_claim_first()
-            self.loop.holds.release(self.job.name)
-            as_planned = self._left_as_planned()
+            queued = step()
+            if not queued:
+                self.loop.holds.release(self.job.name)
+                as_planned = self._left_as_planned()
         except PreviousRunAlive:
             if self.loop.hold_off(self.job.name):
                 logger.info(
@@ -165,8 +179,9 @@ class Worker:
             )
             self.loop.hold_off(self.job.name)
         finally:
-            self._returned = True
-            self.loop.run_finished(self.job.name, as_planned=as_planned)
+            if not queued:
+                self._ended.set()
+                self.loop.run_finished(self.job.name, as_planned=as_planned)
 
     def _left_as_planned(self) -> bool:
         """Return True if this run leaves its job's next slot where the tick planned it, in the
@@ -463,8 +478,16 @@ class Worker:
         self.loop.report_outcome(job, self.slot, status, duration, error=exc, paused=bool(paused))
 
     # --- claim first ----------------------------------------------------------------------
-    def _run_claim_first(self) -> None:
-        job, plan, node = self.job, self.plan, self.loop.node
+    def _run_claim_first(self) -> bool:
+        """Claim (unless the loop did), run the job; return True once its outcome is queued.
+
+        The outcome is written by a task of its own, queued on the group's job threads
+        behind the runs already waiting: when a thousand runs are due at once, every one of
+        them starts before the threads turn to their bookkeeping, instead of each start
+        waiting for the outcome statements of the runs before it. The worker (and so its
+        job) stays busy until that outcome is recorded.
+        """
+        job, plan = self.job, self.plan
         lateness = self._lateness()
         if plan.claimed_run is not None:
             run = plan.claimed_run
@@ -473,7 +496,7 @@ class Worker:
             try:
                 run = self._claim_retry()
             except RetryTaken:
-                return
+                return False
         else:
             try:
                 with transaction.atomic():
@@ -484,7 +507,7 @@ class Worker:
                     self._claimed()
             except SlotTaken:
                 self._slot_taken()
-                return
+                return False
             self._remember(JobRun.Status.RUNNING)
         self.current_run = run
         started = time.monotonic()
@@ -501,23 +524,27 @@ class Worker:
             status = JobRun.Status.TIMED_OUT
         else:
             status = JobRun.Status.SUCCEEDED if error is None else JobRun.Status.FAILED
+        self.function_returned = True
         text = "".join(traceback.format_exception(error)) if error else ""
         if status == JobRun.Status.TIMED_OUT and not text:
             text = f"ran past its max_duration of {job.max_duration}"
-
-        retry_at = self._retry_at(status, run.attempt)
-
+        outcome = self._outcome(
+            status,
+            duration=duration,
+            lateness=lateness,
+            error=text,
+            next_due=self._next_due(result) if not job.schedule.periodic else None,
+            retry_at=self._retry_at(status, run.attempt),
+        )
         self.loop.journal.finished(job.name, self.slot, status)
+        self.loop.job_threads.submit(lambda: self._step(lambda: self._finish(run, outcome, error)))
+        return True
+
+    def _finish(self, run: JobRun, outcome: ledger.RunOutcome, error) -> bool:
+        """Record a claim-first run's outcome (its queued task); return False: nothing follows."""
+        job, node = self.job, self.loop.node
 
         def record() -> tuple[bool, bool] | None:
-            outcome = self._outcome(
-                status,
-                duration=duration,
-                lateness=lateness,
-                error=text,
-                next_due=self._next_due(result) if not job.schedule.periodic else None,
-                retry_at=retry_at,
-            )
             paused = ledger.finish_with_state(run, job, outcome, instance=node.instance)
             return None if paused is None else (True, paused)
 
@@ -531,9 +558,12 @@ class Worker:
                 job.name,
                 self.slot.isoformat(),
             )
-            return
-        self._retry_noted(retry_at, run.attempt)
-        self.loop.report_outcome(job, self.slot, status, duration, error=error, paused=recorded[1])
+            return False
+        self._retry_noted(outcome.retry_at, run.attempt)
+        self.loop.report_outcome(
+            job, self.slot, outcome.status, outcome.duration, error=error, paused=recorded[1]
+        )
+        return False
 
     def _next_due(self, result) -> datetime | None:
         """Return the job's next slot: from the plan (periodic) or the job's answer (when due)."""
