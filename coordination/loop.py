@@ -10,6 +10,7 @@ group's channel ends the sleep early.
 import logging
 import threading
 import time
+from collections import deque
 from datetime import datetime, timedelta
 
 from django.db import connection
@@ -27,7 +28,7 @@ from coordination.registry import Group, Job
 from coordination.runner import RunPlan, Worker, plan_claimable_together
 from coordination.selectors import declared_by_live_nodes, group_states, runs_awaiting_retry
 from coordination.services import paused_reason
-from coordination.threads import JobThreads
+from coordination.threads import JobThreads, discard_broken_connection, drop_dead_connection
 from coordination.waker import Waker
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ class GroupLoop(threading.Thread):
         self.lock = make_lock(self.key, node_name=self.node.name, label=group.log_prefix)
         self.workers: dict[str, Worker] = {}
         self.job_threads = JobThreads(f"jobs:{group.name}")
+        #: Workers started by a tick, waiting for a job thread (see ``_start_workers``).
+        self._starting: deque[Worker] = deque()
         self.leading = False
         #: Monotonic time since which this loop is down after a crash (None: running).
         self.down_since: float | None = None
@@ -464,10 +467,37 @@ class GroupLoop(threading.Thread):
                 if plan.next_due is not None:
                     # Its state moves on with the run; the loop may not read it again first.
                     next_wake = min(next_wake, plan.next_due)
-                worker = Worker(self, plan)
-                self.workers[plan.job.name] = worker
-                worker.start()
+            self._start_workers(plans)
         return max(0.0, (next_wake - now).total_seconds())
+
+    def _start_workers(self, plans: list[RunPlan]) -> None:
+        """Start a worker for each plan: queue them all at once, then ask for job threads.
+
+        Handing the pool a thousand runs one by one kept this thread competing for the GIL
+        with the job threads already running them; now the tick's workers are queued here
+        in one step and each job thread runs them one after another until none is left.
+        """
+        workers = [Worker(self, plan) for plan in plans]
+        for worker in workers:
+            self.workers[worker.job.name] = worker
+            worker.mark_started()
+        self._starting.extend(workers)
+        for _ in range(min(len(workers), self.job_threads.max_threads)):
+            self.job_threads.submit(self._run_started_workers)
+
+    def _run_started_workers(self) -> None:
+        """On a job thread: run queued workers until none is left (connections checked as
+        between any two runs)."""
+        while True:
+            try:
+                worker = self._starting.popleft()
+            except IndexError:
+                return
+            drop_dead_connection()
+            try:
+                worker.run()
+            finally:
+                discard_broken_connection()
 
     @staticmethod
     def _due_after_run(job: Job, state: JobState, plan: RunPlan, now: datetime) -> datetime | None:

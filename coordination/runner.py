@@ -133,8 +133,12 @@ class Worker:
         return self.timed_out or self.past_deadline() or self.loop.stopping or not self.loop.leading
 
     def start(self) -> None:
-        self._started = True
+        self.mark_started()
         self.loop.job_threads.submit(self.run)
+
+    def mark_started(self) -> None:
+        """Count this worker as running from now (its job is busy); ``run()`` follows."""
+        self._started = True
 
     def is_alive(self) -> bool:
         # Not only until a job thread is done with it: the loop that the worker's end wakes
