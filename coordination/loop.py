@@ -398,12 +398,14 @@ class GroupLoop(threading.Thread):
         # below, so its job's next slot has moved on in what the tick sees.
         self._reap_workers()
         now, states = group_states(self.group.name, exclude_instance=self.node.instance)
+        read_at = time.monotonic()
         self.clock.sync(now)
         declared = {job.name: job for job in self.scheduler.jobs_for(self.group.name)}
         by_name = {state.name: state for state in states}
         if self._needs_maintenance(declared, by_name):
             self._maintain(now, declared, by_name)
             now, states = group_states(self.group.name, exclude_instance=self.node.instance)
+            read_at = time.monotonic()
             self.clock.sync(now)
             by_name = {state.name: state for state in states}
         self._check_timeouts()
@@ -468,7 +470,9 @@ class GroupLoop(threading.Thread):
                     # Its state moves on with the run; the loop may not read it again first.
                     next_wake = min(next_wake, plan.next_due)
             self._start_workers(plans)
-        return max(0.0, (next_wake - now).total_seconds())
+        # Counted from the read that gave ``now``, not from here: the time this tick took
+        # (a thousand states planned, a burst claimed) would otherwise make the next start late.
+        return max(0.0, (next_wake - now).total_seconds() - (time.monotonic() - read_at))
 
     def _start_workers(self, plans: list[RunPlan]) -> None:
         """Start a worker for each plan: queue them all at once, then ask for job threads.
