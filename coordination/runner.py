@@ -5,8 +5,10 @@ slot, so a crash rolls all of it back and the next leader runs the slot again. A
 has its ledger row committed as ``running`` first; if its node dies the row becomes
 ``abandoned`` and the job's ``retry_abandoned`` decides what happens.
 
-A worker runs exactly one slot; the loop plans again after each, so a run-now request or the
-next on-time slot never waits behind a backlog.
+A worker runs exactly one slot. As it ends it wakes the loop, which plans again whenever
+something may be due (a run-now request, a slot come due behind the run, a retry, a wake-up it
+heard), so neither waits behind a backlog; a scheduled run that ended as planned only has its
+worker forgotten (see ``GroupLoop.run_finished``).
 """
 
 import logging
