@@ -134,12 +134,9 @@ class Worker:
     def should_stop(self) -> bool:
         return self.timed_out or self.past_deadline() or self.loop.stopping or not self.loop.leading
 
-    def start(self) -> None:
-        self.mark_started()
-        self.loop.job_threads.submit(self.run)
-
     def mark_started(self) -> None:
-        """Count this worker as running from now (its job is busy); ``run()`` follows."""
+        """Count this worker as running from now (its job is busy): the loop queues it, and a
+        job thread calls ``run()`` (``GroupLoop._start_workers``)."""
         self._started = True
 
     def is_alive(self) -> bool:
