@@ -200,7 +200,7 @@ def main() -> None:
         print(
             f"  {r['jobs']} jobs: {r['runs']} runs; statements by replica: "
             + ", ".join(f"{n}={v}" for n, v in r["by_node"].items())
-            + f"; lateness max {max(late, default=0):.0f} ms,"
+            + f"; lateness min {min(late, default=0):.0f} ms, max {max(late, default=0):.0f} ms,"
             f" mean {statistics.fmean(late) if late else 0:.0f} ms"
         )
         if os.environ.get("BENCH_SHOW_STATEMENTS"):
