@@ -1,6 +1,6 @@
 """The public site's URLs (mounted at the site root by ``instatic.urls``)."""
 
-from django.contrib.sitemaps.views import sitemap
+from django.contrib.sitemaps import views as sitemap_views
 from django.urls import path
 from django.views.decorators.http import conditional_page
 
@@ -15,5 +15,18 @@ urlpatterns = [
     path("preview/<str:token>/", views.preview, name="preview"),
     # Feed and sitemap get an ETag from their content and answer conditional requests.
     path("feed/", conditional_page(LatestPostsFeed()), name="feed"),
-    path("sitemap.xml", conditional_page(sitemap), {"sitemaps": SITEMAPS}, name="sitemap"),
+    # The sitemap index lists every page of every section (Django's index + sitemap views):
+    # sitemap-posts.xml, sitemap-posts.xml?p=2, ... (publishing/sitemaps.py).
+    path(
+        "sitemap.xml",
+        conditional_page(sitemap_views.index),
+        {"sitemaps": SITEMAPS, "sitemap_url_name": "publishing:sitemap_section"},
+        name="sitemap",
+    ),
+    path(
+        "sitemap-<section>.xml",
+        conditional_page(sitemap_views.sitemap),
+        {"sitemaps": SITEMAPS},
+        name="sitemap_section",
+    ),
 ]

@@ -5,7 +5,8 @@ Layout under ``INSTATIC_EXPORT_ROOT``::
     builds/<stamp>-<hash>/index.html            the index (later pages in page/<n>/index.html)
     builds/<stamp>-<hash>/posts/<slug>/index.html
     builds/<stamp>-<hash>/feed/index.xml        the Atom feed
-    builds/<stamp>-<hash>/sitemap.xml
+    builds/<stamp>-<hash>/sitemap.xml           the sitemap index, linking to
+    builds/<stamp>-<hash>/sitemap-<section>.xml and sitemap-<section>-<n>.xml (its pages)
     builds/<stamp>-<hash>/.instatic-export*     the manifest (see below)
     current -> builds/<stamp>-<hash>            what a web server serves
 
@@ -28,7 +29,9 @@ A post or index page whose inputs did not change since the live build is hard-li
 not carried over. A *fingerprint* of everything else that shapes the output (the page templates
 and those they extend or include, ``RENDER_VERSION``, the settings that change dates, links and
 pagination, Django's version) is part of the manifest: when it changes, every page is rendered.
-The feed and the sitemap are small and rendered on every export.
+The feed, the sitemap index and the small sections of the sitemap are rendered on every
+export; a page of the posts section (a range of post ids, ``publishing.sitemaps``) only when
+the posts on it changed.
 
 Post and index pages are rendered with the templates and context of ``publishing.views``
 (the index from the streamed rows, since asking the view for page 9,000 would count and skip
@@ -70,17 +73,19 @@ from plugins.sdk import JobContext, every_minutes, plugin_job
 from publishing import selectors
 from publishing.conf import settings as publishing_settings
 from publishing.models import Post
+from publishing.sitemaps import POSTS_SECTION, SITEMAPS, PostSitemap, id_page
 
 logger = logging.getLogger(__name__)
 
 #: Bump when the export's own output changes in a way the fingerprint cannot see (e.g. a
 #: template tag's code), so every page is rendered again.
-RENDER_VERSION = 2
+RENDER_VERSION = 3
 CURRENT = "current"
 BUILDS = "builds"
 MANIFEST = ".instatic-export.json"
 POSTS_MANIFEST = ".instatic-export-posts.jsonl"
 PAGES_MANIFEST = ".instatic-export-pages.jsonl"
+SITEMAP_MANIFEST = ".instatic-export-sitemap.jsonl"
 RENDER_ATTEMPTS = 3
 STALE_TEMP_AGE = timedelta(hours=1)
 #: Rows per fetch while streaming the live posts' ids and versions.
@@ -94,6 +99,8 @@ PAGE_TEMPLATES = ("publishing/index.html", "publishing/post_detail.html")
 OUTPUT_SETTINGS = ("TIME_ZONE", "USE_TZ", "LANGUAGE_CODE", "USE_I18N", "FORCE_SCRIPT_NAME")
 
 _PAGE_LINK = re.compile(rb'href="\?page=(\d+)"')
+#: A sitemap index's link to page N of a section (``sitemap-posts.xml?p=N``).
+_SITEMAP_PAGE_LINK = re.compile(rb"(/sitemap-[^/<?]+)\.xml\?p=(\d+)<")
 
 
 class ExportError(Exception):
@@ -235,11 +242,32 @@ class _Renderer:
         html = self.index_template.render({"page": page, "entries": entries}, request)
         return _PAGE_LINK.sub(self._link_to_page, html.encode())
 
+    def sitemap_index(self) -> bytes:
+        """Return the sitemap index, its links to ``?p=N`` pointing at the pages' files."""
+        index = self.get(reverse("publishing:sitemap"))
+        return _SITEMAP_PAGE_LINK.sub(rb"\1-\2.xml<", index)
+
+    def sitemap_page(self, section: str, number: int) -> bytes:
+        """Return page ``number`` of a section of the sitemap, as the sitemap view serves it."""
+        url = _sitemap_url(section)
+        return self.get(url if number == 1 else f"{url}?p={number}")
+
     def _link_to_page(self, match: re.Match) -> bytes:
         return b'href="' + self.index_page_url(int(match.group(1))).encode() + b'"'
 
     def index_page_url(self, number: int) -> str:
         return self.index_url if number == 1 else f"{self.index_url}page/{number}/"
+
+
+@functools.cache
+def _sitemap_url(section: str) -> str:
+    return reverse("publishing:sitemap_section", kwargs={"section": section})
+
+
+def _sitemap_file(section: str, number: int) -> str:
+    """Return the file of a sitemap page: ``sitemap-posts.xml``, ``sitemap-posts-2.xml``, ..."""
+    relative = _file_for(_sitemap_url(section))
+    return relative if number == 1 else f"{relative.removesuffix('.xml')}-{number}.xml"
 
 
 def _file_for(url_path: str, *, xml: bool = False) -> str:
@@ -364,8 +392,49 @@ def _post_url_parts() -> tuple[str, str]:
     return tuple(reverse("publishing:post_detail", kwargs={"slug": marker}).split(marker, 1))
 
 
-def _export_posts(build: _Build, renderer: _Renderer, *, should_stop) -> int:
-    """Write every live post's page, reusing unchanged ones; return how many posts are live."""
+class _SitemapKeys:
+    """The key of each page of the posts sitemap, from the live posts streamed in id order.
+
+    A page (a range of ids, ``publishing.sitemaps.IdRangePaginator``) lists each post's
+    address and ``updated_at``: its key covers the page size, its number and each post's id,
+    slug and key. Pages without live posts between two with some exist too (empty).
+    """
+
+    def __init__(self, per_page: int):
+        self.per_page = per_page
+        self.keys: list[str] = []  # keys[n - 1]: the key of page n
+        self._digest = None
+
+    def _open(self) -> None:
+        number = len(self.keys) + 1
+        self._digest = hashlib.sha256(f"{self.per_page} {number}\n".encode())
+
+    def _close(self) -> None:
+        self.keys.append(self._digest.hexdigest())
+        self._digest = None
+
+    def add(self, pk: int, slug: str, key: str) -> None:
+        number = id_page(pk, self.per_page)
+        while self._digest is None or len(self.keys) + 1 < number:
+            if self._digest is not None:
+                self._close()
+            self._open()
+        self._digest.update(f"{pk} {slug} {key}\n".encode())
+
+    def finish(self) -> list[str]:
+        """Return the keys of pages 1 to the last (page 1 exists on an empty site)."""
+        if self._digest is None and not self.keys:
+            self._open()
+        if self._digest is not None:
+            self._close()
+        return self.keys
+
+
+def _export_posts(build: _Build, renderer: _Renderer, sitemap: _SitemapKeys, *, should_stop) -> int:
+    """Write every live post's page, reusing unchanged ones; return how many posts are live.
+
+    The streamed rows also give ``sitemap`` the keys of the posts sitemap's pages.
+    """
     live = 0
     pending: list[int] = []  # ids to render
     ready: list[list] = []  # manifest entries [id, slug, key, sha] not yet written
@@ -393,6 +462,7 @@ def _export_posts(build: _Build, renderer: _Renderer, *, should_stop) -> int:
                 if live % CHUNK == 0 and should_stop():
                     raise _stopped()
                 key = post_key(version, updated_at)
+                sitemap.add(pk, slug, key)
                 old = previous.take(pk)
                 if old and old[1] == slug and old[2] == key and build.reuse(_post_file(slug)):
                     ready.append([pk, slug, key, old[3]])
@@ -472,17 +542,52 @@ def _export_index(build: _Build, renderer: _Renderer, *, live: int, should_stop)
             previous.close()
 
 
+def _export_sitemap(build: _Build, renderer: _Renderer, keys: list[str]) -> None:
+    """Write every page of the posts sitemap, reusing pages whose posts did not change."""
+    previous = _ForwardReader(build.base / SITEMAP_MANIFEST if build.base else None)
+    with (build.folder / SITEMAP_MANIFEST).open("w", encoding="utf-8") as manifest:
+        try:
+            for number, key in enumerate(keys, start=1):
+                relative = _sitemap_file(POSTS_SECTION, number)
+                old = previous.take(number)
+                if old and old[1] == key and build.reuse(relative):
+                    sha = old[2]
+                else:
+                    sha = build.write(relative, renderer.sitemap_page(POSTS_SECTION, number))
+                build.count(relative, sha)
+                _write_lines(manifest, [[number, key, sha]])
+        finally:
+            previous.close()
+
+
+def _export_small_pages(build: _Build, renderer: _Renderer) -> None:
+    """Write the feed, the sitemap index and the sitemap's other sections (every export)."""
+    feed = reverse("publishing:feed")
+    pages = [(_file_for(feed, xml=True), lambda: renderer.get(feed))]
+    pages.append((_file_for(reverse("publishing:sitemap")), renderer.sitemap_index))
+    for section, sitemap in SITEMAPS.items():
+        if section != POSTS_SECTION:
+            for number in range(1, sitemap().paginator.num_pages + 1):
+                pages.append(
+                    (
+                        _sitemap_file(section, number),
+                        functools.partial(renderer.sitemap_page, section, number),
+                    )
+                )
+    for relative, render in pages:
+        build.count(relative, build.write(relative, render()))
+
+
 def _render_build(folder: Path, *, base: Path | None, should_stop) -> _Build:
     """Write a complete build into ``folder``, reusing unchanged pages of ``base``."""
     renderer = _Renderer()
     build = _Build(folder, base)
-    # The feed and the sitemap first: they go through the middleware, and a host the site does
-    # not answer for fails here, before any other work.
-    for name, xml in (("publishing:feed", True), ("publishing:sitemap", True)):
-        url = reverse(name)
-        relative = _file_for(url, xml=xml)
-        build.count(relative, build.write(relative, renderer.get(url)))
-    live = _export_posts(build, renderer, should_stop=should_stop)
+    # The feed and the sitemap index first: they go through the middleware, and a host the
+    # site does not answer for fails here, before any other work.
+    _export_small_pages(build, renderer)
+    sitemap = _SitemapKeys(int(PostSitemap.limit))
+    live = _export_posts(build, renderer, sitemap, should_stop=should_stop)
+    _export_sitemap(build, renderer, sitemap.finish())
     _export_index(build, renderer, live=live, should_stop=should_stop)
     return build
 

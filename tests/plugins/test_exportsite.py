@@ -65,8 +65,9 @@ def test_exportsite_writes_the_live_site_with_the_jobs_code_and_swap(tmp_path, m
     second = make_post(status=Post.Status.PUBLISHED, title="Second post")
     output = exportsite(str(root))
     assert live(root) != first and "Second post" in (live(root) / "index.html").read_text()
-    # The new post, the index page, the feed and the sitemap; the first post's page is linked.
-    assert "(4 rendered, 1 reused)" in output
+    # The new post, the index page, the feed and the sitemap (index, pages, posts); the first
+    # post's page is linked.
+    assert "(6 rendered, 1 reused)" in output
     assert (live(root) / f"posts/{second.slug}/index.html").exists()
 
 
@@ -111,7 +112,7 @@ def test_an_export_killed_half_way_leaves_the_previous_build_serving(tmp_path):
     assert len(list(leftover.glob("posts/*/index.html"))) == 3, "it died half-way"
 
     output = exportsite(str(root))
-    assert "v2" in (live(root) / "index.html").read_text() and "(9 rendered" in output
+    assert "v2" in (live(root) / "index.html").read_text() and "(11 rendered" in output
     assert leftover.exists(), "another node may still be writing it: kept for an hour"
     stale = time.time() - static_export.STALE_TEMP_AGE.total_seconds() - 60
     os.utime(leftover, (stale, stale))

@@ -14,11 +14,13 @@ from django.db.models import F
 from django.test import override_settings
 
 import publishing
+from coordination.clock import database_now as now
 from coordination.models import JobRun
 from plugins.builtin import static_export
 from plugins.builtin.static_export import CURRENT, ExportError, export_site
 from plugins.testing import context_for
 from publishing.models import Post
+from publishing.sitemaps import PostSitemap
 from tests.publishing.conftest import make_post
 from tests.support.polling import wait_until
 
@@ -54,7 +56,13 @@ def test_the_export_has_every_page_of_the_live_site(tmp_path):
     assert not (site / "posts/a-draft").exists()
     feed = (site / "feed/index.xml").read_text()
     assert "<feed" in feed and "Live 2" in feed
-    assert "/posts/" in (site / "sitemap.xml").read_text()
+    assert "/sitemap-posts.xml</loc>" in (site / "sitemap.xml").read_text()
+    listed = (site / "sitemap-posts.xml").read_text()
+    assert all(f"/posts/{post.slug}/" in listed for post in posts) and "a-draft" not in listed
+
+
+#: Rendered on every export: the feed, the sitemap index and the sitemap's section of pages.
+ALWAYS_RENDERED = ("feed/index.xml", "sitemap.xml", "sitemap-pages.xml")
 
 
 def edit(post: Post, **values) -> None:
@@ -97,13 +105,15 @@ def test_every_exported_page_is_byte_for_byte_what_a_visitor_gets(tmp_path, clie
         )
     assert (site / "feed/index.xml").read_bytes() == visit("/feed/")
     assert (site / "sitemap.xml").read_bytes() == visit("/sitemap.xml")
+    assert (site / "sitemap-posts.xml").read_bytes() == visit("/sitemap-posts.xml")
+    assert (site / "sitemap-pages.xml").read_bytes() == visit("/sitemap-pages.xml")
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
 def test_only_the_changed_post_and_its_index_page_are_rendered_the_rest_is_hard_linked(tmp_path):
     posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(6)]
     first = export_site(tmp_path)
-    assert first.rendered == first.files == 6 + 3 + 2 and first.reused == 0
+    assert first.rendered == first.files == 6 + 3 + 4 and first.reused == 0
     before = files_of(first.build)
 
     edit(posts[0], title="Edited")  # the oldest post: the last index page
@@ -115,10 +125,10 @@ def test_only_the_changed_post_and_its_index_page_are_rendered_the_rest_is_hard_
     assert rendered == {
         f"posts/{posts[0].slug}/index.html",
         "page/3/index.html",
-        "feed/index.xml",
-        "sitemap.xml",
+        *ALWAYS_RENDERED,
+        "sitemap-posts.xml",
     }, "unchanged posts and index pages are the same files (hard links), not rendered again"
-    assert (second.rendered, second.reused) == (4, 7)
+    assert (second.rendered, second.reused) == (6, 7)
     assert "Edited" in (second.build / f"posts/{posts[0].slug}/index.html").read_text()
     assert "Edited" in (second.build / "page/3/index.html").read_text()
 
@@ -128,7 +138,58 @@ def test_only_the_changed_post_and_its_index_page_are_rendered_the_rest_is_hard_
     )
     third = export_site(tmp_path)
     assert "Touched" in (third.build / f"posts/{posts[5].slug}/index.html").read_text()
-    assert third.rendered == 4  # the post, index page 1, feed, sitemap
+    assert third.rendered == 6  # the post, index page 1, its sitemap page, feed, sitemap
+
+
+SITEMAP_LOC = re.compile(r"<loc>https?://[^/]+(/[^<]*)</loc>")
+
+
+def sitemap_files(site: Path) -> dict[str, list[str]]:
+    """Return each page file the exported sitemap index links to, with the paths it lists."""
+    pages = SITEMAP_LOC.findall((site / "sitemap.xml").read_text())
+    return {page: SITEMAP_LOC.findall((site / page.lstrip("/")).read_text()) for page in pages}
+
+
+@override_settings(ALLOWED_HOSTS=["testserver"])
+def test_the_sitemap_is_exported_page_by_page_and_only_changed_pages_are_rendered(
+    tmp_path, client, monkeypatch
+):
+    """A sitemap page is a range of post ids: 2 a page here, ids 1..7 with hidden ones."""
+    monkeypatch.setattr(PostSitemap, "limit", 2)
+    posts = {pk: make_post(id=pk, status=Post.Status.PUBLISHED) for pk in (1, 2, 4, 5, 7)}
+    make_post(id=3, slug="a-draft")
+    make_post(id=6, status=Post.Status.UNPUBLISHED, slug="taken-down", published_at=now())
+    first = export_site(tmp_path)
+    pages = sitemap_files(first.build)
+    assert list(pages) == [
+        "/sitemap-pages.xml",
+        "/sitemap-posts.xml",
+        "/sitemap-posts-2.xml",
+        "/sitemap-posts-3.xml",
+        "/sitemap-posts-4.xml",
+    ], "the static index links to static files, not to ?p=N"
+    listed = [path for paths in pages.values() for path in paths if path.startswith("/posts/")]
+    assert sorted(listed) == sorted(post.get_absolute_url() for post in posts.values())
+    for number, page in enumerate(list(pages)[1:], start=1):
+        visited = client.get(f"/sitemap-posts.xml?p={number}", secure=True, HTTP_HOST="testserver")
+        assert (first.build / page.lstrip("/")).read_bytes() == visited.content
+
+    edit(posts[4], title="Edited")  # page 2 (ids 3 and 4)
+    second = export_site(tmp_path)
+    before, after = files_of(first.build), files_of(second.build)
+    rendered = {name for name in after if after[name] != before.get(name)}
+    assert {name for name in rendered if name.startswith("sitemap-posts")} == {
+        "sitemap-posts-2.xml"
+    }
+
+    Post.objects.filter(pk=7).update(status=Post.Status.UNPUBLISHED)
+    posts[1].delete()
+    third = export_site(tmp_path)
+    pages = sitemap_files(third.build)
+    assert list(pages)[1:] == ["/sitemap-posts.xml", "/sitemap-posts-2.xml", "/sitemap-posts-3.xml"]
+    assert not (third.build / "sitemap-posts-4.xml").exists(), "past the last page"
+    listed = [path for paths in pages.values() for path in paths if path.startswith("/posts/")]
+    assert sorted(listed) == sorted(posts[pk].get_absolute_url() for pk in (2, 4, 5))
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
@@ -166,7 +227,7 @@ def test_a_changed_template_or_output_setting_renders_every_page(tmp_path, setti
     )
     settings.TEMPLATES = [{**settings.TEMPLATES[0], "DIRS": [str(tmp_path / "templates")]}]
     redesigned = export_site(tmp_path)
-    assert redesigned.changed and redesigned.reused == 0 and redesigned.rendered == 3 + 1 + 2
+    assert redesigned.changed and redesigned.reused == 0 and redesigned.rendered == 3 + 1 + 4
     for post in posts:
         assert (
             'class="redesigned"' in (redesigned.build / f"posts/{post.slug}/index.html").read_text()
@@ -199,7 +260,7 @@ def test_nothing_is_rendered_when_nothing_changed_and_a_full_run_keeps_an_identi
     again = export_site(tmp_path)
     assert not again.changed and writes == [], "unchanged posts: not even rendered"
     full = export_site(tmp_path, full=True)
-    assert not full.changed and full.rendered == len(writes) == 4
+    assert not full.changed and full.rendered == len(writes) == 1 + 1 + 4
     assert builds(tmp_path) == [first.build.name], "the same output is not switched"
     assert not list((tmp_path / "builds").glob(".tmp-*"))
 
@@ -219,7 +280,7 @@ def test_posts_changed_during_an_export_are_redone_on_top_of_the_new_build(tmp_p
     result = export_site(tmp_path)
     assert len(calls) == 2, "the key moved during the first pass: a second pass"
     # The first pass listed the new version on the index but rendered the old post page.
-    assert result.rendered == 3, "the second pass redid only the post, the feed, the sitemap"
+    assert result.rendered == 5, "the second pass redid only the post, its sitemap page, the feed"
     assert "Saved meanwhile" in (result.build / f"posts/{posts[1].slug}/index.html").read_text()
     assert "Saved meanwhile" in (result.build / "index.html").read_text()
     assert builds(tmp_path) == [result.build.name]
@@ -357,7 +418,7 @@ def test_the_job_exports_and_a_manual_run_renders_every_page(tmp_path, settings,
     assert runs[-1].rendered == 0, "scheduled: nothing changed, nothing rendered"
     manual = context_for(static_export.build, trigger=JobRun.Trigger.MANUAL)
     static_export.build(manual)
-    assert runs[-1].rendered == 4 and not runs[-1].changed
+    assert runs[-1].rendered == 1 + 1 + 4 and not runs[-1].changed
 
 
 def test_export_settings_are_checked(tmp_path, settings):

@@ -3,6 +3,7 @@
 import html
 from datetime import timedelta
 from html.parser import HTMLParser
+from urllib.parse import urlsplit
 from xml.etree import ElementTree
 
 import pytest
@@ -39,11 +40,20 @@ def feed_entries(client) -> list[dict]:
     ]
 
 
-def sitemap_locations(client) -> list[str]:
-    response = client.get(SITEMAP)
+def _locations(client, url: str) -> list[str]:
+    response = client.get(url)
     assert response.status_code == 200
     root = ElementTree.fromstring(response.content)
     return [loc.text for loc in root.iter(f"{SITEMAP_NS}loc")]
+
+
+def sitemap_locations(client) -> list[str]:
+    """Return the URLs of every page of every section the sitemap index lists."""
+    locations = []
+    for page in _locations(client, SITEMAP):
+        parts = urlsplit(page)
+        locations += _locations(client, f"{parts.path}?{parts.query}")
+    return locations
 
 
 def not_live_posts() -> dict[str, Post]:
