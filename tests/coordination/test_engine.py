@@ -2,7 +2,9 @@
 
 Each test drives real ticks through ``Scheduler(once=True)`` against the real test database
 (threads use their own connections, hence ``transaction=True``); due times are set relative to
-the database clock, never the test machine's.
+the database clock, never the test machine's, and periodic jobs whose runs are counted are on
+a grid centred on the test's start (``centered_every``), so where the clock falls (just
+before a whole second, minute or hour) changes no count.
 """
 
 import threading
@@ -21,72 +23,72 @@ from coordination.models import JobRun, JobState, Node
 from coordination.registry import JobDeclarationError, JobRegistry, Missed, make_job
 from coordination.scheduler import Scheduler
 from coordination.schedules import Every, WhenDue, every, hourly
-from tests.coordination.enginekit import GROUP, Recorder, declare, make_due, ran, tick
+from tests.coordination.enginekit import (
+    GROUP,
+    Recorder,
+    centered_every,
+    declare,
+    ledger_slots,
+    make_due,
+    ran,
+    tick,
+)
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+MINUTE = timedelta(minutes=1)
+
 
 def test_first_tick_creates_state_at_the_next_slot_without_running():
     recorder = Recorder()
-    reg, job = declare(recorder, schedule=hourly())
+    reg, job = declare(recorder)
     tick(reg)
-    state = JobState.objects.get(name=job.name)
-    assert state.next_due > database_now()
-    assert state.next_due.minute == 0 and state.next_due.second == 0
+    assert JobState.objects.get(name=job.name).next_due == job.schedule.slot(1)
     assert recorder.slots == []
 
 
 def test_latest_policy_runs_the_newest_missed_slot_once_and_records_the_rest():
     recorder = Recorder()
-    reg, job = declare(recorder, schedule=every(timedelta(seconds=10)), missed=Missed.LATEST)
-    make_due(job, ago=timedelta(seconds=55))
+    reg, job = declare(recorder, schedule=centered_every(MINUTE), missed=Missed.LATEST)
+    make_due(job, ago=5 * MINUTE)
     tick(reg)
-    assert len(recorder.slots) == 1
-    missed = JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED)
-    assert missed.count() in (5, 6)
-    assert all(run.slot < recorder.slots[0] for run in missed)
-    run = JobRun.objects.get(job=job.name, status=JobRun.Status.SUCCEEDED)
-    assert run.slot == recorder.slots[0]
+    assert recorder.slots == [job.schedule.slot(0)]
+    assert ledger_slots(job, JobRun.Status.MISSED) == job.schedule.slot_range(-5, -1)
+    assert ledger_slots(job, JobRun.Status.SUCCEEDED) == [job.schedule.slot(0)]
     state = JobState.objects.get(name=job.name)
-    assert state.next_due == recorder.slots[0] + timedelta(seconds=10)
-    assert state.missed_count == missed.count()
+    assert state.next_due == job.schedule.slot(1)
+    assert state.missed_count == 5
 
 
 @override_settings(INSTATIC_MISFIRE_GRACE=0.001)
 def test_skip_policy_runs_nothing_late_and_records_every_missed_slot():
     recorder = Recorder()
-    reg, job = declare(recorder, schedule=hourly(), missed=Missed.SKIP)
+    reg, job = declare(recorder, missed=Missed.SKIP)
     make_due(job, ago=timedelta(hours=3))
     tick(reg)
     assert recorder.slots == []
-    assert JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED).count() >= 3
-    assert JobState.objects.get(name=job.name).next_due > database_now()
+    assert ledger_slots(job, JobRun.Status.MISSED) == job.schedule.slot_range(-3, 0)
+    assert JobState.objects.get(name=job.name).next_due == job.schedule.slot(1)
 
 
 def test_all_policy_catches_up_within_the_window_oldest_first():
     recorder = Recorder()
     reg, job = declare(
-        recorder,
-        schedule=every(timedelta(seconds=1)),
-        missed=Missed.ALL,
-        missed_window=timedelta(seconds=5),
+        recorder, schedule=centered_every(MINUTE), missed=Missed.ALL, missed_window=5 * MINUTE
     )
-    make_due(job, ago=timedelta(seconds=20))
+    make_due(job, ago=20 * MINUTE)
     tick(reg)
-    assert 5 <= len(recorder.slots) <= 7
-    assert recorder.slots == sorted(recorder.slots)
-    assert JobRun.objects.filter(job=job.name, status=JobRun.Status.SUCCEEDED).count() == len(
-        recorder.slots
-    )
-    assert JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED).count() >= 13
+    # The window reaches back 5 minutes, to halfway between slot(-5) and slot(-4).
+    assert recorder.slots == job.schedule.slot_range(-4, 0)
+    assert ledger_slots(job, JobRun.Status.SUCCEEDED) == job.schedule.slot_range(-4, 0)
+    assert ledger_slots(job, JobRun.Status.MISSED) == job.schedule.slot_range(-20, -5)
 
 
 def test_a_claimed_slot_is_not_run_again():
     recorder = Recorder()
-    reg, job = declare(recorder, schedule=every(timedelta(hours=1)))
-    make_due(job, ago=timedelta(seconds=1))
-    slot = JobState.objects.get(name=job.name).next_due
+    reg, job = declare(recorder)
+    slot = make_due(job, ago=timedelta(seconds=1))
     JobRun.objects.create(job=job.name, slot=slot, status=JobRun.Status.SUCCEEDED, node="other")
     tick(reg)
     assert recorder.slots == []
@@ -115,15 +117,13 @@ def test_a_failed_transactional_catch_up_still_records_the_missed_slots():
     def failing(ctx):
         raise RuntimeError("fails after downtime")
 
-    reg, job = declare(failing, schedule=every(timedelta(seconds=10)), transactional=True)
-    make_due(job, ago=timedelta(seconds=55))
+    reg, job = declare(failing, schedule=centered_every(MINUTE), transactional=True)
+    make_due(job, ago=5 * MINUTE)
     tick(reg)
-    runs = JobRun.objects.filter(job=job.name)
-    assert runs.filter(status=JobRun.Status.FAILED).count() == 1
-    assert runs.filter(status=JobRun.Status.MISSED).count() in (5, 6)
-    slots = sorted(run.slot for run in runs)
-    steps = {b - a for a, b in zip(slots, slots[1:], strict=False)}
-    assert steps == {timedelta(seconds=10)}, "every slot is in the ledger"
+    assert ledger_slots(job, JobRun.Status.FAILED) == [job.schedule.slot(0)]
+    assert ledger_slots(job, JobRun.Status.MISSED) == job.schedule.slot_range(-5, -1), (
+        "every slot is in the ledger"
+    )
 
 
 @pytest.mark.parametrize("transactional", [True, False])
@@ -135,18 +135,18 @@ def test_catching_up_several_slots_moves_the_job_one_slot_at_a_time(transactiona
 
     reg, job = declare(
         record_next_due,
-        schedule=every(timedelta(seconds=1)),
+        schedule=centered_every(MINUTE),
         missed=Missed.ALL,
-        missed_window=timedelta(seconds=4),
+        missed_window=4 * MINUTE,
         transactional=transactional,
     )
-    make_due(job, ago=timedelta(seconds=3))
+    make_due(job, ago=3 * MINUTE)
     tick(reg)
-    ran = sorted(r.slot for r in JobRun.objects.filter(job=job.name, status="succeeded"))
-    assert len(ran) >= 3
+    ran = ledger_slots(job, JobRun.Status.SUCCEEDED)
+    assert ran == job.schedule.slot_range(-3, 0) and len(seen) == 4
     # While slot N runs, the job's durable next slot is never beyond N + 1 (a crash loses none).
-    for slot, next_due in zip(ran, seen, strict=False):
-        assert next_due <= slot + timedelta(seconds=1)
+    for slot, next_due in zip(ran, seen, strict=True):
+        assert next_due <= slot + MINUTE
 
 
 @override_settings(INSTATIC_FAILURE_PAUSE_THRESHOLD=2)
@@ -161,11 +161,12 @@ def test_failures_in_a_row_pause_the_job_and_a_success_resets_the_count():
     state = JobState.objects.get(name=job.name)
     assert state.paused and state.consecutive_failures == 2
     assert "2 failures" in state.paused_reason
-    make_due(job, ago=timedelta(seconds=1))
+    slot = make_due(job, ago=timedelta(seconds=1))
     tick(reg)
     assert len(recorder.slots) == 2, "a paused job does not run on schedule"
     skipped = JobRun.objects.get(job=job.name, status=JobRun.Status.MISSED)
     assert skipped.reason == JobRun.MissedReason.PAUSED, "its slot is recorded, not lost"
+    assert skipped.slot == slot == job.schedule.slot(0)
     services.set_paused(job.name, False)
     recorder.fail = False
     services.request_run(job.name, requested_by="test")

@@ -14,6 +14,7 @@ from coordination.models import JobRun
 from instatic.logging import JSONFormatter
 from plugins.sdk import make_plugin_job
 from plugins.testing import make_due, run_tick
+from tests.coordination.enginekit import centered_every
 
 library_logger = logging.getLogger("some.library")
 
@@ -54,12 +55,13 @@ def test_job_log_lines_carry_node_job_slot_and_run_id(json_lines, transactional)
         _logging_job,
         plugin="logctx",
         name="transactional" if transactional else "claim_first",
-        schedule=timedelta(minutes=1),
+        schedule=centered_every(timedelta(minutes=1)),
         transactional=transactional,
     )
     make_due(job, ago=timedelta(seconds=1))
     run_tick(job, node="log-node")
-    run = JobRun.objects.get(job=job.name, status=JobRun.Status.SUCCEEDED)
+    run = JobRun.objects.get(job=job.name)
+    assert (run.status, run.slot) == (JobRun.Status.SUCCEEDED, job.schedule.slot(0))
 
     from_job = [e for e in json_lines if e["message"].startswith("from ")]
     assert len(from_job) == 2, json_lines

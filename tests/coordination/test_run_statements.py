@@ -18,7 +18,14 @@ from coordination.clock import database_now
 from coordination.models import JobRun, JobState
 from coordination.registry import JobRegistry, make_job
 from coordination.schedules import every
-from tests.coordination.enginekit import GROUP, Recorder, declare, make_due, tick
+from tests.coordination.enginekit import (
+    GROUP,
+    Recorder,
+    centered_every,
+    declare,
+    make_due,
+    tick,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,7 +52,7 @@ def statements():
 
 
 def test_a_claim_first_run_costs_its_job_thread_one_statement_on_postgresql():
-    reg, job = declare(Recorder(), schedule=every(timedelta(minutes=1)))
+    reg, job = declare(Recorder())
     make_due(job, ago=timedelta(seconds=1))
     with statements() as seen:
         tick(reg)
@@ -70,20 +77,16 @@ def test_slots_due_together_are_claimed_in_one_insert_committed_before_any_job_s
         seen_running.append(JobRun.objects.get(job=ctx.job.name, slot=ctx.slot).status)
 
     reg = JobRegistry()
+    schedule = centered_every(timedelta(minutes=1))
     jobs = [
         reg.register(
-            make_job(
-                job_func,
-                name=f"enginetest.many_{n:02d}",
-                group=GROUP,
-                schedule=every(timedelta(minutes=1)),
-            )
+            make_job(job_func, name=f"enginetest.many_{n:02d}", group=GROUP, schedule=schedule)
         )
         for n in range(40)
     ]
     for job in jobs:
         make_due(job, ago=timedelta(seconds=1))
-    slot = JobState.objects.get(name=jobs[0].name).next_due
+    slot = schedule.slot(0)
     with statements() as seen:
         tick(reg)
     inserts = [
@@ -107,25 +110,21 @@ def test_slots_due_together_are_claimed_in_one_insert_committed_before_any_job_s
 def test_a_slot_another_node_claimed_is_skipped_and_the_others_still_run():
     recorder = Recorder()
     reg = JobRegistry()
+    schedule = centered_every(timedelta(minutes=1))
     jobs = [
         reg.register(
-            make_job(
-                recorder,
-                name=f"enginetest.race_{n}",
-                group=GROUP,
-                schedule=every(timedelta(minutes=1)),
-            )
+            make_job(recorder, name=f"enginetest.race_{n}", group=GROUP, schedule=schedule)
         )
         for n in range(3)
     ]
     for job in jobs:
         make_due(job, ago=timedelta(seconds=1))
-    slot = JobState.objects.get(name=jobs[1].name).next_due
+    slot = schedule.slot(0)
     JobRun.objects.create(
         job=jobs[1].name, slot=slot, status=JobRun.Status.SUCCEEDED, node="other", node_instance="x"
     )
     tick(reg)
-    assert len(recorder.slots) == 2, "the taken slot is not run again"
+    assert recorder.slots == [slot, slot], "the taken slot is not run again"
     taken = JobRun.objects.get(job=jobs[1].name, slot=slot)
     assert (taken.node, taken.status) == ("other", JobRun.Status.SUCCEEDED)
     for job in (jobs[0], jobs[2]):
@@ -196,7 +195,7 @@ def test_a_tick_with_nothing_due_is_one_read_of_only_the_columns_it_plans_with()
 
     from coordination.scheduler import Scheduler
 
-    reg, job = declare(Recorder(), schedule=every(timedelta(hours=1)))
+    reg, job = declare(Recorder())
     scheduler = Scheduler(groups=[GROUP], node_name="tick-node", registry=reg)
     scheduler.register()
     loop = scheduler.loops[0]
@@ -211,4 +210,4 @@ def test_a_tick_with_nothing_due_is_one_read_of_only_the_columns_it_plans_with()
     (read,) = [q["sql"] for q in queries.captured_queries]
     assert "last_error" not in read
     assert "EXISTS" not in read.upper(), "one IN over the runs in progress, not a probe per job"
-    assert JobState.objects.get(name=job.name).next_due > database_now()
+    assert JobState.objects.get(name=job.name).next_due == job.schedule.slot(1)

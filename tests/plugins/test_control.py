@@ -1,7 +1,9 @@
 """Plugin jobs under the real engine, one process: run now, failures, retirement, enable/disable.
 
 Each test drives real ticks of the ``plugins`` group (``plugins.testing.run_tick``) against the
-real test database; workers use their own connections, hence ``transaction=True``.
+real test database; workers use their own connections, hence ``transaction=True``. Jobs whose
+runs or missed slots are counted are on a grid centred on the moment they are declared
+(``centered_every``), so no count depends on where the wall clock falls.
 """
 
 import logging
@@ -18,12 +20,15 @@ from coordination.registry import registry
 from plugins import services
 from plugins.exceptions import ControlError
 from plugins.models import ControlEvent, PluginState
-from plugins.sdk import daily, every, hourly, make_plugin_job
+from plugins.sdk import daily, hourly, make_plugin_job
 from plugins.testing import make_due, run_tick
+from tests.coordination.enginekit import centered_every
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 A = ControlEvent.Action
+MINUTE = timedelta(minutes=1)
+HOUR = timedelta(hours=1)
 
 
 class Calls:
@@ -47,7 +52,7 @@ def declare(name: str, *, plugin: str = "demo", schedule=None, calls: Calls | No
 
     func.__qualname__ = f"declare.{plugin}_{name}"
     job = make_plugin_job(
-        func, plugin=plugin, name=name, schedule=schedule or every(timedelta(seconds=1)), **kw
+        func, plugin=plugin, name=name, schedule=schedule or centered_every(MINUTE), **kw
     )
     return job, calls
 
@@ -91,7 +96,7 @@ def test_run_now_runs_a_paused_plugin_job_as_a_manual_run_and_records_who(operat
 
 @override_settings(INSTATIC_FAILURE_PAUSE_THRESHOLD=3)
 def test_failures_in_a_row_pause_the_job_with_its_traceback_and_a_log_line(operator, caplog):
-    job, calls = declare("flaky", schedule=hourly(), calls=Calls(fail=True))
+    job, calls = declare("flaky", schedule=centered_every(HOUR), calls=Calls(fail=True))
     make_due(job)
     not_due(job)
     caplog.set_level(logging.WARNING, logger="coordination")
@@ -118,7 +123,9 @@ def test_failures_in_a_row_pause_the_job_with_its_traceback_and_a_log_line(opera
     assert not state.paused and state.consecutive_failures == 0
     assert events(job.name) == [(A.JOB_RESUMED, "operator")]
     skipped = JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED)
-    assert [run.reason for run in skipped] == [JobRun.MissedReason.PAUSED]
+    assert [(run.slot, run.reason) for run in skipped] == [
+        (job.schedule.slot(0), JobRun.MissedReason.PAUSED)
+    ]
     # The slot that passed while it was paused stays missed; the job runs again.
     coordination_services.request_run(job.name, requested_by="test")
     run_tick(job)
@@ -197,18 +204,17 @@ def test_disabling_a_plugin_pauses_its_jobs_and_enabling_resumes_only_those(oper
     assert states[held.name].paused_reason == "investigating", "an operator's pause is kept"
     assert not states[other.name].paused, "other plugins are not touched"
 
-    make_due(fast, ago=timedelta(minutes=2), paused=True)
+    make_due(fast, ago=120 * MINUTE, paused=True)
     make_due(fresh, paused=True)
     run_tick(fast, held, other, fresh)
     assert fast_calls.contexts == [] and fresh_calls.contexts == []
-    # Its due slot runs (and the next one too if a second boundary passed meanwhile).
-    assert other_calls.contexts, "other plugins' jobs still run"
+    ran = [ctx.slot for ctx in other_calls.contexts]
+    assert ran == [other.schedule.slot(0)], "other plugins' jobs still run"
     with pytest.raises(ControlError, match="disabled"):
         services.resume_job(job_name=fast.name, user=operator)
     with pytest.raises(ControlError, match="disabled"):
         services.run_job_now(job_name=fast.name, user=operator)
 
-    enabled_at = database_now()
     # Enabled where the jobs are declared (as in the web process): the service itself records
     # the slots that passed while disabled, up to that moment.
     with registry.temporary(fast, fresh):
@@ -217,23 +223,20 @@ def test_disabling_a_plugin_pauses_its_jobs_and_enabling_resumes_only_those(oper
     assert not states[fast.name].paused and not states[fresh.name].paused
     assert states[held.name].paused_reason == "investigating"
     run_tick(fast, held, other, fresh)
-    # Its next slot may already have come (a second boundary passed): only slots after the
-    # plugin was enabled may run, never one that passed while it was disabled.
-    late = [ctx.slot for ctx in fast_calls.contexts if ctx.slot <= enabled_at]
-    assert late == [], "slots that passed while disabled do not run late"
-    missed = JobRun.objects.filter(job=fast.name, status=JobRun.Status.MISSED)
-    assert missed.count() >= 120, "they are recorded, with why"
+    assert fast_calls.contexts == [], "slots that passed while disabled do not run late"
+    missed = JobRun.objects.filter(job=fast.name, status=JobRun.Status.MISSED).order_by("slot")
+    assert [run.slot for run in missed] == fast.schedule.slot_range(-120, 0), "they are recorded"
     assert set(missed.values_list("reason", flat=True)) == {JobRun.MissedReason.PLUGIN_DISABLED}
     state = JobState.objects.get(name=fast.name)
-    assert not state.paused and state.next_due > missed.order_by("-slot")[0].slot, "it goes on"
+    assert not state.paused and state.next_due == fast.schedule.slot(1), "it goes on"
     assert [a for a, _ in events("demo")] == [A.PLUGIN_DISABLED, A.PLUGIN_ENABLED]
     [disabled] = ControlEvent.objects.filter(target="demo", action=A.PLUGIN_DISABLED)
     assert disabled.user == operator and fast.name in disabled.detail
 
 
 def test_a_job_of_a_disabled_plugin_that_was_not_paused_refuses_to_run_and_pauses():
-    # Hourly: no later slot can fall due while the test runs, so each tick runs one slot.
-    job, calls = declare("late", schedule=hourly())
+    # Centred on now: no later slot can fall due while the test runs, so a tick runs one slot.
+    job, calls = declare("late", schedule=centered_every(HOUR))
     services.set_plugin_enabled(plugin="demo", enabled=False, user=None)
     # The job arrives (a deploy) after its plugin was disabled: nothing paused it.
     make_due(job)
