@@ -7,7 +7,7 @@ a second claimant cannot make, whoever thinks it leads.
 import logging
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import islice
 
 from django.db import IntegrityError, connection, transaction
@@ -157,8 +157,16 @@ def serve_run_request(job: Job, requested_at: datetime) -> None:
 
 
 def _request_served(requested_at: datetime) -> dict:
-    """Return update values clearing a run-now request made at or before ``requested_at``."""
-    served = Q(run_requested_at__lte=requested_at)
+    """Return update values clearing a run-now request made at or before ``requested_at``.
+
+    Compared as "before ``requested_at`` plus a microsecond", the same instants as "at or
+    before", because SQLite compares times as text: a request ``Now()`` wrote at a whole second
+    is ``'...:SS.000'``, which sorts after the ``'...:SS'`` Django writes for the same instant
+    read back, so it was never cleared and a ``--once`` tick planned it for ever. SQLite's
+    ``Now()`` has millisecond steps, so the bound's text sorts after the served request's in
+    either form and before any later request's; on the other databases the two are the same.
+    """
+    served = Q(run_requested_at__lt=requested_at + timedelta(microseconds=1))
     return {
         "run_requested_at": Case(When(served, then=None), default=F("run_requested_at")),
         "run_requested_by": Case(When(served, then=Value("")), default=F("run_requested_by")),
