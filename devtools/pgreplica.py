@@ -15,6 +15,7 @@ Run ``python -m devtools.pgreplica [--async]`` to keep a pair up until Ctrl-C.
 """
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -171,16 +172,31 @@ class ReplicatedPair:
         """
         import psycopg
 
-        with psycopg.connect(self.standby.url(), autocommit=True) as conn:
-            self._frozen_receiver = conn.execute("SELECT pid FROM pg_stat_wal_receiver").fetchone()[
-                0
-            ]
-        os.kill(self._frozen_receiver, signal.SIGSTOP)
+        # A receiver that is not streaming (still connecting after a rebuild) may exit and be
+        # replaced by another: freeze one that streams, and look again if it is already gone.
+        deadline = time.monotonic() + 60
+        while True:
+            with psycopg.connect(self.standby.url(), autocommit=True) as conn:
+                row = conn.execute(
+                    "SELECT pid FROM pg_stat_wal_receiver WHERE status = 'streaming'"
+                ).fetchone()
+            if row is not None:
+                try:
+                    os.kill(row[0], signal.SIGSTOP)
+                except ProcessLookupError:
+                    pass
+                else:
+                    self._frozen_receiver = row[0]
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError("the standby's WAL receiver is not streaming after 60 s")
+            time.sleep(0.1)
 
     def _discard_unreceived(self) -> None:
         pid, self._frozen_receiver = self._frozen_receiver, None
-        os.kill(pid, signal.SIGKILL)
-        os.kill(pid, signal.SIGCONT)
+        # SIGKILL ends a stopped process too; the postmaster may reap it before a SIGCONT.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
         # The standby's postmaster restarts its processes and recovers from its own WAL.
         deadline = time.monotonic() + 60
         while True:
