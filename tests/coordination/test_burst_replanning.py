@@ -10,12 +10,10 @@ the state reads are counted on every connection the scheduler opens.
 """
 
 import threading
-import time
 from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.db.backends.signals import connection_created
 from django.test import override_settings
 
 from coordination import loop as loop_module
@@ -24,46 +22,14 @@ from coordination.clock import database_now
 from coordination.models import JobRun, JobState
 from coordination.registry import JobRegistry, make_job
 from coordination.scheduler import Scheduler
-from coordination.schedules import every
+from tests.coordination.enginekit import centered_every, make_due
+from tests.support.polling import wait_until
+from tests.support.statements import StatementCount
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 GROUP = "bursttest"
 JOBS = 8
-
-
-def wait_until(predicate, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError("condition not met in time")
-
-
-class StateReads:
-    """Count the ticks' reads of the group's job states, on every new connection."""
-
-    def __init__(self):
-        self.count = 0
-        self._mutex = threading.Lock()
-
-    def __enter__(self):
-        connection_created.connect(self._watch, dispatch_uid=id(self))
-        return self
-
-    def __exit__(self, *exc):
-        connection_created.disconnect(dispatch_uid=id(self))
-
-    def _watch(self, sender, connection, **kwargs):
-        connection.execute_wrappers.append(self._count)
-
-    def _count(self, execute, sql, params, many, context):
-        if '"busy_elsewhere"' in sql:
-            with self._mutex:
-                self.count += 1
-        return execute(sql, params, many, context)
 
 
 class Gates:
@@ -95,24 +61,11 @@ def declare(gates: Gates, count: int) -> tuple[JobRegistry, list]:
     jobs = []
     for n in range(count):
         name = f"{GROUP}.job_{n}"
-        job = make_job(gates.func(name), name=name, group=GROUP, schedule=every(timedelta(hours=1)))
+        job = make_job(
+            gates.func(name), name=name, group=GROUP, schedule=centered_every(timedelta(hours=1))
+        )
         jobs.append(registry.register(job))
     return registry, jobs
-
-
-def make_due(job) -> None:
-    """Create the job's state with its latest slot at or before now due."""
-    now = database_now()
-    slot = job.schedule.slots_between(now - timedelta(days=1), now, limit=1)[-1]
-    JobState.objects.update_or_create(
-        name=job.name,
-        defaults={
-            "group": GROUP,
-            "schedule": job.schedule.describe(),
-            "fingerprint": job.fingerprint,
-            "next_due": slot,
-        },
-    )
 
 
 @pytest.fixture
@@ -149,17 +102,17 @@ def test_runs_that_finish_as_planned_do_not_make_the_leader_read_its_states_agai
     gates = Gates()
     registry, jobs = declare(gates, JOBS)
     for job in jobs:
-        make_due(job)
-    with StateReads() as reads:
+        make_due(job, ago=timedelta(0), group=GROUP)
+    with StatementCount('"busy_elsewhere"') as reads:
         scheduler = started_scheduler(registry)
         try:
-            wait_until(lambda: len(gates.started) == JOBS)
+            wait_until(lambda: len(gates.started) == JOBS, timeout=15)
             [loop] = scheduler.loops
             reads_while_running = reads.count
             for job in jobs:
                 gates.gates[job.name].set()
-                wait_until(lambda job=job: succeeded(job) == 1)
-            wait_until(lambda: not loop.workers)  # the loop saw every run end
+                wait_until(lambda job=job: succeeded(job) == 1, timeout=15)
+            wait_until(lambda: not loop.workers, timeout=15)  # the loop saw every run end
             assert reads.count == reads_while_running, "no tick after runs that ended as planned"
         finally:
             stopped(scheduler, gates)
@@ -170,18 +123,18 @@ def test_runs_that_finish_as_planned_do_not_make_the_leader_read_its_states_agai
 def test_a_run_now_request_behind_a_busy_job_runs_as_soon_as_its_run_ends(listening_leader):
     gates = Gates()
     registry, [busy, other] = declare(gates, 2)
-    make_due(busy)
-    make_due(other)
+    make_due(busy, ago=timedelta(0), group=GROUP)
+    make_due(other, ago=timedelta(0), group=GROUP)
     scheduler = started_scheduler(registry)
     try:
-        wait_until(lambda: len(gates.started) == 2)
+        wait_until(lambda: len(gates.started) == 2, timeout=15)
         assert services.request_run(busy.name, requested_by="editor")
         # The request's NOTIFY makes a tick, which finds the job busy and notes it.
         [loop] = scheduler.loops
-        wait_until(lambda: busy.name in loop._due_behind)
+        wait_until(lambda: busy.name in loop._due_behind, timeout=15)
         gates.gates[other.name].set()
         gates.gates[busy.name].set()
-        wait_until(lambda: gates.triggers(busy.name) == ["schedule", "manual"])
+        wait_until(lambda: gates.triggers(busy.name) == ["schedule", "manual"], timeout=15)
     finally:
         stopped(scheduler, gates)
     [manual] = JobRun.objects.filter(job=busy.name, trigger=JobRun.Trigger.MANUAL)

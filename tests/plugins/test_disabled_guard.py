@@ -8,16 +8,14 @@ database; the statements are counted on every connection the scheduler opens, jo
 included.
 """
 
-import threading
-
 import pytest
-from django.db.backends.signals import connection_created
 
 from coordination import services as coordination_services
 from coordination.models import JobRun, JobState
 from plugins import services
 from plugins.sdk import hourly, make_plugin_job
 from plugins.testing import make_due, run_tick
+from tests.support.statements import StatementCount
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,30 +35,6 @@ def declare(name: str, *, plugin: str = "guarded", **options):
 def the_run(job) -> JobRun:
     [run] = JobRun.objects.filter(job=job.name).exclude(status=JobRun.Status.MISSED)
     return run
-
-
-class PluginStateReads:
-    """Count the statements that read ``plugins_pluginstate``, on every new connection."""
-
-    def __init__(self):
-        self.count = 0
-        self._mutex = threading.Lock()
-
-    def __enter__(self):
-        connection_created.connect(self._watch, dispatch_uid=id(self))
-        return self
-
-    def __exit__(self, *exc):
-        connection_created.disconnect(dispatch_uid=id(self))
-
-    def _watch(self, sender, connection, **kwargs):
-        connection.execute_wrappers.append(self._count)
-
-    def _count(self, execute, sql, params, many, context):
-        if "plugins_pluginstate" in sql:
-            with self._mutex:
-                self.count += 1
-        return execute(sql, params, many, context)
 
 
 @pytest.mark.parametrize("transactional", [False, True], ids=["claim-first", "transactional"])
@@ -115,7 +89,7 @@ def test_the_plugins_are_read_once_a_tick_not_once_a_run():
     for job in jobs:
         make_due(job)
 
-    with PluginStateReads() as reads:
+    with StatementCount("plugins_pluginstate") as reads:
         run_tick(*jobs)
 
     assert JobRun.objects.filter(status=JobRun.Status.SUCCEEDED).count() == 5
