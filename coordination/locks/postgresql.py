@@ -59,6 +59,8 @@ class PostgresLeaderLock(LeaderLock):
         super().__init__(*args, **kwargs)
         self._lock_timeout_ms: int | None = None
         self._listening: set[str] = set()
+        #: What the leader sleeps on (the loop's waker), for a NOTIFY another query reads.
+        self._waker = None
 
     def _connection(self):
         if self._conn is None:
@@ -100,12 +102,25 @@ class PostgresLeaderLock(LeaderLock):
             " AND classid::bigint = %s AND objid::bigint = %s)"
         )
         try:
-            return self._conn.execute(query, (classid, objid)).fetchone()[0]
+            held = self._conn.execute(query, (classid, objid)).fetchone()[0]
         except psycopg.errors.QueryCanceled:
             if not self._cancelled.is_set():
                 raise
             # Shutdown's cancel of a lock wait arrived just as this check ran: ask again.
-            return self._conn.execute(query, (classid, objid)).fetchone()[0]
+            held = self._conn.execute(query, (classid, objid)).fetchone()[0]
+        self._pass_on_notifications(self._conn)
+        return held
+
+    def _pass_on_notifications(self, conn) -> None:
+        """Wake the leader's sleep for a ``NOTIFY`` that a query on this session read.
+
+        psycopg keeps a notification that arrives during a query in a backlog, so the socket
+        the sleep polls stays quiet: a job thread's ``still_held()`` could swallow the wake-up
+        of a post scheduled sooner, and the leader slept on to its timeout. Reading the
+        backlog costs no round trip (``timeout=0`` only looks at what was received).
+        """
+        if self._waker is not None and any(True for _ in conn.notifies(timeout=0)):
+            self._waker.set()
 
     def _release(self) -> bool:
         return self._conn.execute("SELECT pg_advisory_unlock(%s::bigint)", (self.key,)).fetchone()[
@@ -139,6 +154,7 @@ class PostgresLeaderLock(LeaderLock):
         wait ends and leaves any newer connection alone.
         """
         with self._mutex:
+            self._waker = waker
             conn = self._conn
             if conn is None or not self._listening:
                 conn = None
@@ -155,6 +171,9 @@ class PostgresLeaderLock(LeaderLock):
             while not waker.is_set():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or conn is not self._conn:
+                    return
+                # What this thread's own last query read (the tick's) is in the backlog.
+                if any(True for _ in conn.notifies(timeout=0)):
                     return
                 # Drain what arrived: notifications end the sleep, EOF raises.
                 if waker.wait_with(fileno, remaining) and any(

@@ -7,6 +7,8 @@ release nor leak a session advisory lock, the holder is found through ``pg_locks
 
 import json
 import logging
+import select
+import time
 from datetime import datetime
 
 import psycopg
@@ -15,6 +17,7 @@ from django.db import connection
 
 from coordination.keys import normalize_key
 from coordination.locks import LockHolder, list_holders, make_lock
+from coordination.waker import Waker
 from devtools.pgcluster import PostgresCluster
 from tests.coordination.lockholder import temporary_alias
 
@@ -124,3 +127,43 @@ def test_a_stopped_server_means_not_leader(key, caplog):
                 assert messages[1].endswith("; not leader")
             finally:
                 lock.close()
+
+
+def test_a_notify_read_during_another_threads_query_still_wakes_the_leader(key):
+    """A ``NOTIFY`` that lands while a job thread's ``still_held()`` runs on the lock session
+    is read by that query into psycopg's backlog, leaving the socket quiet: the leader's sleep
+    must still end at once, not at its timeout (up to ``INSTATIC_NOTIFY_MAX_TICK``)."""
+    lock = make_lock(key, node_name="listener")
+    try:
+        assert lock.acquire()
+        lock.listen("instatic_wakeup_test")
+        with connection.cursor() as cursor:
+            cursor.execute("NOTIFY instatic_wakeup_test")
+        # The notification has reached the lock session's socket ...
+        ready, _, _ = select.select([lock._conn.fileno()], [], [], 10)
+        assert ready, "the NOTIFY never arrived"
+        # ... and another thread's query on that session reads it with its own answer.
+        assert lock.still_held()
+        started = time.monotonic()
+        lock.wait_for_wakeup(20, Waker())
+        assert time.monotonic() - started < 10, "the sleep ran to its timeout"
+    finally:
+        lock.close()
+
+
+def test_a_notify_a_job_threads_check_reads_wakes_the_sleeping_leader(key):
+    """The same, while the leader sleeps: the check passes the wake-up on to its waker."""
+    lock = make_lock(key, node_name="listener")
+    waker = Waker()
+    try:
+        assert lock.acquire()
+        lock.listen("instatic_wakeup_test")
+        lock.wait_for_wakeup(0, waker)  # the leader has slept on this waker
+        with connection.cursor() as cursor:
+            cursor.execute("NOTIFY instatic_wakeup_test")
+        ready, _, _ = select.select([lock._conn.fileno()], [], [], 10)
+        assert ready, "the NOTIFY never arrived"
+        assert lock.still_held()
+        assert waker.is_set()
+    finally:
+        lock.close()
