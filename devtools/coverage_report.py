@@ -47,7 +47,24 @@ def report(out=sys.stdout) -> dict[str, tuple[float, float]]:
         branch = 100.0 * (branches - missed_branches) / branches if branches else 100.0
         results[app] = (lines, branch)
         print(f"{app:<14}{lines:>9.1f}%{branch:>10.1f}%", file=out)
+    print_engine_gaps(files, out)
     return results
+
+
+def print_engine_gaps(files: dict, out, *, below: float = 90.0) -> None:
+    """List the engine's files whose branch coverage is under ``below`` percent, worst first."""
+    gaps = []
+    for filename, entry in files.items():
+        summary = entry["summary"]
+        branches, missed = summary["num_branches"], summary["missing_branches"]
+        if Path(filename).parts[0] == "coordination" and branches and missed:
+            percent = 100.0 * (branches - missed) / branches
+            if percent < below:
+                gaps.append((percent, filename, missed, branches))
+    if gaps:
+        print(f"\ncoordination files under {below:.0f}% branch coverage", file=out)
+        for percent, filename, missed, branches in sorted(gaps):
+            print(f"  {filename:<44}{percent:>6.1f}%  {missed} of {branches} missed", file=out)
 
 
 if __name__ == "__main__":
