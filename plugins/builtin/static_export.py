@@ -16,22 +16,32 @@ then made live by pointing a new symlink at it and renaming that over ``current`
 the complete old build or the complete new one, never a half-written folder; an export that
 crashes or fails leaves the old build serving. The previous build is kept
 (``INSTATIC_EXPORT_KEEP``, at least 2) so a reader that resolved it just before a switch can
-finish reading it.
+finish reading it (until the next export starts, see below).
 
 **Streaming.** The live posts are read a chunk at a time, only the columns each step needs,
 and every page is written to the build as soon as it is rendered: memory does not grow with the
 size of the site (a 100,000-post site is exported in the same memory as a 10,000-post one).
 
-**Incremental.** The manifest lists every post page (id, slug, the post's ``version`` and
-``updated_at``, the file's hash) and every index page (the ids and versions of the posts on it).
-A post or index page whose inputs did not change since the live build is hard-linked from it
-(copied where links are impossible) instead of being rendered again; removed posts are simply
-not carried over. A *fingerprint* of everything else that shapes the output (the page templates
-and those they extend or include, ``RENDER_VERSION``, the settings that change dates, links and
-pagination, Django's version) is part of the manifest: when it changes, every page is rendered.
-The feed, the sitemap index and the small sections of the sitemap are rendered on every
-export; a page of the posts section (a range of post ids, ``publishing.sitemaps``) only when
-the posts on it changed.
+**Incremental.** The manifest lists every post page (id, file, the post's ``version`` and
+``updated_at``, the file's hash), every index page (the ids and versions of the posts on it)
+and every page of the posts sitemap (a range of post ids, ``publishing.sitemaps``). A page whose
+inputs did not change is not rendered again; removed posts are simply not carried over. A
+*fingerprint* of everything else that shapes the output (the page templates and those they
+extend or include, ``RENDER_VERSION``, the settings that change dates, links and pagination,
+Django's version) is part of the manifest: when it changes, every page is rendered. The feed,
+the sitemap index and the small sections of the sitemap are rendered on every export.
+
+**Rewritten in place.** Making a new folder tree for every export would cost a folder and a
+hard link per post (and deleting the oldest build as many unlinks): seconds at 100,000 posts,
+whatever changed. So the build the clean-up would delete once this export is live (the oldest
+of ``keep`` builds, never the live one) is taken out of ``builds/`` (renamed to a temporary)
+and rewritten in place: its pages whose key did not change stay as they are, changed ones are
+hard-linked from the live build or rendered, pages the site no longer has are removed. A file
+is never written into, since it may be a hard link shared with the live build: it is unlinked
+and created anew. After a fingerprint change its pages are all replaced, still without making
+or deleting folders. Without such a build (a site's first exports, or ``keep`` not reached)
+the new build is a new folder, unchanged pages hard-linked from the live build (copied where
+links are impossible).
 
 Post and index pages are rendered with the templates and context of ``publishing.views``
 (the index from the streamed rows, since asking the view for page 9,000 would count and skip
@@ -39,8 +49,8 @@ Post and index pages are rendered with the templates and context of ``publishing
 URLconf and middleware. Tests compare every page with what a visitor gets.
 
 **Consistent.** A key over the live posts' ``(id, version, updated_at)`` is read before and
-after rendering. When posts changed meanwhile, the export goes again using the build it just
-wrote as the base, so only what changed is redone, until one pass saw no change.
+after rendering. When posts changed meanwhile, the export goes again over the build it just
+wrote, in place, so only what changed is redone, until one pass saw no change.
 """
 
 import functools
@@ -61,6 +71,8 @@ from urllib.parse import urlsplit
 import django
 from django.conf import settings as django_settings
 from django.core.paginator import Page, Paginator
+from django.db.models import CharField
+from django.db.models.functions import Cast
 from django.template.loader import get_template
 from django.template.loader_tags import ExtendsNode, IncludeNode
 from django.test import Client, RequestFactory
@@ -120,17 +132,26 @@ class ExportResult:
     reused: int = 0
 
 
-def post_key(version: int, updated_at: datetime | None) -> str:
+def _stamp() -> Cast:
+    """Return the posts' ``updated_at`` as text, as the database writes it.
+
+    Keys compare and hash it as it comes, instead of parsing 100,000 strings into datetimes on
+    every pass over the posts.
+    """
+    return Cast("updated_at", output_field=CharField())
+
+
+def post_key(version: int, stamp: str | None) -> str:
     """Return what a post page depends on: the post's version and last change."""
-    return f"{version}@{updated_at.isoformat() if updated_at else ''}"
+    return f"{version}@{stamp or ''}"
 
 
 def source_key() -> str:
     """Return a hash of what the public site depends on: the live posts' ids and versions."""
     digest = hashlib.sha256()
-    rows = selectors.live_posts().order_by("id").values_list("id", "version", "updated_at")
-    for pk, version, updated_at in rows.iterator(chunk_size=CHUNK):
-        digest.update(f"{pk} {post_key(version, updated_at)}\n".encode())
+    rows = selectors.live_posts().order_by("id").values_list("id", "version", _stamp())
+    for pk, version, stamp in rows.iterator(chunk_size=CHUNK):
+        digest.update(f"{pk} {post_key(version, stamp)}\n".encode())
     return digest.hexdigest()
 
 
@@ -258,6 +279,9 @@ class _Renderer:
     def index_page_url(self, number: int) -> str:
         return self.index_url if number == 1 else f"{self.index_url}page/{number}/"
 
+    def index_page_file(self, number: int) -> str:
+        return _file_for(self.index_page_url(number))
+
 
 @functools.cache
 def _sitemap_url(section: str) -> str:
@@ -279,76 +303,201 @@ def _file_for(url_path: str, *, xml: bool = False) -> str:
 
 
 # --- the manifest of a build --------------------------------------------------------------
+#
+# Each kind of page with many files (posts, index pages, sitemap pages) has a list in the
+# build: one JSON line per file, ``[first, file, key, sha]``, sorted by ``first`` (post id,
+# page number), the order the export streams them in. ``key`` is what the file was rendered
+# from; ``sha`` its content's hash.
+
+
+class _DamagedList(Exception):
+    """A recycled build's list cannot be read to its end: what it holds is not known."""
+
+
+def _file_sha(path: str) -> str:
+    with open(path, "rb") as stream:
+        return hashlib.sha256(stream.read()).hexdigest()
+
+
+def _line(entry: list) -> str:
+    return json.dumps(entry, separators=(",", ":")) + "\n"
 
 
 class _ForwardReader:
-    """A previous build's manifest list, read forward only in the order it was written.
+    """A build's manifest list, read forward only, one line at a time (never held whole).
 
-    Lists are sorted by their first field (post id, page number), the order the export streams
-    them in, so looking entries up is a merge: nothing is held in memory but the next line.
+    Only a line's first field is parsed to skip it; whole entries are parsed when needed.
+    ``strict``: a damaged line raises ``_DamagedList`` (else the rest is taken as absent).
     """
 
-    def __init__(self, path: Path | None):
-        self._file = None
-        if path is not None:
-            try:
-                self._file = path.open(encoding="utf-8")
-            except OSError:
-                self._file = None
+    def __init__(self, path: str, *, strict: bool = False):
+        self.strict = strict
+        self.count = 0  # lines consumed
+        try:
+            self._file = open(path, encoding="utf-8")  # noqa: SIM115 (closed by close())
+        except OSError:
+            if strict:
+                raise _DamagedList(f"{path} cannot be read") from None
+            self._file = None
         self._next = self._read()
 
-    def _read(self) -> list | None:
-        if self._file is None:
+    def _damaged(self, what: str) -> None:
+        if self.strict:
+            raise _DamagedList(what)
+        self._next = None
+        self.close()
+
+    def _read(self) -> str | None:
+        line = self._file.readline() if self._file is not None else ""
+        if line and not line.endswith("\n"):
+            self._damaged("a list ends in the middle of a line")
             return None
-        line = self._file.readline()
+        return line or None
+
+    def _first(self) -> int | None:
         try:
-            return json.loads(line) if line else None
-        except ValueError:  # a damaged manifest: what follows is rendered again
+            return int(self._next[1 : self._next.index(",")])
+        except ValueError:
+            self._damaged(f"a list's line is damaged: {self._next[:80]!r}")
             return None
 
-    def take(self, first: int) -> list | None:
-        """Return the entry whose first field is ``first``, skipping those before it."""
-        while self._next is not None and self._next[0] < first:
-            self._next = self._read()
-        return self._next if self._next is not None and self._next[0] == first else None
+    def _pop(self) -> tuple[list, str] | None:
+        line, self._next = self._next, self._read()
+        self.count += 1
+        try:
+            return json.loads(line), line
+        except ValueError:
+            self._damaged(f"a list's line is damaged: {line[:80]!r}")
+            return None
+
+    def take(self, first: int, skipped: Callable[[list], None] | None = None):
+        """Return ``(entry, line)`` for ``first``, or None; entries before it go to ``skipped``."""
+        while self._next is not None:
+            current = self._first()
+            if current is None or current > first:
+                return None
+            if current < first and skipped is None:  # not needed: not parsed
+                self._next = self._read()
+                self.count += 1
+                continue
+            found = self._pop()
+            if found is None:
+                return None
+            if current == first:
+                return found
+            skipped(found[0])
+        return None
+
+    def drain(self, skipped: Callable[[list], None]) -> None:
+        """Hand every entry left to ``skipped``."""
+        while self._next is not None:
+            found = self._pop()
+            if found is not None:
+                skipped(found[0])
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
+            self._file = None
 
 
 class _Build:
-    """A build being written: its files, the manifest lists and the running content hash."""
+    """A build being written: its files, the manifest lists and the running content hash.
 
-    def __init__(self, folder: Path, base: Path | None):
-        self.folder = folder
-        self.base = base
+    A *recycled* build already holds a complete earlier build (its lists say what): pages
+    whose key did not change are left as they are (when it is ``trusted``: rendered the way
+    this export renders), others replaced, and pages the site no longer has removed. A file
+    is never written into: it is unlinked and created anew, since its inode may be shared
+    (hard-linked) with the live build.
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        base: Path | None,
+        *,
+        recycled: bool = False,
+        trusted: bool = True,
+        small: Iterable[str] = (),
+        lists: dict[str, int] | None = None,
+        name: str | None = None,
+    ):
+        self.folder = str(folder)
+        self.name = name  # where a recycled build was in builds/
+        self.trusted = trusted
+        self.base = str(base) if base is not None else None
+        self.recycled = recycled
+        self.old_small = list(small)  # the always-rendered files the recycled build has
+        self.old_lists = dict(lists or {})  # the recycled build's lists and their lengths
+        self.small: list[str] = []
+        self.lists: dict[str, int] = {}
+        # Files this pass wrote where the recycled build had another page (a slug that moved
+        # from one post to another) or none: not to be removed as that other page's.
+        self._moved_in: set[str] = set()
         self._digest = hashlib.sha256()
         self.files = 0
         self.rendered = 0
         self.reused = 0
 
-    def _path(self, relative: str) -> Path:
+    def again(self) -> "_Build":
+        """Return this folder as a build to rewrite in place (another pass over it)."""
+        return _Build(
+            Path(self.folder),
+            Path(self.base) if self.base else None,
+            recycled=True,
+            small=self.small,
+            lists=self.lists,
+            name=self.name,
+        )
+
+    def path(self, relative: str) -> str:
+        return os.path.join(self.folder, relative)
+
+    def _normal(self, relative: str) -> str:
         # A string check, not Path.resolve(): that costs a system call per path component,
         # per file, and the names come from URLs, not from symlinks inside the build.
         normal = os.path.normpath(relative)
         if os.path.isabs(normal) or normal == ".." or normal.startswith("../"):
             raise ExportError(f"refusing to write {relative!r} outside the build folder")
-        path = self.folder / normal
-        os.makedirs(path.parent, exist_ok=True)
+        return normal
+
+    def _target(self, relative: str, *, in_place: bool) -> str:
+        """Return the path to create ``relative`` at: its folder made, no file left there.
+
+        ``in_place``: the recycled build has the same page there (an earlier version of it).
+        """
+        normal = self._normal(relative)
+        path = self.path(normal)
+        parent = os.path.dirname(normal)
+        if parent:
+            try:
+                os.mkdir(self.path(parent))
+            except FileExistsError:
+                pass
+            except FileNotFoundError:
+                os.makedirs(self.path(parent), exist_ok=True)
+        if self.recycled:
+            if not in_place:
+                self._moved_in.add(normal)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
         return path
 
-    def write(self, relative: str, content: bytes) -> str:
+    def write(self, relative: str, content: bytes, *, in_place: bool = False) -> str:
         """Write a rendered file; return its hash."""
-        self._path(relative).write_bytes(content)
+        with open(self._target(relative, in_place=in_place), "xb") as stream:
+            stream.write(content)
         self.rendered += 1
         return hashlib.sha256(content).hexdigest()
 
-    def reuse(self, relative: str) -> bool:
+    def link(self, relative: str, *, in_place: bool = False) -> bool:
         """Hard-link (else copy) a file of the base build; False when it is not there."""
         if self.base is None:
             return False
-        source, target = self.base / relative, self._path(relative)
+        source = os.path.join(self.base, relative)
+        target = self._target(relative, in_place=in_place)
         try:
             os.link(source, target)
         except FileNotFoundError:
@@ -361,19 +510,131 @@ class _Build:
         self.reused += 1
         return True
 
+    def kept(self) -> None:
+        """Count a file a recycled build already has as it should be."""
+        self.reused += 1
+
+    def remove(self, relative: str, sha: str | None = None) -> None:
+        """Delete a file a recycled build has and the site no longer does (and emptied folders).
+
+        Only a page of the earlier build goes: not if this pass wrote another page there
+        (another post took the slug), nor, given the ``sha`` the list gives it, if the file
+        there is not that page (slugs traded while an earlier pass ran left another post's
+        page there). A fresh build has nothing to remove.
+        """
+        if not self.recycled:
+            return
+        normal = self._normal(relative)
+        if normal in self._moved_in:
+            return
+        try:
+            if sha is not None and _file_sha(self.path(normal)) != sha:
+                return
+            os.unlink(self.path(normal))
+        except FileNotFoundError:
+            pass
+        parent = os.path.dirname(normal)
+        while parent:
+            try:
+                os.rmdir(self.path(parent))
+            except OSError:  # not empty (or gone)
+                break
+            parent = os.path.dirname(parent)
+
     def count(self, relative: str, sha: str) -> None:
         """Add a file to the content hash (in manifest order, the same for the same site)."""
         self._digest.update(f"{relative}\0{sha}\n".encode())
         self.files += 1
+
+    def write_small(self, relative: str, content: bytes) -> None:
+        """Write one of the files rendered on every export (the feed, the sitemap index...)."""
+        self.count(relative, self.write(relative, content, in_place=True))
+        self.small.append(self._normal(relative))
+
+    def remove_old_small(self) -> None:
+        """Remove the recycled build's always-rendered files this pass did not write."""
+        for relative in self.old_small:
+            if relative not in self.small:
+                self.remove(relative)
 
     @property
     def content_hash(self) -> str:
         return self._digest.hexdigest()
 
 
-def _write_lines(stream, entries: list[list]) -> None:
-    for entry in entries:
-        stream.write(json.dumps(entry, separators=(",", ":")) + "\n")
+class _List:
+    """One manifest list of the build being written, beside those of the builds it reuses.
+
+    ``mine``: the same list of the recycled build being written over (what its files are);
+    ``theirs``: the live build's (what can be hard-linked from it). Both are read in step with
+    the stream, one line at a time. The new list is written beside and replaces the old one
+    when the pass completes.
+    """
+
+    def __init__(self, build: _Build, name: str):
+        self.build = build
+        self.name = name
+        self.count = 0
+        self.mine = _ForwardReader(build.path(name), strict=True) if build.recycled else None
+        self.theirs = _ForwardReader(os.path.join(build.base, name)) if build.base else None
+        self._new = build.path(f"{name}.new")
+        self._out = open(self._new, "w", encoding="utf-8")  # noqa: SIM115 (closed in __exit__)
+
+    def __enter__(self) -> "_List":
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        try:
+            if kind is None and self.mine is not None:
+                self.mine.drain(self._gone)
+                expected = self.build.old_lists.get(self.name)
+                if expected is not None and self.mine.count != expected:
+                    raise _DamagedList(f"{self.name}: {self.mine.count} of {expected} lines")
+        finally:
+            for reader in (self.mine, self.theirs):
+                if reader is not None:
+                    reader.close()
+            self._out.close()
+        if kind is None:
+            os.replace(self._new, self.build.path(self.name))
+            self.build.lists[self.name] = self.count
+
+    def _gone(self, entry: list) -> None:
+        self.build.remove(entry[1], entry[3])
+
+    def reuse(self, first: int, relative: str, key: str) -> tuple[tuple[str, str] | None, bool]:
+        """Return ``((sha, line), in_place)``; ``(sha, line)`` when the file for ``first``
+        needs no rendering (the build has it already, or it was hard-linked from the live
+        build), else None: render it. ``in_place``: the build had this page at this name.
+        """
+        in_place = False
+        if self.mine is not None:
+            found = self.mine.take(first, self._gone)
+            if found is not None:
+                entry, line = found
+                in_place = entry[1] == relative
+                if in_place and entry[2] == key and self.build.trusted:
+                    self.build.kept()
+                    return (entry[3], line), True
+                if not in_place:
+                    self.build.remove(entry[1], entry[3])  # a changed slug: the old page goes
+        if self.theirs is not None:
+            found = self.theirs.take(first)
+            if found is not None:
+                entry, line = found
+                if (
+                    entry[1] == relative
+                    and entry[2] == key
+                    and self.build.link(relative, in_place=in_place)
+                ):
+                    return (entry[3], line), in_place
+        return None, in_place
+
+    def add(self, relative: str, sha: str, line: str) -> None:
+        """Count a file of the build (in list order) and write its line."""
+        self.build.count(relative, sha)
+        self._out.write(line)
+        self.count += 1
 
 
 def _stopped() -> ExportError:
@@ -436,51 +697,56 @@ def _export_posts(build: _Build, renderer: _Renderer, sitemap: _SitemapKeys, *, 
     The streamed rows also give ``sitemap`` the keys of the posts sitemap's pages.
     """
     live = 0
-    pending: list[int] = []  # ids to render
-    ready: list[list] = []  # manifest entries [id, slug, key, sha] not yet written
-    previous = _ForwardReader(build.base / POSTS_MANIFEST if build.base else None)
-    rows = selectors.live_posts().order_by("id").values_list("id", "slug", "version", "updated_at")
-    with (build.folder / POSTS_MANIFEST).open("w", encoding="utf-8") as manifest:
+    pending: dict[int, tuple[str, bool]] = {}  # id -> (the file its row names, in place)
+    ready: list[tuple[int, str, str, str]] = []  # (id, file, sha, line) not yet listed
+    rows = selectors.live_posts().order_by("id").values_list("id", "slug", "version", _stamp())
+    with _List(build, POSTS_MANIFEST) as posts:
 
         def flush():
             if pending:
-                batch = selectors.live_posts().defer("body").filter(id__in=pending)
-                for post in batch.order_by("id").iterator(chunk_size=RENDER_CHUNK):
+                batch = selectors.live_posts().defer("body").filter(id__in=list(pending))
+                batch = batch.annotate(export_stamp=_stamp()).order_by("id")
+                for post in batch.iterator(chunk_size=RENDER_CHUNK):
                     relative = _post_file(post.slug)
-                    sha = build.write(relative, renderer.post(post))
-                    ready.append([post.pk, post.slug, post_key(post.version, post.updated_at), sha])
+                    streamed, in_place = pending.pop(post.pk)
+                    page = renderer.post(post)
+                    sha = build.write(relative, page, in_place=in_place and streamed == relative)
+                    key = post_key(post.version, post.export_stamp)
+                    ready.append((post.pk, relative, sha, _line([post.pk, relative, key, sha])))
+                    if streamed != relative:  # renamed since the rows were read
+                        build.remove(streamed)
+                # Taken down since the rows were read: the old page must go.
+                for streamed, _in_place in pending.values():
+                    build.remove(streamed)
                 pending.clear()
-            ready.sort(key=lambda entry: entry[0])
-            for entry in ready:
-                build.count(_post_file(entry[1]), entry[3])
-            _write_lines(manifest, ready)
+            ready.sort(key=lambda item: item[0])
+            for _pk, relative, sha, line in ready:
+                posts.add(relative, sha, line)
             ready.clear()
 
-        try:
-            for pk, slug, version, updated_at in rows.iterator(chunk_size=CHUNK):
-                live += 1
-                if live % CHUNK == 0 and should_stop():
-                    raise _stopped()
-                key = post_key(version, updated_at)
-                sitemap.add(pk, slug, key)
-                old = previous.take(pk)
-                if old and old[1] == slug and old[2] == key and build.reuse(_post_file(slug)):
-                    ready.append([pk, slug, key, old[3]])
-                else:
-                    pending.append(pk)
-                if len(pending) >= RENDER_BATCH or len(ready) >= CHUNK:
-                    flush()
-            flush()
-        finally:
-            previous.close()
+        for pk, slug, version, stamp in rows.iterator(chunk_size=CHUNK):
+            live += 1
+            if live % CHUNK == 0 and should_stop():
+                raise _stopped()
+            key = post_key(version, stamp)
+            sitemap.add(pk, slug, key)
+            relative = _post_file(slug)
+            found, in_place = posts.reuse(pk, relative, key)
+            if found is None:
+                pending[pk] = (relative, in_place)
+            else:
+                ready.append((pk, relative, *found))
+            if len(pending) >= RENDER_BATCH or len(ready) >= CHUNK:
+                flush()
+        flush()
     return live
 
 
 def _index_pages(rows, per_page: int):
     """Yield (number, [(id, key), ...]) for the index pages of the streamed live posts."""
     number, members = 1, []
-    for pk, version, updated_at in rows:
-        members.append((pk, post_key(version, updated_at)))
+    for pk, version, stamp in rows:
+        members.append((pk, post_key(version, stamp)))
         if len(members) == per_page:
             yield number, members
             number, members = number + 1, []
@@ -492,10 +758,9 @@ def _export_index(build: _Build, renderer: _Renderer, *, live: int, should_stop)
     """Write every page of the index, reusing pages that list the same posts as before."""
     paginator = Paginator(range(live), int(publishing_settings.POSTS_PER_PAGE))
     pending: list[tuple[int, str, list[int]]] = []  # (number, key, ids) to render
-    ready: list[list] = []  # manifest entries [number, key, sha]
-    previous = _ForwardReader(build.base / PAGES_MANIFEST if build.base else None)
-    rows = selectors.live_posts().values_list("id", "version", "updated_at")
-    with (build.folder / PAGES_MANIFEST).open("w", encoding="utf-8") as manifest:
+    ready: list[tuple[int, str, str, str]] = []  # (number, file, sha, line) not yet listed
+    rows = selectors.live_posts().values_list("id", "version", _stamp())
+    with _List(build, PAGES_MANIFEST) as listed:
 
         def flush():
             ids = [pk for _number, _key, members in pending for pk in members]
@@ -503,85 +768,70 @@ def _export_index(build: _Build, renderer: _Renderer, *, live: int, should_stop)
             posts = {post.pk: post for post in fields.iterator(chunk_size=RENDER_BATCH)}
             for number, key, members in pending:
                 page = paginator.page(number)
-                listed = [posts[pk] for pk in members if pk in posts]
-                relative = _file_for(renderer.index_page_url(number))
-                ready.append([number, key, build.write(relative, renderer.index(page, listed))])
+                relative = renderer.index_page_file(number)
+                html = renderer.index(page, [posts[pk] for pk in members if pk in posts])
+                sha = build.write(relative, html, in_place=True)  # page N's file is its own
+                ready.append((number, relative, sha, _line([number, relative, key, sha])))
             pending.clear()
-            ready.sort(key=lambda entry: entry[0])
-            for number, _key, sha in ready:
-                build.count(_file_for(renderer.index_page_url(number)), sha)
-            _write_lines(manifest, ready)
+            ready.sort(key=lambda item: item[0])
+            for _number, relative, sha, line in ready:
+                listed.add(relative, sha, line)
             ready.clear()
 
-        try:
-            pages = _index_pages(rows.iterator(chunk_size=CHUNK), paginator.per_page)
-            streamed = 0
-            for number, members in pages:
-                if number > paginator.num_pages:
-                    break  # posts were published meanwhile: the key check redoes the export
-                streamed = number
-                if number % 100 == 0 and should_stop():
-                    raise _stopped()
-                key = hashlib.sha256(
-                    json.dumps([number, paginator.num_pages, members]).encode()
-                ).hexdigest()
-                old = previous.take(number)
-                relative = _file_for(renderer.index_page_url(number))
-                if old and old[1] == key and build.reuse(relative):
-                    ready.append([number, key, old[2]])
-                else:
-                    pending.append((number, key, [pk for pk, _ in members]))
-                if sum(len(p[2]) for p in pending) >= RENDER_BATCH or len(ready) >= CHUNK:
-                    flush()
-            # An empty site still has page 1 ("nothing published yet"); posts taken down
-            # meanwhile leave pages the key check will redo.
-            for number in range(streamed + 1, paginator.num_pages + 1):
-                pending.append((number, "", []))
-            flush()
-        finally:
-            previous.close()
+        pages = _index_pages(rows.iterator(chunk_size=CHUNK), paginator.per_page)
+        streamed = 0
+        for number, members in pages:
+            if number > paginator.num_pages:
+                break  # posts were published meanwhile: the key check redoes the export
+            streamed = number
+            if number % 100 == 0 and should_stop():
+                raise _stopped()
+            key = hashlib.sha256(json.dumps([number, paginator.num_pages, members]).encode())
+            relative = renderer.index_page_file(number)
+            found, _in_place = listed.reuse(number, relative, key.hexdigest())
+            if found is None:
+                pending.append((number, key.hexdigest(), [pk for pk, _ in members]))
+            else:
+                ready.append((number, relative, *found))
+            if sum(len(p[2]) for p in pending) >= RENDER_BATCH or len(ready) >= CHUNK:
+                flush()
+        # An empty site still has page 1 ("nothing published yet"); posts taken down
+        # meanwhile leave pages the key check will redo.
+        for number in range(streamed + 1, paginator.num_pages + 1):
+            pending.append((number, "", []))
+        flush()
 
 
 def _export_sitemap(build: _Build, renderer: _Renderer, keys: list[str]) -> None:
     """Write every page of the posts sitemap, reusing pages whose posts did not change."""
-    previous = _ForwardReader(build.base / SITEMAP_MANIFEST if build.base else None)
-    with (build.folder / SITEMAP_MANIFEST).open("w", encoding="utf-8") as manifest:
-        try:
-            for number, key in enumerate(keys, start=1):
-                relative = _sitemap_file(POSTS_SECTION, number)
-                old = previous.take(number)
-                if old and old[1] == key and build.reuse(relative):
-                    sha = old[2]
-                else:
-                    sha = build.write(relative, renderer.sitemap_page(POSTS_SECTION, number))
-                build.count(relative, sha)
-                _write_lines(manifest, [[number, key, sha]])
-        finally:
-            previous.close()
+    with _List(build, SITEMAP_MANIFEST) as listed:
+        for number, key in enumerate(keys, start=1):
+            relative = _sitemap_file(POSTS_SECTION, number)
+            found, _in_place = listed.reuse(number, relative, key)
+            if found is None:
+                # A page's file is its number's: never another page's, so always in place.
+                page = renderer.sitemap_page(POSTS_SECTION, number)
+                sha = build.write(relative, page, in_place=True)
+                found = (sha, _line([number, relative, key, sha]))
+            listed.add(relative, *found)
 
 
 def _export_small_pages(build: _Build, renderer: _Renderer) -> None:
     """Write the feed, the sitemap index and the sitemap's other sections (every export)."""
     feed = reverse("publishing:feed")
-    pages = [(_file_for(feed, xml=True), lambda: renderer.get(feed))]
-    pages.append((_file_for(reverse("publishing:sitemap")), renderer.sitemap_index))
+    build.write_small(_file_for(feed, xml=True), renderer.get(feed))
+    build.write_small(_file_for(reverse("publishing:sitemap")), renderer.sitemap_index())
     for section, sitemap in SITEMAPS.items():
         if section != POSTS_SECTION:
             for number in range(1, sitemap().paginator.num_pages + 1):
-                pages.append(
-                    (
-                        _sitemap_file(section, number),
-                        functools.partial(renderer.sitemap_page, section, number),
-                    )
-                )
-    for relative, render in pages:
-        build.count(relative, build.write(relative, render()))
+                page = renderer.sitemap_page(section, number)
+                build.write_small(_sitemap_file(section, number), page)
+    build.remove_old_small()
 
 
-def _render_build(folder: Path, *, base: Path | None, should_stop) -> _Build:
-    """Write a complete build into ``folder``, reusing unchanged pages of ``base``."""
+def _render_build(build: _Build, *, should_stop) -> _Build:
+    """Write a complete build into ``build``'s folder, reusing unchanged pages."""
     renderer = _Renderer()
-    build = _Build(folder, base)
     # The feed and the sitemap index first: they go through the middleware, and a host the
     # site does not answer for fails here, before any other work.
     _export_small_pages(build, renderer)
@@ -648,6 +898,93 @@ def clean_up(root: Path, *, keep: int) -> list[Path]:
     return removed
 
 
+def _recycle(
+    root: Path, *, keep: int, live: Path | None, base: Path | None, fingerprint: str
+) -> _Build | None:
+    """Take the build the clean-up deletes once this export is live, to write the new one over.
+
+    With ``keep`` builds on disk, the oldest one that is not live goes when the new build
+    switches in. Rewritten in place instead, only what changed since it was made is touched:
+    no folder of 100,000 hard links to make, none to delete. Its pages are kept as they are
+    only when it was rendered as this export renders (same fingerprint, and not a full
+    export); otherwise each is replaced, still without making or deleting its folders. It
+    leaves ``builds/`` (renamed to a temporary, the clean-up's age check reset) before
+    anything in it changes. None when there is no such build.
+    """
+    builds_dir = root / BUILDS
+    builds = sorted(p for p in builds_dir.iterdir() if not p.name.startswith("."))
+    old = [p for p in builds if live is None or p.resolve() != live]
+    if len(builds) < keep or not old:
+        return None
+    candidate = old[0]
+    try:
+        manifest = json.loads((candidate / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if manifest.get("version") != RENDER_VERSION or not isinstance(manifest.get("lists"), dict):
+        return None  # another layout: what it holds is not known
+    temporary = builds_dir / f".tmp-{uuid.uuid4().hex}"
+    try:
+        candidate.rename(temporary)
+    except OSError:  # another export took it first
+        return None
+    os.utime(temporary)
+    (temporary / MANIFEST).unlink(missing_ok=True)
+    logger.debug("static export: rewriting the older build %s in %s", candidate, temporary)
+    return _Build(
+        temporary,
+        base,
+        recycled=True,
+        trusted=base is not None and manifest.get("fingerprint") == fingerprint,
+        small=manifest.get("small", []),
+        lists=manifest["lists"],
+        name=candidate.name,
+    )
+
+
+def _render_passes(build: _Build, key: str, *, should_stop) -> tuple[_Build, str]:
+    """Render ``build`` until a pass saw the live posts unchanged; return it and their key.
+
+    When posts changed during a pass, the next pass rewrites the same folder in place (its
+    lists say what it holds), so only what changed is redone.
+    """
+    for _attempt in range(RENDER_ATTEMPTS):
+        _render_build(build, should_stop=should_stop)
+        after = source_key()
+        if after == key:
+            return build, key
+        key = after
+        build = build.again()
+    raise ExportError(
+        f"the live posts changed during each of {RENDER_ATTEMPTS} renders; trying again later"
+    )
+
+
+def _manifest(build: _Build, *, fingerprint: str, key: str) -> dict:
+    return {
+        "version": RENDER_VERSION,
+        "fingerprint": fingerprint,
+        "source_key": key,
+        "content_hash": build.content_hash,
+        "files": build.files,
+        "small": build.small,
+        "lists": build.lists,
+        "created_at": datetime.now(UTC).isoformat(),
+    }
+
+
+def _result(build: _Build, *, changed: bool, reason: str, folder: Path | None) -> ExportResult:
+    return ExportResult(
+        changed=changed,
+        reason=reason,
+        build=folder,
+        content_hash=build.content_hash,
+        files=build.files,
+        rendered=build.rendered,
+        reused=build.reused,
+    )
+
+
 def export_site(
     root: Path,
     *,
@@ -675,72 +1012,45 @@ def export_site(
     builds_dir = root / BUILDS
     builds_dir.mkdir(parents=True, exist_ok=True)
     base = live if same_shape and not full else None
-    temporaries: list[Path] = []
+    build = _recycle(root, keep=keep, live=live, base=base, fingerprint=fingerprint)
     try:
-        for _attempt in range(RENDER_ATTEMPTS):
+        if build is not None:
+            try:
+                build, key = _render_passes(build, key, should_stop=should_stop)
+            except _DamagedList as damaged:
+                logger.warning("static export: %s; writing a new build instead", damaged)
+                shutil.rmtree(build.folder, ignore_errors=True)
+                build = None
+        if build is None:
             temporary = builds_dir / f".tmp-{uuid.uuid4().hex}"
             temporary.mkdir()
-            temporaries.append(temporary)
-            written = _render_build(temporary, base=base, should_stop=should_stop)
-            after = source_key()
-            if after == key:
-                break
-            # Posts changed while rendering: go again on top of this build, so only what
-            # changed is redone, until a pass sees no change.
-            key, base = after, temporary
-        else:
-            raise ExportError(
-                f"the live posts changed during each of {RENDER_ATTEMPTS} renders; "
-                "trying again later"
-            )
+            build = _Build(temporary, base)
+            build, key = _render_passes(build, key, should_stop=should_stop)
         if should_stop():
             raise _stopped()
+        folder = Path(build.folder)
         if (
             same_shape
             and manifest.get("source_key") == key
-            and manifest.get("content_hash") == written.content_hash
+            and manifest.get("content_hash") == build.content_hash
         ):
-            result = ExportResult(
-                changed=False,
-                reason="the rendered site is the same",
-                build=live,
-                content_hash=written.content_hash,
-                files=written.files,
-                rendered=written.rendered,
-                reused=written.reused,
+            if build.name is not None:
+                # A recycled build now holds what the live one does: back among the old builds.
+                _write_manifest(folder, _manifest(build, fingerprint=fingerprint, key=key))
+                folder.rename(builds_dir / build.name)
+            return _result(
+                build, changed=False, reason="the rendered site is the same", folder=live
             )
-        else:
-            _write_manifest(
-                temporary,
-                {
-                    "version": RENDER_VERSION,
-                    "fingerprint": fingerprint,
-                    "source_key": key,
-                    "content_hash": written.content_hash,
-                    "files": written.files,
-                    "created_at": datetime.now(UTC).isoformat(),
-                },
-            )
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-            build = builds_dir / f"{stamp}-{written.content_hash[:12]}"
-            temporary.rename(build)
-            temporaries.remove(temporary)
-            switch_current(root, build)
-            result = ExportResult(
-                changed=True,
-                reason="exported",
-                build=build,
-                content_hash=written.content_hash,
-                files=written.files,
-                rendered=written.rendered,
-                reused=written.reused,
-            )
+        _write_manifest(folder, _manifest(build, fingerprint=fingerprint, key=key))
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        final = builds_dir / f"{stamp}-{build.content_hash[:12]}"
+        folder.rename(final)
+        switch_current(root, final)
     finally:
-        for leftover in temporaries:
-            shutil.rmtree(leftover, ignore_errors=True)
-    if result.changed:
-        clean_up(root, keep=keep)
-    return result
+        if build is not None and os.path.isdir(build.folder):
+            shutil.rmtree(build.folder, ignore_errors=True)
+    clean_up(root, keep=keep)
+    return _result(build, changed=True, reason="exported", folder=final)
 
 
 _unset_logged = False

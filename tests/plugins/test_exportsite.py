@@ -92,8 +92,8 @@ def test_an_export_killed_half_way_leaves_the_previous_build_serving(tmp_path):
             real_write = static_export._Build.write
             written = []
 
-            def write_then_die(self, relative, content):
-                sha = real_write(self, relative, content)
+            def write_then_die(self, relative, content, **kwargs):
+                sha = real_write(self, relative, content, **kwargs)
                 if relative.startswith("posts/"):
                     written.append(relative)
                     if len(written) == 3:

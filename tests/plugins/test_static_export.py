@@ -255,7 +255,7 @@ def test_nothing_is_rendered_when_nothing_changed_and_a_full_run_keeps_an_identi
     monkeypatch.setattr(
         static_export._Build,
         "write",
-        lambda self, *a: writes.append(a[0]) or real_write(self, *a),
+        lambda self, *a, **kw: writes.append(a[0]) or real_write(self, *a, **kw),
     )
     again = export_site(tmp_path)
     assert not again.changed and writes == [], "unchanged posts: not even rendered"
@@ -325,6 +325,199 @@ def test_pages_are_copied_where_hard_links_are_impossible(tmp_path, monkeypatch)
     kept = f"posts/{posts[1].slug}/index.html"
     assert inode(second.build / kept) != inode(first.build / kept)
     assert (second.build / kept).read_bytes() == (first.build / kept).read_bytes()
+
+
+def identity(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_ino, status.st_ctime_ns
+
+
+def tree(site: Path) -> dict[str, bytes]:
+    """Return every page of a build with its bytes, and every folder (as None)."""
+    return {
+        str(p.relative_to(site)): p.read_bytes() if p.is_file() else None
+        for p in site.rglob("*")
+        if not p.name.startswith(".")
+    }
+
+
+def as_if_fresh(tmp_path: Path) -> dict[str, bytes]:
+    """Return what an export into an empty folder writes for the site as it is now."""
+    return tree(export_site(tmp_path / f"fresh-{len(list(tmp_path.iterdir()))}").build)
+
+
+@override_settings(INSTATIC_POSTS_PER_PAGE=2)
+def test_the_build_before_the_live_one_is_rewritten_in_place_touching_only_what_changed(
+    tmp_path,
+):
+    """keep=2: the build the clean-up would delete is the next build, not a new folder."""
+    root = tmp_path / "site"
+    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(6)]
+    first = export_site(root)
+    edit(posts[0], title="First edit")
+    second = export_site(root)
+    assert builds(root) == sorted([first.build.name, second.build.name])
+    live_before = {
+        name: (inode(second.build / name), (second.build / name).read_bytes())
+        for name in files_of(second.build)
+    }
+    folder = inode(first.build)
+    # A file's inode number alone can come back for a new file; with its change time it cannot.
+    kept_before = {name: identity(first.build / name) for name in files_of(first.build)}
+
+    edit(posts[5], title="Second edit")  # the newest post: index page 1
+    third = export_site(root)
+    assert third.changed and inode(third.build) == folder, "the older build, rewritten"
+    assert builds(root) == sorted([second.build.name, third.build.name])
+    assert {
+        name: (inode(second.build / name), (second.build / name).read_bytes())
+        for name in files_of(second.build)
+    } == live_before, "the live build is never written to (its files are shared by links)"
+    after = {name: identity(third.build / name) for name in files_of(third.build)}
+    touched = {name for name in after if after[name] != kept_before.get(name)}
+    assert touched == {
+        f"posts/{posts[5].slug}/index.html",
+        "index.html",
+        "sitemap-posts.xml",
+        *ALWAYS_RENDERED,
+        f"posts/{posts[0].slug}/index.html",  # changed in the second build: linked from it
+        "page/3/index.html",
+    }
+    assert third.rendered == 1 + 1 + 1 + len(ALWAYS_RENDERED)
+    assert inode(third.build / f"posts/{posts[0].slug}/index.html") == inode(
+        second.build / f"posts/{posts[0].slug}/index.html"
+    )
+    assert tree(third.build) == as_if_fresh(tmp_path)
+
+
+@pytest.mark.parametrize("batch", [1, 100])
+@override_settings(INSTATIC_POSTS_PER_PAGE=2)
+def test_a_rewritten_build_follows_deleted_renamed_swapped_and_new_posts(
+    tmp_path, monkeypatch, batch
+):
+    """Batches of one: a post's page is written before the post that had its slug comes."""
+    monkeypatch.setattr(static_export, "RENDER_BATCH", batch)
+    root = tmp_path / "site"
+    a, b, c, d, e = (
+        make_post(status=Post.Status.PUBLISHED, title=f"Post {n}", slug=f"slug-{n}")
+        for n in "abcde"
+    )
+    export_site(root)
+    edit(e, title="Touched")
+    export_site(root)
+    c.delete()
+    Post.objects.filter(pk=d.pk).update(status=Post.Status.UNPUBLISHED)
+    edit(a, slug="swapping")  # a and b trade slugs
+    edit(b, slug="slug-a")
+    edit(a, slug="slug-b")
+    edit(e, slug="slug-e-renamed")
+    make_post(status=Post.Status.PUBLISHED, title="New", slug="slug-c")  # c's old slug
+    third = export_site(root)
+    assert builds(root)[-1] == third.build.name and len(builds(root)) == 2
+    assert tree(third.build) == as_if_fresh(tmp_path), "nothing stale, nothing missing"
+    assert sorted(p.name for p in (third.build / "posts").iterdir()) == [
+        "slug-a",
+        "slug-b",
+        "slug-c",
+        "slug-e-renamed",
+    ]
+    assert "Post a" in (third.build / "posts/slug-b/index.html").read_text()
+
+
+def test_only_a_build_the_clean_up_would_delete_is_rewritten(tmp_path):
+    """keep=3: the live build and the two before it stay whole; the oldest of three is reused."""
+    post = make_post(status=Post.Status.PUBLISHED, title="v0")
+    made, folders = [], []
+    for version in range(1, 5):
+        edit(post, title=f"v{version}")
+        made.append(export_site(tmp_path, keep=3).build)
+        folders.append(inode(made[-1]))
+    assert len(set(folders[:3])) == 3, "fewer than 3 builds on disk: new folders"
+    assert folders[3] == folders[0], "the oldest of three became the fourth"
+    assert builds(tmp_path) == [build.name for build in made[1:]]
+    for version, build in zip((2, 3, 4), made[1:], strict=True):
+        assert f"v{version}" in (build / "index.html").read_text()
+
+
+def test_after_a_change_of_shape_the_older_build_is_rewritten_page_by_page(tmp_path, settings):
+    """A new time zone: every page rendered again, into the older build's folders."""
+    root = tmp_path / "site"
+    posts = [make_post(status=Post.Status.PUBLISHED) for _ in range(3)]
+    first = export_site(root)
+    edit(posts[0], title="Edited")
+    export_site(root)
+    folder = inode(first.build)
+    settings.TIME_ZONE = "Pacific/Chatham" if settings.TIME_ZONE != "Pacific/Chatham" else "UTC"
+    slugs = [post.slug for post in posts]
+    edit(posts[1], slug="swapping")  # the first two posts trade slugs, the third goes
+    edit(posts[0], slug=slugs[1])
+    edit(posts[1], slug=slugs[0])
+    posts[2].delete()
+    third = export_site(root)
+    assert inode(third.build) == folder and third.reused == 0
+    assert third.rendered == third.files
+    assert tree(third.build) == as_if_fresh(tmp_path)
+    assert sorted(p.name for p in (third.build / "posts").iterdir()) == sorted(slugs[:2])
+
+
+def test_a_full_export_with_the_same_output_puts_the_older_build_back(tmp_path):
+    post = make_post(status=Post.Status.PUBLISHED)
+    make_post(status=Post.Status.PUBLISHED, title="Unchanged")
+    export_site(tmp_path)
+    edit(post, title="Edited")
+    second = export_site(tmp_path)
+    names = builds(tmp_path)
+    full = export_site(tmp_path, full=True)
+    assert not full.changed and full.rendered == full.files
+    assert builds(tmp_path) == names and live(tmp_path) == second.build
+    assert not list((tmp_path / "builds").glob(".tmp-*"))
+    edit(post, title="Edited again")
+    third = export_site(tmp_path)
+    assert third.reused and tree(third.build) == as_if_fresh(tmp_path)
+
+
+def test_slugs_traded_while_the_posts_are_read_lose_no_page(tmp_path, monkeypatch):
+    """Two posts trade slugs after the first pass read them: its list names one file twice.
+
+    The second pass keeps the post whose page is there and must not delete it as the other
+    post's old page.
+    """
+    root = tmp_path / "site"
+    x = make_post(status=Post.Status.PUBLISHED, slug="x")
+    z = make_post(status=Post.Status.PUBLISHED, slug="z")
+    export_site(root)
+    edit(x, title="x, edited")
+    export_site(root)
+    edit(x, title="x, edited again")  # rendered at the end of the first pass; z is kept
+    real_add, traded = static_export._SitemapKeys.add, []
+
+    def trade_once_z_was_read(self, pk, slug, key):
+        real_add(self, pk, slug, key)
+        if pk == z.pk and not traded:
+            traded.append(pk)
+            edit(z, slug="q")
+            edit(x, slug="z")
+
+    monkeypatch.setattr(static_export._SitemapKeys, "add", trade_once_z_was_read)
+    result = export_site(root)
+    assert traded
+    assert "x, edited again" in (result.build / "posts/z/index.html").read_text()
+    assert tree(result.build) == as_if_fresh(tmp_path)
+
+
+def test_an_old_build_with_a_damaged_list_is_not_rewritten_but_replaced(tmp_path, caplog):
+    posts = [make_post(status=Post.Status.PUBLISHED) for _ in range(3)]
+    first = export_site(tmp_path)
+    edit(posts[0], title="One")
+    export_site(tmp_path)
+    listed = first.build / static_export.POSTS_MANIFEST
+    listed.write_text(listed.read_text().splitlines(keepends=True)[0])  # two posts untracked
+    edit(posts[1], title="Two")
+    caplog.set_level(logging.WARNING, logger=static_export.__name__)
+    third = export_site(tmp_path)
+    assert "writing a new build instead" in caplog.text
+    assert tree(third.build) == as_if_fresh(tmp_path)
+    assert len(builds(tmp_path)) == 2
 
 
 def test_old_builds_are_removed_keeping_the_live_one_and_the_one_before(tmp_path):
