@@ -31,9 +31,7 @@ def test_a_process_that_loads_the_test_settings_leaves_its_temporary_folder_empt
 
 
 @pytest.mark.parametrize("server_class", [MariaDBServer, PostgresCluster], ids=["mariadb", "pg"])
-def test_a_throwaway_server_starts_under_the_test_runs_temporary_folder(
-    server_class, monkeypatch
-):
+def test_a_throwaway_server_starts_under_the_test_runs_temporary_folder(server_class, monkeypatch):
     """A test run's TMPDIR is root's, readable but not writable by the server's own user.
 
     The short chaos soak starts its own server from inside a test run: a server that wrote its
