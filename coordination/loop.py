@@ -28,7 +28,7 @@ from coordination.registry import Group, Job
 from coordination.runner import RunPlan, Worker, plan_claimable_together
 from coordination.selectors import declared_by_live_nodes, group_states, runs_awaiting_retry
 from coordination.services import paused_reason
-from coordination.threads import JobThreads, discard_broken_connection, drop_dead_connection
+from coordination.threads import JobThreads, between_runs
 from coordination.waker import Waker
 
 logger = logging.getLogger(__name__)
@@ -497,11 +497,8 @@ class GroupLoop(threading.Thread):
                 worker = self._starting.popleft()
             except IndexError:
                 return
-            drop_dead_connection()
-            try:
+            with between_runs():
                 worker.run()
-            finally:
-                discard_broken_connection()
 
     @staticmethod
     def _due_after_run(job: Job, state: JobState, plan: RunPlan, now: datetime) -> datetime | None:

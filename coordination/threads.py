@@ -10,6 +10,7 @@ import queue
 import select
 import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 
 from django.db import connection
 
@@ -53,6 +54,17 @@ def drop_dead_connection() -> None:
     poller.register(fileno, select.POLLIN)
     if poller.poll(0):
         connection.close()
+
+
+@contextmanager
+def between_runs():
+    """Around one run on a job thread: a connection that died while idle is dropped first, and
+    one the run left broken is discarded after (the thread keeps its connection between runs)."""
+    drop_dead_connection()
+    try:
+        yield
+    finally:
+        discard_broken_connection()
 
 
 #: Most threads (and so database connections) one group's jobs use at once. A thousand jobs
@@ -101,12 +113,11 @@ class JobThreads:
                 connection.close()
                 return
             try:
-                drop_dead_connection()
-                func()
+                with between_runs():
+                    func()
             except Exception:
                 logger.exception("%s: a job run failed outside its own error handling", self.prefix)
             finally:
-                discard_broken_connection()
                 # Idle before done: a run submitted once this one is seen done reuses it.
                 with self._lock:
                     self._idle += 1
