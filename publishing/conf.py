@@ -10,6 +10,11 @@ _DEFAULTS = {
     # Posts published (or unpublished) per transaction of the publish job. A full batch makes
     # the job run again at once, so a backlog drains batch after batch.
     "PUBLISH_BATCH_SIZE": 2000,
+    # Posts per transaction of the backlog job. Bigger: a backlog is overdue already, and each
+    # batch costs a run of the engine (its ledger row, the claim, the commit) besides the
+    # posts; at 10,000 a 100,000-post backlog is ten runs. The posts due now are the publish
+    # job's and never wait for these batches (their rows are not the backlog's).
+    "PUBLISH_BACKLOG_BATCH_SIZE": 10_000,
     # Seconds: a post due longer ago than this is the backlog job's, not the publish job's
     # (publishing.jobs), so a backlog drains beside posts that are due now, never before them.
     "PUBLISH_ON_TIME_WINDOW": 10,

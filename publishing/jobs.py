@@ -25,9 +25,10 @@ import logging
 from datetime import datetime, timedelta
 
 from django.db import connection
-from django.db.models import Value
+from django.db.models import Q, Value
 from django.db.models.functions import Coalesce, Least
 
+from coordination.clock import database_now
 from coordination.models import JobState
 from coordination.registry import JobContext, job
 from coordination.schedules import WhenDue
@@ -55,10 +56,11 @@ def publish_due(ctx: JobContext) -> datetime | None:
     """Publish recently due posts, unpublish and revise one batch; return when next due."""
     batch_size = int(settings.PUBLISH_BATCH_SIZE)
     window = on_time_window()
-    published = services.publish_due(batch_size=batch_size, node=ctx.node, recent=window)
-    unpublished = services.unpublish_due(batch_size=batch_size, node=ctx.node)
-    revised = services.switch_due_revisions(batch_size=batch_size, node=ctx.node)
-    now = published.now
+    # One clock read for the run's three batches (each would read its own otherwise).
+    now = database_now()
+    published = services.publish_due(batch_size=batch_size, node=ctx.node, recent=window, now=now)
+    unpublished = services.unpublish_due(batch_size=batch_size, node=ctx.node, now=now)
+    revised = services.switch_due_revisions(batch_size=batch_size, node=ctx.node, now=now)
     if published.selected or unpublished.selected:
         logger.info(
             "[publish-scheduler] published %d post(s), unpublished %d, %d failed to publish",
@@ -91,7 +93,9 @@ def publish_due(ctx: JobContext) -> datetime | None:
 def publish_backlog(ctx: JobContext) -> datetime | None:
     """Publish one batch of posts due longer ago than the window; return now while more are."""
     published = services.publish_due(
-        batch_size=int(settings.PUBLISH_BATCH_SIZE), node=ctx.node, overdue=on_time_window()
+        batch_size=int(settings.PUBLISH_BACKLOG_BATCH_SIZE),
+        node=ctx.node,
+        overdue=on_time_window(),
     )
     if published.selected:
         logger.info(
@@ -107,13 +111,18 @@ def publish_backlog(ctx: JobContext) -> datetime | None:
 
 
 def _wake_backlog_job(now: datetime) -> None:
-    """Make the backlog job due now, unless it is running (its row is locked by its run).
+    """Make the backlog job due now, unless it is due already or running.
 
-    Never waits for that lock: the publish job must not queue behind a backlog batch, and a
-    running backlog job carries on by itself while a batch comes back full. The leader plans
-    again when this run ends and starts it.
+    While a backlog drains, the backlog job is due already (each full batch returns "now"):
+    then its state row is left alone, because locking it here until this run commits would
+    make the backlog job's next run find its row held and wait (the engine's check that no
+    previous run is alive). Otherwise the row is locked without waiting, skipped when its
+    run holds it: the publish job must not queue behind a backlog batch, and a running
+    backlog job looks for more overdue posts itself before it ends.
     """
     state = JobState.objects.filter(name=services.BACKLOG_JOB)
+    if state.filter(Q(next_due__lte=now) | Q(wake_at__lte=now)).exists():
+        return
     if connection.features.has_select_for_update_skip_locked:
         state = JobState.objects.filter(
             pk__in=list(state.select_for_update(skip_locked=True).values_list("pk", flat=True))

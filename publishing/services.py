@@ -19,6 +19,7 @@ current row.
 """
 
 import logging
+from contextlib import contextmanager
 from dataclasses import astuple, dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -906,21 +907,35 @@ def _record_failure(row: DueRow, message: str, *, node: str, now: datetime) -> b
     return True
 
 
+@contextmanager
+def _batch_transaction(now: datetime | None):
+    """Open a scheduler batch's transaction and yield the database time it runs at.
+
+    Inside a caller's transaction (the publish job runs its three batches in its run's
+    transaction) no savepoint is made: a batch that fails fails the run, which rolls back
+    as a whole, so a savepoint would only add two round trips per batch. ``now`` given by
+    the caller (read once per run) saves reading the clock again.
+    """
+    with transaction.atomic(savepoint=False):
+        yield database_now() if now is None else now
+
+
 def publish_due(
     *,
     batch_size: int | None = None,
     node: str = "",
     recent: timedelta | None = None,
     overdue: timedelta | None = None,
+    now: datetime | None = None,
 ) -> BatchResult:
     """Publish up to ``batch_size`` due scheduled posts in one transaction.
 
     ``recent`` and ``overdue`` choose which due posts (see :func:`select_due_publications`);
-    neither means all of them.
+    neither means all of them. ``now`` is the database time of the caller's transaction when
+    it has read it already (see :func:`_batch_transaction`).
     """
     size = _batch_size(batch_size)
-    with transaction.atomic():
-        now = database_now()
+    with _batch_transaction(now) as now:
         rows = select_due_publications(now=now, batch_size=size, recent=recent, overdue=overdue)
         return publish_selected(rows=rows, now=now, node=node, batch_size=size)
 
@@ -962,11 +977,12 @@ def unpublish_selected(
     )
 
 
-def unpublish_due(*, batch_size: int | None = None, node: str = "") -> BatchResult:
+def unpublish_due(
+    *, batch_size: int | None = None, node: str = "", now: datetime | None = None
+) -> BatchResult:
     """Unpublish up to ``batch_size`` published posts whose unpublish time has passed."""
     size = _batch_size(batch_size)
-    with transaction.atomic():
-        now = database_now()
+    with _batch_transaction(now) as now:
         rows = select_due_unpublications(now=now, batch_size=size)
         return unpublish_selected(rows=rows, now=now, node=node, batch_size=size)
 
@@ -1126,11 +1142,12 @@ def _insert_revision_events(
     )
 
 
-def switch_due_revisions(*, batch_size: int | None = None, node: str = "") -> BatchResult:
+def switch_due_revisions(
+    *, batch_size: int | None = None, node: str = "", now: datetime | None = None
+) -> BatchResult:
     """Switch up to ``batch_size`` due scheduled revisions in one transaction."""
     size = _batch_size(batch_size)
-    with transaction.atomic():
-        now = database_now()
+    with _batch_transaction(now) as now:
         rows, statuses = select_due_revisions(now=now, batch_size=size)
         return switch_selected_revisions(
             rows=rows, post_statuses=statuses, now=now, node=node, batch_size=size

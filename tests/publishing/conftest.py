@@ -181,8 +181,11 @@ def run_publish_job(node: str = "test-node"):
     return run_job(PUBLISH_JOB, node=node)
 
 
-def run_job(name: str, node: str = "test-node"):
-    """Run the job ``name``'s function once, as a leader's tick would; return its answer."""
+def run_job(name: str, node: str = "test-node", slot=None):
+    """Run the job ``name``'s function once, as a leader's tick would; return its answer.
+
+    The slot is the database time unless given (a test counting statements passes one).
+    """
     import logging
 
     from coordination.registry import JobContext, registry
@@ -190,7 +193,7 @@ def run_job(name: str, node: str = "test-node"):
     job = registry.get(name)
     ctx = JobContext(
         job=job,
-        slot=database_now(),
+        slot=database_now() if slot is None else slot,
         node=node,
         logger=logging.getLogger("tests.publishing"),
         deadline=None,

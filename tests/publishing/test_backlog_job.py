@@ -55,7 +55,7 @@ def test_the_publish_job_leaves_overdue_posts_to_the_backlog_job_and_wakes_it():
 
 
 @pytest.mark.django_db
-@override_settings(INSTATIC_PUBLISH_BATCH_SIZE=2)
+@override_settings(INSTATIC_PUBLISH_BACKLOG_BATCH_SIZE=2, INSTATIC_PUBLISH_BATCH_SIZE=1)
 def test_the_backlog_job_drains_newest_first_batch_after_batch():
     posts = [due_post(seconds_ago=100 - i) for i in range(5)]
     recent = due_post(seconds_ago=1)
@@ -125,3 +125,40 @@ def test_one_tick_of_the_engine_publishes_the_backlog_and_the_posts_due_now():
     assert sorted(counts) == sorted(p.pk for p in [*overdue, recent]), "each exactly once"
     jobs = set(JobRun.objects.values_list("job", flat=True))
     assert jobs == {services.PUBLISH_JOB, services.BACKLOG_JOB}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_while_a_backlog_drains_the_publish_job_leaves_the_backlog_jobs_row_unlocked():
+    """The backlog job is due already while it drains: the publish job must not lock its row.
+
+    Locked until the publish job's run committed, the row made the backlog job's next batch
+    find it held and wait (the engine's check that no earlier run is still alive), again and
+    again while on-time posts kept the publish job running.
+    """
+    if not connection.features.has_select_for_update_nowait:
+        pytest.skip("row locks: PostgreSQL, MariaDB")
+    JobState.objects.create(name=services.BACKLOG_JOB, group="publishing", next_due=database_now())
+    overdue = due_post(seconds_ago=60)
+    recent = due_post(seconds_ago=1)
+    ran, checked = threading.Event(), threading.Event()
+
+    def publish_run_not_yet_committed():
+        try:
+            with transaction.atomic():
+                run_job(services.PUBLISH_JOB)
+                ran.set()
+                checked.wait(30)
+        finally:
+            connection.close()
+
+    runner = threading.Thread(target=publish_run_not_yet_committed)
+    runner.start()
+    try:
+        assert ran.wait(20)
+        with transaction.atomic():
+            locked = JobState.objects.select_for_update(nowait=True)
+            assert list(locked.filter(name=services.BACKLOG_JOB).values_list("pk", flat=True))
+    finally:
+        checked.set()
+        runner.join()
+    assert statuses([overdue, recent]) == [S.SCHEDULED, S.PUBLISHED]

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from publishing import services
 from publishing.models import Post, PublishEvent
-from tests.publishing.conftest import due_post, future_post
+from tests.publishing.conftest import due_post, future_post, run_job
 
 pytestmark = pytest.mark.django_db
 
@@ -61,3 +61,52 @@ def test_on_postgresql_the_change_and_its_events_are_one_statement():
     assert statement.lstrip().startswith("WITH changed AS (")
     assert "INSERT INTO" in statement
     assert PublishEvent.objects.filter(post__in=due, kind=K.PUBLISHED).count() == 3
+
+
+@pytest.mark.postgresql
+def test_on_postgresql_a_batch_looks_its_posts_up_by_primary_key_in_a_big_table():
+    """The change reads only the batch's rows, never the whole table.
+
+    With a join to ``unnest(ids)`` PostgreSQL planned a hash join over a sequential scan of
+    every post once the table was big (40 ms of each 2,000-post batch at 100,000 posts).
+    """
+    if connection.vendor != "postgresql":
+        pytest.skip("the one-statement form is PostgreSQL's")
+    now = services.database_now()
+    Post.objects.bulk_create(
+        Post(
+            title=f"Post {i}",
+            slug=f"post-{i}",
+            body="Body.",
+            status=S.SCHEDULED,
+            publish_at=now,
+        )
+        for i in range(30_000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE publishing_post")
+    with CaptureQueriesContext(connection) as captured:
+        assert len(services.publish_due(batch_size=2000).done) == 2000
+    (statement,) = writes(captured)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {statement}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Seq Scan on publishing_post" not in plan, plan
+    assert "publishing_post_pkey" in plan, plan
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_publish_job_reads_the_clock_once_and_makes_no_savepoints():
+    """A publish job run's three batches share its transaction and its clock reading.
+
+    Each savepoint costs two round trips and each clock reading one: nine of a run's
+    statements, which made every run (and so every on-time post) slower while a backlog drained.
+    """
+    post = due_post(seconds_ago=1)
+    with CaptureQueriesContext(connection) as captured:
+        run_job(services.PUBLISH_JOB, slot=post.publish_at)
+    sql = [" ".join(q["sql"].upper().split()) for q in captured.captured_queries]
+    assert not [s for s in sql if "SAVEPOINT" in s], sql
+    clock_reads = [s for s in sql if s.startswith("SELECT") and " FROM " not in s]
+    assert len(clock_reads) == 1, sql
+    assert Post.objects.get(pk=post.pk).status == S.PUBLISHED
