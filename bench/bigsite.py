@@ -7,15 +7,14 @@ process).
 1. Static export (``manage.py exportsite`` in a child process, timed, its peak RSS read from
    ``os.wait4``): a full first export, then two exports each after one post changed, at each
    size of ``BENCH_SITE_SIZES`` (default ``10000,100000`` live posts, ``bulk_create``\\d). The
-   first after the full export has only the live build: it makes a new folder tree and
-   hard-links every unchanged page into it (once in a site's life; measured, not targeted:
-   100,000 folders cost what the filesystem charges for them). From then on (every export of
-   a running site) the build before the live one is rewritten in place: only changed pages
-   are touched. Targets: peak RSS <= 150 MB at every size; the one-change export of a running
-   site <= 5% of the full export's time at 100,000 posts (issue 19; at 10,000 the ~0.75 s of
-   starting the process and Django is already ~5% of the full export: measured, not
-   targeted). ``BENCH_EXPORT_PROFILE=DIR`` runs a third one-change export under cProfile
-   (``DIR/export-<size>.prof``) and prints where its time went.
+   full export ends by preparing a spare build (a hard-linked copy of the new live build,
+   after the switch): its time is part of the full export's and printed beside it. The first
+   export after it rewrites the spare in place, and every later one (a running site) the
+   build before the live one: only changed pages are touched. Targets: peak RSS <= 150 MB at
+   every size; both one-change exports <= 5% of the full export's time at 100,000 posts
+   (issue 19; at 10,000 the ~0.75 s of starting the process and Django is already ~5% of the
+   full export: measured, not targeted). ``BENCH_EXPORT_PROFILE=DIR`` runs a third one-change
+   export under cProfile (``DIR/export-<size>.prof``) and prints where its time went.
 2. Admin pages (Django test client, signed in as a superuser; median of 5 after a warm-up),
    each next to a plain ``SELECT`` of one page of the same rows (ratio): the run ledger with
    ``BENCH_LEDGER_ROWS`` (default 1,000,000) rows and its filters, the post list at the
@@ -32,6 +31,7 @@ templates (``setup_test_environment`` copies every template context, which a ser
 
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -48,6 +48,8 @@ TARGET_PAGE_MS = 300.0
 TARGET_POST_LIST_MS = 200.0
 TARGET_INDEX_MS = 20.0
 PAGE_ROWS = 100  # the admin's list_per_page
+#: The static export's log line when it prepared a spare build for the next export.
+SPARE_LINE = re.compile(r"prepared the spare build \S+ for the next export in ([\d.]+) s")
 
 
 def _sizes() -> list[int]:
@@ -153,8 +155,11 @@ def add_posts(total: int) -> None:
     Post.objects.bulk_create(batch)
 
 
-def export_child(root: Path, env: dict, profile: Path | None = None) -> tuple[float, float, str]:
-    """Run ``manage.py exportsite ROOT``; return (seconds, peak RSS MB, its last line).
+def export_child(
+    root: Path, env: dict, profile: Path | None = None
+) -> tuple[float, float, str, float | None]:
+    """Run ``manage.py exportsite ROOT``; return (seconds, peak RSS MB, its last line, and
+    the seconds it spent preparing a spare build, None if it prepared none).
 
     With ``profile``, under cProfile, its statistics written there.
     """
@@ -173,7 +178,19 @@ def export_child(root: Path, env: dict, profile: Path | None = None) -> tuple[fl
     seconds = time.perf_counter() - start
     if child.returncode != 0:
         raise RuntimeError(f"exportsite failed: {output}")
-    return seconds, usage.ru_maxrss / 1024, output.strip().splitlines()[-1]
+    spare = SPARE_LINE.search(output)
+    return (
+        seconds,
+        usage.ru_maxrss / 1024,
+        output.strip().splitlines()[-1],
+        float(spare.group(1)) if spare else None,
+    )
+
+
+def _spare_note(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f" (of which {seconds:.2f} s preparing the spare build for the next export)"
 
 
 def change_one_post() -> None:
@@ -214,19 +231,22 @@ def measure_export(url: str) -> bool:
                 f"{size} live posts inserted in {time.perf_counter() - started:.1f} s", flush=True
             )
             root = Path(work) / f"site-{size}"
-            full_s, full_mb, full_line = export_child(root, env)
-            print(f"  full export: {full_s:.1f} s, peak RSS {full_mb:.0f} MB: {full_line}")
+            full_s, full_mb, full_line, spare = export_child(root, env)
+            print(
+                f"  full export: {full_s:.1f} s{_spare_note(spare)}, peak RSS {full_mb:.0f} MB:"
+                f" {full_line}"
+            )
             change_one_post()
             first = export_child(root, env)
             print(
-                f"  one change, first after the full export: {first[0]:.2f} s, peak RSS "
-                f"{first[1]:.0f} MB: {first[2]}"
+                f"  one change, first after the full export: {first[0]:.2f} s"
+                f"{_spare_note(first[3])}, peak RSS {first[1]:.0f} MB: {first[2]}"
             )
             change_one_post()
             second = export_child(root, env)
             print(
-                f"  one change, a running site: {second[0]:.2f} s, peak RSS "
-                f"{second[1]:.0f} MB: {second[2]}",
+                f"  one change, a running site: {second[0]:.2f} s{_spare_note(second[3])}, "
+                f"peak RSS {second[1]:.0f} MB: {second[2]}",
                 flush=True,
             )
             rows.append((size, full_s, full_mb, first, second))
@@ -238,13 +258,14 @@ def measure_export(url: str) -> bool:
     print(
         f"\n{'posts':>8} {'full s':>8} {'full MB':>8} {'1st change s':>13} {'ratio':>7}"
         f" {'next change s':>14} {'ratio':>7} {'max MB':>7}   targets: RSS <= "
-        f"{TARGET_RSS_MB:.0f} MB, next change's ratio <= {TARGET_ONE_CHANGE_RATIO:.0%}"
+        f"{TARGET_RSS_MB:.0f} MB, each change's ratio <= {TARGET_ONE_CHANGE_RATIO:.0%}"
     )
     ok = True
     for size, full_s, full_mb, first, second in rows:
         peak = max(full_mb, first[1], second[1])
         targeted = size >= TARGET_RATIO_FROM_POSTS
-        fast = second[0] / full_s <= TARGET_ONE_CHANGE_RATIO or not targeted
+        slowest = max(first[0], second[0])
+        fast = slowest / full_s <= TARGET_ONE_CHANGE_RATIO or not targeted
         hit = peak <= TARGET_RSS_MB and fast
         ok &= hit
         print(

@@ -98,6 +98,8 @@ MANIFEST = ".instatic-export.json"
 POSTS_MANIFEST = ".instatic-export-posts.jsonl"
 PAGES_MANIFEST = ".instatic-export-pages.jsonl"
 SITEMAP_MANIFEST = ".instatic-export-sitemap.jsonl"
+#: A spare build: a hard-linked copy of the live build for the next export to rewrite in place.
+SPARE = ".spare-"
 RENDER_ATTEMPTS = 3
 STALE_TEMP_AGE = timedelta(hours=1)
 #: Rows per fetch while streaming the live posts' ids and versions.
@@ -130,6 +132,7 @@ class ExportResult:
     files: int = 0
     rendered: int = 0
     reused: int = 0
+    spare: Path | None = None
 
 
 def _stamp() -> Cast:
@@ -314,6 +317,33 @@ class _DamagedList(Exception):
     """A recycled build's list cannot be read to its end: what it holds is not known."""
 
 
+def _normal(relative: str) -> str:
+    """Return ``relative`` normalized, refusing a path that leaves the build folder.
+
+    A string check, not Path.resolve(): that costs a system call per path component, per
+    file, and the names come from URLs, not from symlinks inside the build.
+    """
+    normal = os.path.normpath(relative)
+    if os.path.isabs(normal) or normal == ".." or normal.startswith("../"):
+        raise ExportError(f"refusing to write {relative!r} outside the build folder")
+    return normal
+
+
+def _make_parent(folder: str, normal: str) -> None:
+    """Make the folder ``normal`` (a file's path in ``folder``) goes in, if it is missing.
+
+    One ``mkdir`` per file in the common case (a post's own folder), not one per component.
+    """
+    parent = os.path.dirname(normal)
+    if parent:
+        try:
+            os.mkdir(os.path.join(folder, parent))
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            os.makedirs(os.path.join(folder, parent), exist_ok=True)
+
+
 def _file_sha(path: str) -> str:
     with open(path, "rb") as stream:
         return hashlib.sha256(stream.read()).hexdigest()
@@ -454,12 +484,7 @@ class _Build:
         return os.path.join(self.folder, relative)
 
     def _normal(self, relative: str) -> str:
-        # A string check, not Path.resolve(): that costs a system call per path component,
-        # per file, and the names come from URLs, not from symlinks inside the build.
-        normal = os.path.normpath(relative)
-        if os.path.isabs(normal) or normal == ".." or normal.startswith("../"):
-            raise ExportError(f"refusing to write {relative!r} outside the build folder")
-        return normal
+        return _normal(relative)
 
     def _target(self, relative: str, *, in_place: bool) -> str:
         """Return the path to create ``relative`` at: its folder made, no file left there.
@@ -468,14 +493,7 @@ class _Build:
         """
         normal = self._normal(relative)
         path = self.path(normal)
-        parent = os.path.dirname(normal)
-        if parent:
-            try:
-                os.mkdir(self.path(parent))
-            except FileExistsError:
-                pass
-            except FileNotFoundError:
-                os.makedirs(self.path(parent), exist_ok=True)
+        _make_parent(self.folder, normal)
         if self.recycled:
             if not in_place:
                 self._moved_in.add(normal)
@@ -876,13 +894,19 @@ def clean_up(root: Path, *, keep: int) -> list[Path]:
     if not builds_dir.is_dir():
         return []
     live = _live_build(root)
-    builds = sorted(p for p in builds_dir.iterdir() if not p.name.startswith("."))
+    builds = _builds(builds_dir)
     removed = []
     for build in builds[: max(0, len(builds) - keep)]:
         if live is not None and build.resolve() == live:
             continue
         shutil.rmtree(build, ignore_errors=True)
         removed.append(build)
+    # A spare is taken only while fewer than ``keep`` builds exist: beyond that, or a second
+    # one (two exports at once), it would never be used.
+    spares = _spares(builds_dir)
+    for spare in spares if len(builds) - len(removed) >= keep else spares[:-1]:
+        shutil.rmtree(spare, ignore_errors=True)
+        removed.append(spare)
     # Leftovers of an export that crashed (another node may be exporting right now: only old
     # ones go).
     cutoff = time.time() - STALE_TEMP_AGE.total_seconds()
@@ -898,13 +922,91 @@ def clean_up(root: Path, *, keep: int) -> list[Path]:
     return removed
 
 
+def _builds(builds_dir: Path) -> list[Path]:
+    """Return the builds in ``builds_dir``, oldest first (temporaries and spares aside)."""
+    return sorted(p for p in builds_dir.iterdir() if not p.name.startswith("."))
+
+
+def _spares(builds_dir: Path) -> list[Path]:
+    """Return the spare builds in ``builds_dir``, oldest first (normally none or one)."""
+    return sorted(builds_dir.glob(f"{SPARE}*"))
+
+
+def _build_files(build: Path, manifest: dict) -> Iterable[str]:
+    """Yield every file of a complete build, from its manifest: its manifest last."""
+    yield from manifest["small"]
+    for name in manifest["lists"]:
+        with open(build / name, encoding="utf-8") as listed:
+            for line in listed:
+                yield json.loads(line)[1]
+        yield name
+    yield MANIFEST
+
+
+def _prepare_spare(builds_dir: Path, build: Path, *, should_stop) -> Path | None:
+    """Hard-link a copy of the complete ``build`` as the next export's starting point.
+
+    Without a build to rewrite in place (fewer than ``keep`` builds on disk: a site's first
+    export), the next export would make a folder per post and hard-link every page into it:
+    at 100,000 posts that is most of a one-change export's time. Made now, after the switch
+    (the new build already serves), the next export rewrites the spare in place instead.
+    The copy follows the build's lists (a folder and a link per page, no folder read), into
+    a temporary renamed ``.spare-...`` once complete. ``build`` is named by path: were it
+    taken meanwhile (renamed to be rewritten, which a later export does before changing
+    anything in it), the next link fails and no spare is left rather than a mixed one.
+    """
+    temporary = builds_dir / f".tmp-{uuid.uuid4().hex}"
+    try:
+        manifest_text = (build / MANIFEST).read_text()
+        manifest = json.loads(manifest_text)
+        temporary.mkdir()
+        folder, source = str(temporary), str(build)
+        for count, relative in enumerate(_build_files(build, manifest), start=1):
+            if count % CHUNK == 0 and should_stop():
+                shutil.rmtree(temporary, ignore_errors=True)
+                return None
+            normal = _normal(relative)
+            _make_parent(folder, normal)
+            os.link(os.path.join(source, normal), os.path.join(folder, normal))
+        if (build / MANIFEST).read_text() != manifest_text:
+            raise ExportError(f"{build} changed while it was copied")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        spare = builds_dir / f"{SPARE}{stamp}-{uuid.uuid4().hex[:8]}"
+        temporary.rename(spare)
+        return spare
+    except (OSError, ValueError, KeyError, TypeError, ExportError) as exc:
+        logger.warning("static export: no spare build for the next export: %s", exc)
+        shutil.rmtree(temporary, ignore_errors=True)
+        return None
+
+
+def _spare_if_needed(builds_dir: Path, build: Path, *, keep: int, should_stop) -> Path | None:
+    """Prepare a spare copy of the new live ``build`` when the next export would have none.
+
+    The next export rewrites the oldest of ``keep`` builds in place; with fewer builds on
+    disk and no spare it would make a whole new folder tree. Returns the spare, if made.
+    """
+    if len(_builds(builds_dir)) >= keep or _spares(builds_dir):
+        return None
+    started = time.monotonic()
+    spare = _prepare_spare(builds_dir, build, should_stop=should_stop)
+    if spare is not None:
+        logger.info(
+            "static export: prepared the spare build %s for the next export in %.2f s",
+            spare.name,
+            time.monotonic() - started,
+        )
+    return spare
+
+
 def _recycle(
     root: Path, *, keep: int, live: Path | None, base: Path | None, fingerprint: str
 ) -> _Build | None:
     """Take the build the clean-up deletes once this export is live, to write the new one over.
 
     With ``keep`` builds on disk, the oldest one that is not live goes when the new build
-    switches in. Rewritten in place instead, only what changed since it was made is touched:
+    switches in; with fewer, the spare build an earlier export prepared (``_prepare_spare``)
+    is taken instead. Rewritten in place instead, only what changed since it was made is touched:
     no folder of 100,000 hard links to make, none to delete. Its pages are kept as they are
     only when it was rendered as this export renders (same fingerprint, and not a full
     export); otherwise each is replaced, still without making or deleting its folders. It
@@ -912,11 +1014,15 @@ def _recycle(
     anything in it changes. None when there is no such build.
     """
     builds_dir = root / BUILDS
-    builds = sorted(p for p in builds_dir.iterdir() if not p.name.startswith("."))
+    builds = _builds(builds_dir)
     old = [p for p in builds if live is None or p.resolve() != live]
-    if len(builds) < keep or not old:
-        return None
-    candidate = old[0]
+    if len(builds) >= keep and old:
+        candidate = old[0]
+    else:
+        spares = _spares(builds_dir)
+        if not spares:
+            return None
+        candidate = spares[-1]
     try:
         manifest = json.loads((candidate / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -973,7 +1079,9 @@ def _manifest(build: _Build, *, fingerprint: str, key: str) -> dict:
     }
 
 
-def _result(build: _Build, *, changed: bool, reason: str, folder: Path | None) -> ExportResult:
+def _result(
+    build: _Build, *, changed: bool, reason: str, folder: Path | None, spare: Path | None = None
+) -> ExportResult:
     return ExportResult(
         changed=changed,
         reason=reason,
@@ -982,6 +1090,7 @@ def _result(build: _Build, *, changed: bool, reason: str, folder: Path | None) -
         files=build.files,
         rendered=build.rendered,
         reused=build.reused,
+        spare=spare,
     )
 
 
@@ -1050,7 +1159,8 @@ def export_site(
         if build is not None and os.path.isdir(build.folder):
             shutil.rmtree(build.folder, ignore_errors=True)
     clean_up(root, keep=keep)
-    return _result(build, changed=True, reason="exported", folder=final)
+    spare = _spare_if_needed(builds_dir, final, keep=keep, should_stop=should_stop)
+    return _result(build, changed=True, reason="exported", folder=final, spare=spare)
 
 
 _unset_logged = False

@@ -313,12 +313,14 @@ def test_a_failure_mid_export_leaves_the_previous_build_serving(tmp_path, monkey
 
 def test_pages_are_copied_where_hard_links_are_impossible(tmp_path, monkeypatch):
     posts = [make_post(status=Post.Status.PUBLISHED) for _ in range(2)]
-    first = export_site(tmp_path)
 
     def cross_device(source, target):
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
     monkeypatch.setattr(static_export.os, "link", cross_device)
+    first = export_site(tmp_path)
+    assert first.spare is None, "a spare build is made of hard links only"
+    assert not list((tmp_path / "builds").glob(".*")), "nothing is left of it"
     edit(posts[0], title="Changed")
     second = export_site(tmp_path)
     assert second.reused == 1
@@ -388,6 +390,84 @@ def test_the_build_before_the_live_one_is_rewritten_in_place_touching_only_what_
         second.build / f"posts/{posts[0].slug}/index.html"
     )
     assert tree(third.build) == as_if_fresh(tmp_path)
+
+
+@override_settings(INSTATIC_POSTS_PER_PAGE=2)
+def test_the_first_export_leaves_a_spare_build_that_the_next_one_rewrites_in_place(tmp_path):
+    """Without the spare, the next export would make a folder per post and link every page."""
+    root = tmp_path / "site"
+    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(6)]
+    first = export_site(root)
+    spare = first.spare
+    assert spare is not None and spare.parent == root / "builds"
+    assert spare.name.startswith(".spare-") and builds(root) == [first.build.name]
+    assert files_of(spare) == files_of(first.build), "every page, hard-linked"
+    manifest = static_export.MANIFEST
+    assert (spare / manifest).read_bytes() == (first.build / manifest).read_bytes()
+    folder, posts_folder = inode(spare), inode(spare / "posts")
+    live_before = {
+        name: (inode(first.build / name), (first.build / name).read_bytes())
+        for name in files_of(first.build)
+    }
+    kept_before = {name: identity(spare / name) for name in files_of(spare)}
+
+    edit(posts[0], title="Edited")  # the oldest post: the last index page
+    second = export_site(root)
+    assert second.changed and inode(second.build) == folder, "the spare, rewritten in place"
+    assert inode(second.build / "posts") == posts_folder
+    assert second.spare is None and not list((root / "builds").glob(".*"))
+    assert builds(root) == sorted([first.build.name, second.build.name])
+    assert {
+        name: (inode(first.build / name), (first.build / name).read_bytes())
+        for name in files_of(first.build)
+    } == live_before, "the live build is never written to (its files are shared by links)"
+    after = {name: identity(second.build / name) for name in files_of(second.build)}
+    touched = {name for name in after if after[name] != kept_before.get(name)}
+    assert touched == {
+        f"posts/{posts[0].slug}/index.html",
+        "page/3/index.html",
+        "sitemap-posts.xml",
+        *ALWAYS_RENDERED,
+    }
+    assert (second.rendered, second.reused) == (len(touched), second.files - len(touched))
+    assert tree(second.build) == as_if_fresh(tmp_path)
+
+
+def test_a_spare_is_made_only_while_fewer_than_keep_builds_exist(tmp_path):
+    """keep=3: the first two exports leave a spare; from the third on, the oldest is reused."""
+    post = make_post(status=Post.Status.PUBLISHED, title="v0")
+    made = []
+    for version in range(1, 5):
+        edit(post, title=f"v{version}")
+        made.append(export_site(tmp_path, keep=3).spare is not None)
+    assert made == [True, True, False, False]
+    # One left beside ``keep`` builds (``keep`` lowered, two exports at once) is never used.
+    builds_dir = tmp_path / "builds"
+    spare = static_export._prepare_spare(builds_dir, live(tmp_path), should_stop=lambda: False)
+    assert spare is not None and spare.is_dir()
+    assert spare in static_export.clean_up(tmp_path, keep=3) and not spare.exists()
+
+
+def test_no_spare_is_made_of_a_build_taken_while_it_is_copied(tmp_path, monkeypatch, caplog):
+    """A later export renames an older build away before rewriting it: the copy must stop."""
+    for i in range(3):
+        make_post(status=Post.Status.PUBLISHED, title=f"Post {i}")
+    build = export_site(tmp_path, keep=3).build
+    builds_dir = tmp_path / "builds"
+    real_link, linked = os.link, []
+
+    def link_then_take(source, target):
+        real_link(source, target)
+        linked.append(target)
+        if len(linked) == 2:
+            build.rename(builds_dir / ".tmp-taken")
+
+    monkeypatch.setattr(static_export.os, "link", link_then_take)
+    caplog.set_level(logging.WARNING, logger=static_export.__name__)
+    assert static_export._prepare_spare(builds_dir, build, should_stop=lambda: False) is None
+    assert "no spare build" in caplog.text
+    (first_spare,) = builds_dir.glob(".spare-*")  # the first export's, untouched
+    assert sorted(p.name for p in builds_dir.iterdir()) == [first_spare.name, ".tmp-taken"]
 
 
 @pytest.mark.parametrize("batch", [1, 100])
