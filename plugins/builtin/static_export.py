@@ -39,9 +39,15 @@ and rewritten in place: its pages whose key did not change stay as they are, cha
 hard-linked from the live build or rendered, pages the site no longer has are removed. A file
 is never written into, since it may be a hard link shared with the live build: it is unlinked
 and created anew. After a fingerprint change its pages are all replaced, still without making
-or deleting folders. Without such a build (a site's first exports, or ``keep`` not reached)
-the new build is a new folder, unchanged pages hard-linked from the live build (copied where
-links are impossible).
+or deleting folders.
+
+**A spare build.** Fewer than ``keep`` builds (a site's first export) leave nothing to rewrite:
+the next export would make a folder per post and hard-link every page into it, most of its
+time at 100,000 posts. So an export that leaves no such build prepares one after its switch
+(the new build already serves): ``builds/.spare-...``, a hard-linked copy of the new live
+build made from its lists, which nobody serves and the next export rewrites in place like the
+oldest build. Without one (hard links impossible, the copy interrupted) the new build is a new
+folder, unchanged pages hard-linked from the live build (copied where links are impossible).
 
 Post and index pages are rendered with the templates and context of ``publishing.views``
 (the index from the streamed rows, since asking the view for page 9,000 would count and skip
