@@ -146,7 +146,7 @@ def test_the_filesystem_type_is_that_of_the_longest_mount_point_above_the_path()
     mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
     proc_type = next(parts[2] for parts in mounts if parts[1] == "/proc")
     assert checks._filesystem_type(Path("/proc/self")) == proc_type
-    root_type = [parts[2] for parts in mounts if parts[1] == "/"][-1]
+    root_type = next(parts[2] for parts in mounts if parts[1] == "/")
     if proc_type != root_type:
         assert checks._filesystem_type(Path("/")) == root_type
 
