@@ -1,7 +1,8 @@
 """Jobs at several cadences for the chaos soak: each writes an ``Effect`` per slot.
 
-All but one are plugin jobs (the ``plugins`` group); ``lease_tick`` has a group of its own for
-the soak's lease-mode replicas.
+Most are plugin jobs (the ``plugins`` group); ``lease_tick`` has a group of its own for the
+soak's lease-mode replicas, and ``publish_probe`` runs in the ``publishing`` group beside the
+publish jobs.
 
 Whether a slot fails or hangs is decided from the slot itself, so a rerun of the same slot
 behaves the same and the soak stays reproducible.
@@ -94,5 +95,22 @@ def lease_tick(ctx):
 
     Lease mode (``INSTATIC_LOCK_MODE=transaction``) must never share a group with session-lock
     replicas, so this group has its own replicas and no session replica runs it.
+    """
+    _effect(ctx)
+
+
+@job(
+    name="chaosapp.publish_probe",
+    group="publishing",
+    schedule=every(timedelta(seconds=10)),
+    transactional=True,
+)
+def publish_probe(ctx):
+    """Every 10 s in the publishing group: a periodic run beside the publish jobs.
+
+    A run that ends as planned does not make the leader plan again, so a wake-up lost while
+    it runs (a ``NOTIFY`` another query on the lock session read) leaves the leader asleep
+    until this job's next slot. The soak schedules a lone post at these slots and checks that
+    it still goes live on time.
     """
     _effect(ctx)
