@@ -245,12 +245,15 @@ class GroupLoop(threading.Thread):
         """Return True when all that woke the loop is runs finished as planned, whose jobs had
         nothing due behind them, before the last tick's wake-up time: no tick is needed.
 
-        Anything else (a ``NOTIFY``, which ends the sleep without setting the waker; a
-        maintenance request; a run-now; the wake-up time) makes the next pass a full tick. So
-        does every finished run where no wake-up reaches the leader (SQLite polls), and one
-        a second (``REPLAN_WHILE_FINISHING``) at most.
+        Anything else (a ``NOTIFY``, which the lock marks on the waker however it was read:
+        by the sleep or by a job thread's ``still_held()``; a maintenance request; a run-now;
+        the wake-up time) makes the next pass a full tick. So does every finished run where
+        no wake-up reaches the leader (SQLite polls), and one a second
+        (``REPLAN_WHILE_FINISHING``) at most.
         """
-        if self._replan or self._maintenance_requested or not self._wake.is_set():
+        if self._replan or self._maintenance_requested or self._wake.notified:
+            return False
+        if not self._wake.is_set():
             return False
         now = time.monotonic()
         if now >= self._next_tick_mono or not self.lock.listening:
@@ -265,9 +268,13 @@ class GroupLoop(threading.Thread):
         return True
 
     def _between_ticks(self) -> float:
-        """Forget finished workers and check deadlines without a tick; return the sleep left."""
+        """Forget finished workers and check deadlines without a tick; return the sleep left.
+
+        A ``NOTIFY`` marked since the check that chose this pass survives the clear: then
+        the loop does not sleep but ticks at once.
+        """
         self._wake.clear()
-        if not self.lock.keep_alive():
+        if self._wake.notified or not self.lock.keep_alive():
             return 0.0
         self._reap_workers()
         self._check_timeouts()
@@ -388,6 +395,7 @@ class GroupLoop(threading.Thread):
     def tick(self) -> float:
         """Start what is due (one slot per job); return how long to sleep (seconds)."""
         self._wake.clear()
+        self._wake.take_notified()  # this tick reads every state after it
         self._replan = False
         with self._finished_mutex:
             self._finished = []

@@ -13,6 +13,8 @@ import threading
 class Waker:
     def __init__(self):
         self._event = threading.Event()
+        self._notified = False
+        self._notified_mutex = threading.Lock()
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
@@ -26,6 +28,27 @@ class Waker:
             os.write(self._write, b"x")
         except BlockingIOError:
             pass  # the pipe is full, so the reader is awake anyway
+
+    def notify(self) -> None:
+        """Set, and remember that a ``NOTIFY`` did: work may be due that no tick has seen.
+
+        A finished run sets the waker too; only this mark tells the loop that the wake-up
+        needs a full tick (see ``GroupLoop._only_planned_runs_finished``). ``clear()`` keeps
+        it; the tick that reads the states takes it.
+        """
+        with self._notified_mutex:
+            self._notified = True
+        self.set()
+
+    @property
+    def notified(self) -> bool:
+        return self._notified
+
+    def take_notified(self) -> bool:
+        """Return whether a ``NOTIFY`` woke the loop since the last call, and forget it."""
+        with self._notified_mutex:
+            notified, self._notified = self._notified, False
+        return notified
 
     def is_set(self) -> bool:
         return self._event.is_set()

@@ -120,7 +120,7 @@ class PostgresLeaderLock(LeaderLock):
         backlog costs no round trip (``timeout=0`` only looks at what was received).
         """
         if self._waker is not None and any(True for _ in conn.notifies(timeout=0)):
-            self._waker.set()
+            self._waker.notify()
 
     def _release(self) -> bool:
         return self._conn.execute("SELECT pg_advisory_unlock(%s::bigint)", (self.key,)).fetchone()[
@@ -173,12 +173,16 @@ class PostgresLeaderLock(LeaderLock):
                 if remaining <= 0 or conn is not self._conn:
                     return
                 # What this thread's own last query read (the tick's) is in the backlog.
+                # A notification ends the sleep marked as one (``notify()``), so that a run
+                # finishing at the same moment is not taken for all that woke the loop.
                 if any(True for _ in conn.notifies(timeout=0)):
+                    waker.notify()
                     return
                 # Drain what arrived: notifications end the sleep, EOF raises.
                 if waker.wait_with(fileno, remaining) and any(
                     True for _ in conn.notifies(timeout=0.01)
                 ):
+                    waker.notify()
                     return
         except psycopg.Error as exc:
             with self._mutex:

@@ -1,0 +1,102 @@
+"""A ``NOTIFY`` always makes the leader plan again, however it reached the leader.
+
+A leader that hears wake-ups skips the full tick when all that woke it is runs finishing as
+planned (``GroupLoop._only_planned_runs_finished``). A ``NOTIFY`` sets the same waker as a
+finished run when a job thread's ``still_held()`` reads it from the lock session, or when it
+ends the sleep just as a run finishes; taken for a finished run, it was lost, and the post an
+editor had scheduled sooner waited for the next tick (``INSTATIC_NOTIFY_MAX_TICK``, 30 s by
+default). Found by the chaos soak's lateness invariant. Real PostgreSQL lock session, real
+loop; the test drives the loop's steps itself, so what reads the notification is certain.
+"""
+
+import select
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test import override_settings
+
+from coordination import loop as loop_module
+from coordination import services
+from coordination.clock import database_now
+from coordination.registry import JobRegistry, make_job
+from coordination.scheduler import Scheduler
+from tests.coordination.enginekit import centered_every, make_due
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GROUP = "notifytest"
+
+
+def noop(ctx):
+    pass
+
+
+@pytest.fixture
+def leader(monkeypatch):
+    """A loop that leads GROUP, has ticked, and would sleep (its job is due in an hour)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs postgresql: NOTIFY on the lock session")
+    monkeypatch.setattr(loop_module, "REPLAN_WHILE_FINISHING", 3600.0)
+    with override_settings(INSTATIC_NOTIFY_MAX_TICK=600):
+        registry = JobRegistry()
+        job = registry.register(
+            make_job(
+                noop, name=f"{GROUP}.job", group=GROUP, schedule=centered_every(timedelta(hours=1))
+            )
+        )
+        make_due(job, ago=timedelta(hours=-1), group=GROUP)
+        scheduler = Scheduler(groups=[GROUP], node_name="notify-node", registry=registry)
+        scheduler.register()
+        [loop] = scheduler.loops
+        try:
+            assert loop._try_lead(wait=0)
+            assert tick(loop) > 5, "nothing due: the leader would sleep"
+            yield loop, job
+        finally:
+            loop.lock.close()
+            connection.close()
+
+
+def tick(loop) -> float:
+    loop._last_tick_mono = loop_module.time.monotonic()
+    sleep_for = loop.tick()
+    loop._next_tick_mono = loop_module.time.monotonic() + sleep_for
+    return sleep_for
+
+
+def notified_on_the_lock_session(loop, job) -> None:
+    """An editor's change wakes the job; wait until its NOTIFY is on the lock's socket."""
+    with transaction.atomic():
+        services.request_wakeup(job.name, database_now())
+        services.notify_group(GROUP)  # the job is not in the global registry
+    readable, _, _ = select.select([loop.lock._conn.fileno()], [], [], 10)
+    assert readable, "the NOTIFY never reached the lock session"
+
+
+def test_a_notify_read_by_a_job_threads_lock_check_makes_the_leader_tick(leader):
+    loop, job = leader
+    loop.lock.wait_for_wakeup(0, loop._wake)  # the sleep hands the lock its waker
+    notified_on_the_lock_session(loop, job)
+    assert loop.lock.still_held()  # a transactional run's check before its commit
+    assert loop._wake.is_set(), "the check passed the NOTIFY on to the leader"
+    assert not loop._only_planned_runs_finished(), "a NOTIFY needs a full tick"
+
+
+def test_a_notify_that_ends_the_sleep_as_a_run_finishes_makes_the_leader_tick(leader):
+    loop, job = leader
+    notified_on_the_lock_session(loop, job)
+    loop.lock.wait_for_wakeup(30, loop._wake)  # ends on the NOTIFY
+    loop.run_finished(job.name, as_planned=True)  # a run of another job ends meanwhile
+    assert not loop._only_planned_runs_finished(), "a NOTIFY needs a full tick"
+
+
+def test_a_notify_after_the_check_is_not_cleared_by_the_pass_without_a_tick(leader):
+    loop, job = leader
+    loop.run_finished(job.name, as_planned=True)
+    assert loop._only_planned_runs_finished()
+    loop._wake.notify()  # a NOTIFY read just after the check
+    assert loop._between_ticks() == 0, "the loop ticks at once instead of sleeping"
+    assert not loop._only_planned_runs_finished()
+    tick(loop)
+    assert not loop._wake.notified, "the tick took it"
