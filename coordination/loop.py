@@ -251,9 +251,12 @@ class GroupLoop(threading.Thread):
         no wake-up reaches the leader (SQLite polls), and one a second
         (``REPLAN_WHILE_FINISHING``) at most.
         """
-        if self._replan or self._maintenance_requested or self._wake.notified:
-            return False
-        if not self._wake.is_set():
+        if (
+            self._replan
+            or self._maintenance_requested
+            or self._wake.notified
+            or not self._wake.is_set()
+        ):
             return False
         now = time.monotonic()
         if now >= self._next_tick_mono or not self.lock.listening:

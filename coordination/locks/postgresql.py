@@ -52,6 +52,21 @@ def connection_options(application_name: str) -> dict:
     }
 
 
+def _mark_notifications(conn, waker, timeout: float = 0) -> bool:
+    """Read this session's ``NOTIFY``s; if any, mark them on the leader's waker (``notify()``).
+
+    Every path a notification reaches the leader by goes through here: the sleep's own
+    reads, and any other query on the lock session (a job thread's ``still_held()``), since
+    psycopg keeps a notification that arrives during a query in a backlog and the socket the
+    sleep polls then stays quiet. Marked, it makes a full tick, never taken for a finished
+    run. ``timeout=0`` only looks at what was received (no round trip).
+    """
+    if not any(True for _ in conn.notifies(timeout=timeout)):
+        return False
+    waker.notify()
+    return True
+
+
 class PostgresLeaderLock(LeaderLock):
     vendor = "postgresql"
 
@@ -108,19 +123,9 @@ class PostgresLeaderLock(LeaderLock):
                 raise
             # Shutdown's cancel of a lock wait arrived just as this check ran: ask again.
             held = self._conn.execute(query, (classid, objid)).fetchone()[0]
-        self._pass_on_notifications(self._conn)
+        if self._waker is not None:
+            _mark_notifications(self._conn, self._waker)
         return held
-
-    def _pass_on_notifications(self, conn) -> None:
-        """Wake the leader's sleep for a ``NOTIFY`` that a query on this session read.
-
-        psycopg keeps a notification that arrives during a query in a backlog, so the socket
-        the sleep polls stays quiet: a job thread's ``still_held()`` could swallow the wake-up
-        of a post scheduled sooner, and the leader slept on to its timeout. Reading the
-        backlog costs no round trip (``timeout=0`` only looks at what was received).
-        """
-        if self._waker is not None and any(True for _ in conn.notifies(timeout=0)):
-            self._waker.notify()
 
     def _release(self) -> bool:
         return self._conn.execute("SELECT pg_advisory_unlock(%s::bigint)", (self.key,)).fetchone()[
@@ -173,16 +178,12 @@ class PostgresLeaderLock(LeaderLock):
                 if remaining <= 0 or conn is not self._conn:
                     return
                 # What this thread's own last query read (the tick's) is in the backlog.
-                # A notification ends the sleep marked as one (``notify()``), so that a run
-                # finishing at the same moment is not taken for all that woke the loop.
-                if any(True for _ in conn.notifies(timeout=0)):
-                    waker.notify()
+                if _mark_notifications(conn, waker):
                     return
                 # Drain what arrived: notifications end the sleep, EOF raises.
-                if waker.wait_with(fileno, remaining) and any(
-                    True for _ in conn.notifies(timeout=0.01)
+                if waker.wait_with(fileno, remaining) and _mark_notifications(
+                    conn, waker, timeout=0.01
                 ):
-                    waker.notify()
                     return
         except psycopg.Error as exc:
             with self._mutex:
