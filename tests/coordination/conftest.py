@@ -1,7 +1,10 @@
-"""Fixtures shared by the coordination tests (lock holders and lock handles)."""
+"""Fixtures shared by the coordination tests (lock holders and lock handles, a listening leader)."""
 
 import pytest
+from django.db import connection
+from django.test import override_settings
 
+from coordination import loop as loop_module
 from coordination.locks import make_lock
 from tests.coordination.lockholder import Holders
 
@@ -31,3 +34,13 @@ def locks():
     yield make
     for lock in made:
         lock.close()
+
+
+@pytest.fixture
+def listening_leader(monkeypatch):
+    """Only where NOTIFY reaches the leader (PostgreSQL); no safety-net tick during the test."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs postgresql: NOTIFY on the lock session")
+    monkeypatch.setattr(loop_module, "REPLAN_WHILE_FINISHING", 3600.0)
+    with override_settings(INSTATIC_NOTIFY_MAX_TICK=600):
+        yield

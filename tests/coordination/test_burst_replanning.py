@@ -13,10 +13,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
-from django.test import override_settings
 
-from coordination import loop as loop_module
 from coordination import services
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState
@@ -66,16 +63,6 @@ def declare(gates: Gates, count: int) -> tuple[JobRegistry, list]:
         )
         jobs.append(registry.register(job))
     return registry, jobs
-
-
-@pytest.fixture
-def listening_leader(monkeypatch):
-    """Only where NOTIFY reaches the leader; no safety-net tick during the test."""
-    if connection.vendor != "postgresql":
-        pytest.skip("needs postgresql: elsewhere every finished run makes a full tick")
-    monkeypatch.setattr(loop_module, "REPLAN_WHILE_FINISHING", 3600.0)
-    with override_settings(INSTATIC_NOTIFY_MAX_TICK=600):
-        yield
 
 
 def started_scheduler(registry: JobRegistry) -> Scheduler:

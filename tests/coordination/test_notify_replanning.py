@@ -14,7 +14,6 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
-from django.test import override_settings
 
 from coordination import loop as loop_module
 from coordination import services
@@ -33,29 +32,25 @@ def noop(ctx):
 
 
 @pytest.fixture
-def leader(monkeypatch):
+def leader(listening_leader):
     """A loop that leads GROUP, has ticked, and would sleep (its job is due in an hour)."""
-    if connection.vendor != "postgresql":
-        pytest.skip("needs postgresql: NOTIFY on the lock session")
-    monkeypatch.setattr(loop_module, "REPLAN_WHILE_FINISHING", 3600.0)
-    with override_settings(INSTATIC_NOTIFY_MAX_TICK=600):
-        registry = JobRegistry()
-        job = registry.register(
-            make_job(
-                noop, name=f"{GROUP}.job", group=GROUP, schedule=centered_every(timedelta(hours=1))
-            )
+    registry = JobRegistry()
+    job = registry.register(
+        make_job(
+            noop, name=f"{GROUP}.job", group=GROUP, schedule=centered_every(timedelta(hours=1))
         )
-        make_due(job, ago=timedelta(hours=-1), group=GROUP)
-        scheduler = Scheduler(groups=[GROUP], node_name="notify-node", registry=registry)
-        scheduler.register()
-        [loop] = scheduler.loops
-        try:
-            assert loop._try_lead(wait=0)
-            assert tick(loop) > 5, "nothing due: the leader would sleep"
-            yield loop, job
-        finally:
-            loop.lock.close()
-            connection.close()
+    )
+    make_due(job, ago=timedelta(hours=-1), group=GROUP)
+    scheduler = Scheduler(groups=[GROUP], node_name="notify-node", registry=registry)
+    scheduler.register()
+    [loop] = scheduler.loops
+    try:
+        assert loop._try_lead(wait=0)
+        assert tick(loop) > 5, "nothing due: the leader would sleep"
+        yield loop, job
+    finally:
+        loop.lock.close()
+        connection.close()
 
 
 def tick(loop) -> float:

@@ -329,6 +329,11 @@ def test_pages_are_copied_where_hard_links_are_impossible(tmp_path, monkeypatch)
     assert (second.build / kept).read_bytes() == (first.build / kept).read_bytes()
 
 
+def contents(build: Path) -> dict[str, tuple[int, bytes]]:
+    """Each file of a build with its inode and bytes: the live build must keep both."""
+    return {name: (inode(build / name), (build / name).read_bytes()) for name in files_of(build)}
+
+
 def identity(path: Path) -> tuple[int, int]:
     status = path.stat()
     return status.st_ino, status.st_ctime_ns
@@ -359,10 +364,7 @@ def test_the_build_before_the_live_one_is_rewritten_in_place_touching_only_what_
     edit(posts[0], title="First edit")
     second = export_site(root)
     assert builds(root) == sorted([first.build.name, second.build.name])
-    live_before = {
-        name: (inode(second.build / name), (second.build / name).read_bytes())
-        for name in files_of(second.build)
-    }
+    live_before = contents(second.build)
     folder = inode(first.build)
     # A file's inode number alone can come back for a new file; with its change time it cannot.
     kept_before = {name: identity(first.build / name) for name in files_of(first.build)}
@@ -371,10 +373,9 @@ def test_the_build_before_the_live_one_is_rewritten_in_place_touching_only_what_
     third = export_site(root)
     assert third.changed and inode(third.build) == folder, "the older build, rewritten"
     assert builds(root) == sorted([second.build.name, third.build.name])
-    assert {
-        name: (inode(second.build / name), (second.build / name).read_bytes())
-        for name in files_of(second.build)
-    } == live_before, "the live build is never written to (its files are shared by links)"
+    assert contents(second.build) == live_before, (
+        "the live build is never written to (its files are shared by links)"
+    )
     after = {name: identity(third.build / name) for name in files_of(third.build)}
     touched = {name for name in after if after[name] != kept_before.get(name)}
     assert touched == {
@@ -405,10 +406,7 @@ def test_the_first_export_leaves_a_spare_build_that_the_next_one_rewrites_in_pla
     manifest = static_export.MANIFEST
     assert (spare / manifest).read_bytes() == (first.build / manifest).read_bytes()
     folder, posts_folder = inode(spare), inode(spare / "posts")
-    live_before = {
-        name: (inode(first.build / name), (first.build / name).read_bytes())
-        for name in files_of(first.build)
-    }
+    live_before = contents(first.build)
     kept_before = {name: identity(spare / name) for name in files_of(spare)}
 
     edit(posts[0], title="Edited")  # the oldest post: the last index page
@@ -417,10 +415,9 @@ def test_the_first_export_leaves_a_spare_build_that_the_next_one_rewrites_in_pla
     assert inode(second.build / "posts") == posts_folder
     assert second.spare is None and not list((root / "builds").glob(".*"))
     assert builds(root) == sorted([first.build.name, second.build.name])
-    assert {
-        name: (inode(first.build / name), (first.build / name).read_bytes())
-        for name in files_of(first.build)
-    } == live_before, "the live build is never written to (its files are shared by links)"
+    assert contents(first.build) == live_before, (
+        "the live build is never written to (its files are shared by links)"
+    )
     after = {name: identity(second.build / name) for name in files_of(second.build)}
     touched = {name for name in after if after[name] != kept_before.get(name)}
     assert touched == {
