@@ -2,8 +2,23 @@
 
 import pytest
 from django.db import connection
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from tests.support.processes import process_env, start_scheduler
+
+# Property tests are part of ``make test``: the same examples on every run (derandomized, no
+# example database), no per-example deadline (these machines are shared and their speed varies;
+# the properties that are about time measure it themselves).
+hypothesis_settings.register_profile(
+    "instatic",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+hypothesis_settings.load_profile("instatic")
 
 VENDOR_MARKERS = {"postgresql", "mysql", "sqlite"}
 #: Short lease and heartbeat so that freezes resolve in seconds, set as an operator would.
