@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
+from editors.forms import TimeZoneForm
 from editors.models import EditorProfile
 
 User = get_user_model()
@@ -11,6 +12,7 @@ User = get_user_model()
 
 class EditorProfileInline(admin.StackedInline):
     model = EditorProfile
+    form = TimeZoneForm
     can_delete = False
     fields = ["time_zone"]
     verbose_name = verbose_name_plural = "time zone"
