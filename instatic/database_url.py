@@ -92,13 +92,20 @@ def _check_sqlite_file(path: Path, *, variable: str) -> None:
     creates it.
     """
     folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    try:
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        exists = path.exists()
+    except OSError as exc:  # a name too long for the filesystem, a loop of links
+        raise DatabaseUrlError(
+            f"cannot use the SQLite database {path} ({exc.strerror}); point {variable} at a "
+            "writable folder."
+        ) from None
     if not folder.is_dir():
         problem = f"{folder} is a file, not a folder"
     elif not os.access(folder, os.W_OK | os.X_OK):
         problem = f"the folder {folder} is not writable"
-    elif path.exists() and not os.access(path, os.R_OK | os.W_OK):
+    elif exists and not os.access(path, os.R_OK | os.W_OK):
         problem = "the file is not writable"
     else:
         return
