@@ -1,0 +1,75 @@
+"""An interrupted test run leaves nothing running: servers, restarted servers, schedulers.
+
+``tests/support/interrupted_run.py`` starts what the suite's fixtures start, reporting each
+stage; it is interrupted with SIGINT right after each stage, and then no process carrying its
+run marker may be left (``devtools.testsuite.leftovers``, the check every suite run ends with),
+nor its server's folder.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from devtools import pgcluster
+from devtools.servers import RUN_MARKER
+from devtools.testsuite import leftovers, lost_folders
+from tests.support.polling import wait_until
+from tests.support.processes import BASE_DIR
+
+pytestmark = [
+    pytest.mark.multiprocess,
+    pytest.mark.sqlite,  # once per `make test`: it starts a server of its own
+    pytest.mark.skipif(pgcluster.find_bindir() is None, reason="PostgreSQL is not installed"),
+]
+
+
+@pytest.mark.parametrize("stage", ["server", "restarted", "scheduler"])
+def test_sigint_after_each_stage_leaves_nothing_running(stage):
+    """The check finds the run's processes (the server, with its port) until the run ends."""
+    run_id = uuid.uuid4().hex
+    run = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.interrupted_run"],
+        cwd=BASE_DIR,
+        env={**os.environ, RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    seen = []
+    try:
+        for line in run.stdout:
+            seen.append(line)
+            if line.startswith(f"stage {stage}"):
+                break
+        assert seen and seen[-1].startswith(f"stage {stage}"), "".join(seen)
+        _, _, workdir, port = seen[0].split()
+        workdir = Path(workdir)
+        running = leftovers(run_id)
+        assert any(int(port) in process.ports for process in running), running
+        run.send_signal(signal.SIGINT)
+        output = run.communicate(timeout=90)[0]
+        wait_until(lambda: not leftovers(run_id), timeout=15, message=str(leftovers(run_id)))
+        assert not workdir.exists(), output
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+
+
+@pytest.mark.parametrize(
+    ("command", "lost"),
+    [
+        (["mariadbd", "--datadir=/nonexistent/data", "--port=1"], ("/nonexistent/data",)),
+        (["postgres", "-D", "/nonexistent/pg"], ("/nonexistent/pg",)),
+        (["postgres", "-D", "/"], ()),
+        (["manage.py", "runscheduler"], ()),
+    ],
+)
+def test_a_server_whose_folder_is_gone_is_named_so(command, lost):
+    assert lost_folders(command) == lost
