@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from devtools import pgcluster
-from devtools.servers import RUN_MARKER
+from devtools.servers import RUN_MARKER, exited, pid_in
 from devtools.testsuite import leftovers, lost_folders
+from tests.support.interrupted_run import PidFileServer
 from tests.support.polling import wait_until
 from tests.support.processes import BASE_DIR
 
@@ -73,3 +74,22 @@ def test_sigint_after_each_stage_leaves_nothing_running(stage):
 )
 def test_a_server_whose_folder_is_gone_is_named_so(command, lost):
     assert lost_folders(command) == lost
+
+
+def test_a_server_restarted_through_its_handle_is_stopped_by_its_owner():
+    """What a MariaDB restart in a test does: the new process is not the one its owner started."""
+    server = PidFileServer().start()
+    try:
+        env = dict(os.environ)
+        server.export_env(env)
+        restart = (
+            "import os; from tests.support.interrupted_run import PidFileServer; "
+            "server = PidFileServer.from_env(os.environ); server.halt(); server.resume()"
+        )
+        subprocess.run([sys.executable, "-c", restart], env=env, cwd=BASE_DIR, check=True)
+        restarted = pid_in(server.workdir / PidFileServer.pid_file_name)
+        assert restarted is not None and restarted != server.process.pid
+        assert not exited(restarted), "the restarted server outlives the process that started it"
+    finally:
+        server.stop()
+    wait_until(lambda: exited(restarted), timeout=10, message="the restarted server still runs")

@@ -20,8 +20,62 @@ import subprocess
 import sys
 
 from devtools.pgcluster import PostgresCluster
-from devtools.servers import signals_exit
+from devtools.servers import (
+    HandedDown,
+    ServerProcess,
+    free_port,
+    make_workdir,
+    pid_in,
+    signals_exit,
+    stop_pid,
+    wait_for_port,
+)
 from tests.support.processes import BASE_DIR, ManagedProcess, stop_children
+
+#: A TCP server that writes its pid file, as mariadbd does.
+SERVE = (
+    "import os, socket, sys, time; s = socket.socket(); "
+    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+    "s.bind(('127.0.0.1', int(sys.argv[2]))); s.listen(); "
+    "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(3600)"
+)
+
+
+class PidFileServer(HandedDown, ServerProcess):
+    """A real server process with a pid file, restarted the way ``MariaDBServer`` is.
+
+    ``resume()`` on a handle starts a new process that the handle's process owns, not the
+    server's owner: the owner's ``stop()`` must still end it (through the pid file).
+    """
+
+    ENV_VAR = "INSTATIC_TEST_PIDFILE_SERVER"
+    BINARY = "binary"
+    pid_file_name = "server.pid"
+
+    def __init__(self):
+        self.binary, self.port, self.user = sys.executable, free_port(), None
+
+    def start(self) -> "PidFileServer":
+        self.workdir = make_workdir("instatic-pidfile-", None)
+        self.resume()
+        return self
+
+    def resume(self) -> None:
+        pid_file = self.workdir / self.pid_file_name
+        self.process = subprocess.Popen(
+            [self.binary, "-c", SERVE, str(pid_file), str(self.port)], start_new_session=True
+        )
+        wait_for_port(self.port)
+
+    def halt(self) -> None:
+        pid = pid_in(self.workdir / self.pid_file_name)
+        stop_pid(pid)
+        (self.workdir / self.pid_file_name).unlink()
+        self.process = None
+
+    def _adopt(self, binary: str) -> None:
+        self.binary, self.process = binary, None
+
 
 RESTART = (
     "import os; from devtools.pgcluster import PostgresCluster; "
