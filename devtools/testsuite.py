@@ -54,15 +54,17 @@ def run_pytest(label: str, database_url: str | None, args: list[str], cluster=No
     )
     try:
         return pytest.wait()
-    finally:
-        # Still running: the runner was interrupted, and pytest stops what it started first.
-        if pytest.poll() is None:
-            _interrupt(pytest)
+    except KeyboardInterrupt:  # Ctrl-C in a terminal reaches pytest too: let it finish first
+        _interrupt(pytest, grace=10)
+        raise
+    except BaseException:
+        _interrupt(pytest, grace=0)
+        raise
 
 
-def _interrupt(pytest: subprocess.Popen) -> None:
-    """Let ``pytest`` finish its own Ctrl-C (a terminal sends it to both); else send one."""
-    for action, wait in ((None, 10), (signal.SIGINT, 60), (signal.SIGKILL, 10)):
+def _interrupt(pytest: subprocess.Popen, *, grace: float) -> None:
+    """Stop ``pytest``: it stops what it started (SIGTERM, which works where SIGINT is ignored)."""
+    for action, wait in ((None, grace), (signal.SIGTERM, 60), (signal.SIGKILL, 10)):
         if action is not None:
             pytest.send_signal(action)
         try:
@@ -167,10 +169,7 @@ def check_left_behind(label: str, run_id: str, report: Path) -> list[str]:
         time.sleep(0.1)
     problems = [f"{label} run left a process running: {leftover}" for leftover in left]
     for leftover in left:
-        try:
-            stop_pid(leftover.pid, timeout=10)
-        except (TimeoutError, PermissionError):
-            pass
+        stop_quietly(leftover.pid)
     if report.exists():
         problems += [f"{label} run: {line}" for line in report.read_text().splitlines() if line]
         report.unlink()
@@ -178,19 +177,31 @@ def check_left_behind(label: str, run_id: str, report: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    with signals_exit():
-        return run_all(argv)
-
-
-def run_all(argv: list[str]) -> int:
-    in_ci = os.environ.get("CI", "").lower() == "true"
-    only = os.environ.get("INSTATIC_TEST_VENDORS", "sqlite,mysql,postgresql").split(",")
-    failures: list[str] = []
-    left_behind: list[str] = []
     run_id = uuid.uuid4().hex
     os.environ[RUN_MARKER] = run_id  # inherited by the servers, pytest and their children
     report = Path(tempfile.gettempdir()) / f"instatic-test-leaks-{run_id}.txt"
     os.environ[LEAK_REPORT] = str(report)
+    try:
+        with signals_exit():
+            return run_all(argv, run_id, report)
+    finally:  # interrupted or not: nothing of this run outlives it
+        for leftover in leftovers(run_id):
+            stop_quietly(leftover.pid)
+        report.unlink(missing_ok=True)
+
+
+def stop_quietly(pid: int) -> None:
+    try:
+        stop_pid(pid, timeout=10)
+    except (TimeoutError, PermissionError):
+        pass
+
+
+def run_all(argv: list[str], run_id: str, report: Path) -> int:
+    in_ci = os.environ.get("CI", "").lower() == "true"
+    only = os.environ.get("INSTATIC_TEST_VENDORS", "sqlite,mysql,postgresql").split(",")
+    failures: list[str] = []
+    left_behind: list[str] = []
     coverage_report.erase()
 
     if "sqlite" in only:

@@ -93,3 +93,44 @@ def test_a_server_restarted_through_its_handle_is_stopped_by_its_owner():
     finally:
         server.stop()
     wait_until(lambda: exited(restarted), timeout=10, message="the restarted server still runs")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_pytest_interrupted_during_a_test_stops_its_schedulers(sig):
+    """SIGINT (Ctrl-C) or SIGTERM (what devtools.testsuite forwards) ends pytest's processes."""
+    run_id = uuid.uuid4().hex
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            "tests/support/interrupt_target.py",
+        ],
+        cwd=BASE_DIR,
+        env={**os.environ, RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    seen = []
+    try:
+        for line in run.stdout:
+            seen.append(line)
+            if "stage scheduler" in line:
+                break
+        assert "stage scheduler" in seen[-1], "".join(seen)
+        scheduler = int(seen[-1].split()[-1])
+        assert any(process.pid == scheduler for process in leftovers(run_id))
+        run.send_signal(sig)
+        output = run.communicate(timeout=90)[0]
+        assert "KeyboardInterrupt" in output, output
+        wait_until(lambda: not leftovers(run_id), timeout=15, message=str(leftovers(run_id)))
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
