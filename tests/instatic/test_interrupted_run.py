@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,12 +31,36 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("stage", ["server", "restarted", "scheduler"])
-def test_sigint_after_each_stage_leaves_nothing_running(stage):
-    """The check finds the run's processes (the server, with its port) until the run ends."""
+@dataclass
+class MarkedRun:
+    """A process started with a run marker of its own, and the lines it printed so far."""
+
+    run_id: str
+    process: subprocess.Popen
+    lines: list[str]
+
+    def read_until(self, stage: str) -> list[str]:
+        """Return the fields of the ``stage <stage> ...`` line, once the process printed it."""
+        for line in self.process.stdout:
+            self.lines.append(line)
+            if line.startswith(f"stage {stage}"):
+                return line.split()[2:]
+        raise AssertionError(f"never reached stage {stage}:\n{''.join(self.lines)}")
+
+    def interrupt(self, sig: int) -> str:
+        """Send ``sig``; return the rest of the output once the process and its run are gone."""
+        self.process.send_signal(sig)
+        output = self.process.communicate(timeout=90)[0]
+        left = lambda: leftovers(self.run_id)  # noqa: E731
+        wait_until(lambda: not left(), timeout=15, message=f"left running: {left()}")
+        return output
+
+
+@contextmanager
+def marked_run(*args: str):
     run_id = uuid.uuid4().hex
-    run = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.interrupted_run"],
+    process = subprocess.Popen(
+        [sys.executable, *args],
         cwd=BASE_DIR,
         env={**os.environ, RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE,
@@ -42,25 +68,25 @@ def test_sigint_after_each_stage_leaves_nothing_running(stage):
         text=True,
         start_new_session=True,
     )
-    seen = []
     try:
-        for line in run.stdout:
-            seen.append(line)
-            if line.startswith(f"stage {stage}"):
-                break
-        assert seen and seen[-1].startswith(f"stage {stage}"), "".join(seen)
-        _, _, workdir, port = seen[0].split()
-        workdir = Path(workdir)
-        running = leftovers(run_id)
-        assert any(int(port) in process.ports for process in running), running
-        run.send_signal(signal.SIGINT)
-        output = run.communicate(timeout=90)[0]
-        wait_until(lambda: not leftovers(run_id), timeout=15, message=str(leftovers(run_id)))
-        assert not workdir.exists(), output
+        yield MarkedRun(run_id, process, [])
     finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.mark.parametrize("stage", ["server", "restarted", "scheduler"])
+def test_sigint_after_each_stage_leaves_nothing_running(stage):
+    """The check finds the run's processes (the server, with its port) until the run ends."""
+    with marked_run("-m", "tests.support.interrupted_run") as run:
+        workdir, port = run.read_until("server")
+        if stage != "server":
+            run.read_until(stage)
+        running = leftovers(run.run_id)
+        assert any(int(port) in process.ports for process in running), running
+        output = run.interrupt(signal.SIGINT)
+        assert not Path(workdir).exists(), output
 
 
 @pytest.mark.parametrize(
@@ -95,42 +121,14 @@ def test_a_server_restarted_through_its_handle_is_stopped_by_its_owner():
     wait_until(lambda: exited(restarted), timeout=10, message="the restarted server still runs")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_pytest_interrupted_during_a_test_stops_its_schedulers(sig):
-    """SIGINT (Ctrl-C) or SIGTERM (what devtools.testsuite forwards) ends pytest's processes."""
-    run_id = uuid.uuid4().hex
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-s",
-            "-p",
-            "no:cacheprovider",
-            "tests/support/interrupt_target.py",
-        ],
-        cwd=BASE_DIR,
-        env={**os.environ, RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    seen = []
-    try:
-        for line in run.stdout:
-            seen.append(line)
-            if "stage scheduler" in line:
-                break
-        assert "stage scheduler" in seen[-1], "".join(seen)
-        scheduler = int(seen[-1].split()[-1])
-        assert any(process.pid == scheduler for process in leftovers(run_id))
-        run.send_signal(sig)
-        output = run.communicate(timeout=90)[0]
-        assert "KeyboardInterrupt" in output, output
-        wait_until(lambda: not leftovers(run_id), timeout=15, message=str(leftovers(run_id)))
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
+def test_pytest_terminated_during_a_test_stops_its_schedulers():
+    """SIGTERM (what devtools.testsuite forwards) ends pytest as Ctrl-C does, processes and all.
+
+    SIGINT after each stage of a run is tested above; pytest itself would die of SIGTERM at
+    once and leave the test's scheduler running.
+    """
+    target = "tests/support/interrupt_target.py"
+    with marked_run("-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", target) as run:
+        (scheduler,) = run.read_until("scheduler")
+        assert int(scheduler) in {process.pid for process in leftovers(run.run_id)}
+        assert "KeyboardInterrupt" in run.interrupt(signal.SIGTERM)

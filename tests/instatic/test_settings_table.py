@@ -31,7 +31,8 @@ from tests.deploy.support import DEPLOY, production_env
 from tests.instatic.test_settings_env import documented
 from tests.support.processes import BASE_DIR
 
-pytestmark = pytest.mark.multiprocess
+# Once per `make test`: the processes use an SQLite file of their own, whatever the vendor.
+pytestmark = [pytest.mark.multiprocess, pytest.mark.sqlite]
 
 #: (wrong type, out of range) for each parser kind; None where the kind has no such value.
 BAD_VALUES = {

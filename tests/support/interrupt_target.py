@@ -13,5 +13,5 @@ import pytest
 def test_waits_with_a_scheduler_running(schedulers):
     proc = schedulers("interrupt-target", "publishing")
     proc.wait_for_log("running groups", timeout=60)
-    print("stage scheduler", proc.pid, flush=True)
+    print("\nstage scheduler", proc.pid, flush=True)
     threading.Event().wait(600)
