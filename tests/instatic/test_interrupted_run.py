@@ -56,13 +56,29 @@ class MarkedRun:
         return output
 
 
+#: What a test run hands its processes about its own test database and servers: a nested
+#: pytest given these would create, and on its way out destroy, this run's test database.
+THIS_RUNS_OWN = (
+    "INSTATIC_TEST_TMP",
+    "INSTATIC_VAR_DIR",
+    "DATABASE_URL",
+    "INSTATIC_TEST_PG_CLUSTER",
+    "INSTATIC_TEST_MARIADB",
+    "INSTATIC_TEST_LEAK_REPORT",
+)
+
+
 @contextmanager
-def marked_run(*args: str):
+def marked_run(*args: str, separate: bool = False):
+    """Start ``python *args`` with a run marker of its own (``separate``: a run of its own)."""
     run_id = uuid.uuid4().hex
+    env = {**os.environ, RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1"}
+    for name in THIS_RUNS_OWN if separate else ():
+        env.pop(name, None)
     process = subprocess.Popen(
         [sys.executable, *args],
         cwd=BASE_DIR,
-        env={**os.environ, RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1"},
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -128,7 +144,8 @@ def test_pytest_terminated_during_a_test_stops_its_schedulers():
     once and leave the test's scheduler running.
     """
     target = "tests/support/interrupt_target.py"
-    with marked_run("-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", target) as run:
+    args = ("-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", target)
+    with marked_run(*args, separate=True) as run:
         (scheduler,) = run.read_until("scheduler")
         assert int(scheduler) in {process.pid for process in leftovers(run.run_id)}
         assert "KeyboardInterrupt" in run.interrupt(signal.SIGTERM)
