@@ -13,6 +13,9 @@ from pathlib import Path
 # gunicorn loads this file before it puts --chdir on sys.path.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from instatic.logging import gunicorn_logconfig, parse_log_format  # noqa: E402
+from instatic.environment import parse_log_format  # noqa: E402
+from instatic.logging import gunicorn_logconfig  # noqa: E402
 
-logconfig_dict = gunicorn_logconfig(parse_log_format(os.environ.get("INSTATIC_LOG_FORMAT")))
+logconfig_dict = gunicorn_logconfig(
+    parse_log_format("INSTATIC_LOG_FORMAT", os.environ.get("INSTATIC_LOG_FORMAT"))
+)

@@ -9,6 +9,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 
+# A bad setting stops here with one line, like manage.py's, before runscheduler starts.
+python -m instatic.process_options scheduler
 exec python manage.py runscheduler \
     --metrics-port "${INSTATIC_METRICS_PORT:-9100}" \
     --metrics-address "${INSTATIC_METRICS_ADDRESS:-0.0.0.0}" \

@@ -13,6 +13,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 
+# A bad setting stops here with one line (gunicorn would print a traceback per worker).
+python -m instatic.process_options web
 exec gunicorn instatic.wsgi:application \
     --config deploy/gunicorn.conf.py \
     --bind "${INSTATIC_WEB_ADDRESS:-0.0.0.0}:${PORT:-8000}" \

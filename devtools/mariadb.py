@@ -13,11 +13,13 @@ import time
 from pathlib import Path
 
 from devtools.servers import (
+    HandedDown,
     ServerProcess,
+    exited,
     free_port,
-    hand_down,
-    handed_down,
     make_workdir,
+    own,
+    pid_in,
     run_as,
     serve_until_stopped,
     service_user,
@@ -43,10 +45,16 @@ def client_library_available() -> bool:
     return True
 
 
-class MariaDBServer(ServerProcess):
-    """One MariaDB server on 127.0.0.1 with a root user that needs no password over TCP."""
+class MariaDBServer(HandedDown, ServerProcess):
+    """One MariaDB server on 127.0.0.1 with a root user that needs no password over TCP.
+
+    ``stop()`` stops the server its pid file names, so a server a test restarted through a
+    handle (:meth:`from_env`) is stopped by the server's owner too.
+    """
 
     ENV_VAR = "INSTATIC_TEST_MARIADB"
+    BINARY = "server"
+    pid_file_name = "mysqld.pid"
 
     def __init__(self, *, port: int | None = None, bind_address: str = "127.0.0.1", extra_args=()):
         self.server = find_server()
@@ -68,7 +76,23 @@ class MariaDBServer(ServerProcess):
 
     def start(self) -> "MariaDBServer":
         self.workdir = make_workdir("instatic-mariadb-", self.user)
+        own(self)
         install = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
+        try:
+            self._install(install)
+            self._launch()
+            self._sql(
+                "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';"
+                " GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"
+                " CREATE DATABASE IF NOT EXISTS instatic;"
+            )
+            self._load_time_zones()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _install(self, install: str) -> None:
         run_as(
             [
                 install,
@@ -84,18 +108,6 @@ class MariaDBServer(ServerProcess):
             # at a folder the server's user cannot write: give it the server's own folder.
             env={**os.environ, "TMPDIR": str(self.workdir)},
         )
-        self._launch()
-        try:
-            self._sql(
-                "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';"
-                " GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"
-                " CREATE DATABASE IF NOT EXISTS instatic;"
-            )
-            self._load_time_zones()
-        except Exception:
-            self.stop()
-            raise
-        return self
 
     def _launch(self) -> None:
         """Start ``mariadbd`` on the existing data folder and wait until it answers."""
@@ -130,6 +142,7 @@ class MariaDBServer(ServerProcess):
 
     def halt(self) -> None:
         """Stop the server with ``mysqladmin shutdown`` but keep its data (a database outage)."""
+        pid = pid_in(self.workdir / self.pid_file_name)
         admin = shutil.which("mariadb-admin") or shutil.which("mysqladmin")
         subprocess.run(
             [admin, "--no-defaults", f"--socket={self.socket_path}", "-uroot", "shutdown"],
@@ -141,10 +154,9 @@ class MariaDBServer(ServerProcess):
         if self.process is not None:
             self.process.wait(60)
             self.process = None
-        else:  # a handle from from_env(): wait until the pid file is gone
-            deadline = time.monotonic() + 60
-            while Path(f"{self.workdir}/mysqld.pid").exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
+        deadline = time.monotonic() + 60
+        while pid is not None and not exited(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def resume(self) -> None:
         self._launch()
@@ -154,22 +166,9 @@ class MariaDBServer(ServerProcess):
         self.halt()
         self.resume()
 
-    def export_env(self, env: dict) -> None:
-        """Let child processes (tests) restart this server: see :meth:`from_env`."""
-        hand_down(env, self.ENV_VAR, self.server, self.workdir, self.port, self.user)
-
-    @classmethod
-    def from_env(cls, environ) -> "MariaDBServer | None":
-        """Return a handle on the server a parent process started, or ``None``."""
-        fields = handed_down(environ, cls.ENV_VAR)
-        if fields is None:
-            return None
-        server, workdir, port, user = fields
-        handle = cls.__new__(cls)
-        handle.server, handle.workdir, handle.port = server, Path(workdir), int(port)
-        handle.user, handle.process = user or None, None
-        handle.bind_address, handle.extra_args = "127.0.0.1", []
-        return handle
+    def _adopt(self, binary: str) -> None:
+        self.server, self.process = binary, None
+        self.bind_address, self.extra_args = "127.0.0.1", []
 
     def _load_time_zones(self) -> None:
         """Load the zone tables, which Django needs for time-zone-aware date queries on MySQL."""

@@ -8,14 +8,16 @@ until Ctrl-C (it prints its ``DATABASE_URL``).
 import glob
 import os
 import shutil
+import signal
 from pathlib import Path
 
 from devtools.servers import (
+    HandedDown,
+    disown,
     free_port,
-    hand_down,
-    handed_down,
     make_workdir,
-    remove_tree,
+    own,
+    remove_server_folder,
     run_as,
     serve_until_stopped,
     service_user,
@@ -38,8 +40,15 @@ def find_bindir() -> Path | None:
     return None
 
 
-class PostgresCluster:
-    """One PostgreSQL server listening on 127.0.0.1, owned by this process."""
+class PostgresCluster(HandedDown):
+    """One PostgreSQL server listening on 127.0.0.1, owned by this process.
+
+    ``pg_ctl`` finds the server through ``postmaster.pid`` in the data folder, so ``stop()``
+    stops a server that a test restarted through a handle (:meth:`from_env`) as well.
+    """
+
+    ENV_VAR = "INSTATIC_TEST_PG_CLUSTER"
+    BINARY = "bindir"
 
     def __init__(
         self,
@@ -74,6 +83,15 @@ class PostgresCluster:
 
     def start(self) -> "PostgresCluster":
         self.workdir = make_workdir("instatic-pg-", self.user)
+        own(self)
+        try:
+            self._create()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _create(self) -> None:
         run_as(
             [
                 self.bindir / "initdb",
@@ -108,7 +126,6 @@ class PostgresCluster:
             with open(self.datadir / "pg_hba.conf", "a") as f:
                 f.write("\n".join(self.extra_hba) + "\n")
         self._pg_ctl("-l", str(self.workdir / "server.log"), "start")
-        return self
 
     def restart(self, mode: str = "fast") -> None:
         """Restart the server (``pg_ctl restart -m fast`` kills every session)."""
@@ -128,29 +145,18 @@ class PostgresCluster:
             if (self.datadir / "postmaster.pid").exists():
                 self._pg_ctl("-m", mode, "stop")
         except Exception:
-            self._pg_ctl("-m", "immediate", "stop")
+            try:
+                self._pg_ctl("-m", "immediate", "stop")
+            except Exception:
+                pass  # the pid file says what is left to stop, below
         finally:
-            remove_tree(self.workdir)
+            # SIGQUIT: PostgreSQL's immediate shutdown, for a server pg_ctl could not stop.
+            remove_server_folder(self.workdir, self.datadir / "postmaster.pid", sig=signal.SIGQUIT)
             self.workdir = None
+            disown(self)
 
-    ENV_VAR = "INSTATIC_TEST_PG_CLUSTER"
-
-    def export_env(self, env: dict) -> None:
-        """Let child processes (tests) restart this cluster: see :meth:`from_env`."""
-        hand_down(env, self.ENV_VAR, self.bindir, self.workdir, self.port, self.user)
-
-    @classmethod
-    def from_env(cls, environ) -> "PostgresCluster | None":
-        """Return a handle on the cluster a parent process started, or ``None``."""
-        fields = handed_down(environ, cls.ENV_VAR)
-        if fields is None:
-            return None
-        bindir, workdir, port, user = fields
-        cluster = cls.__new__(cls)
-        cluster.bindir, cluster.workdir = Path(bindir), Path(workdir)
-        cluster.port, cluster.user, cluster.extra_conf = int(port), user or None, {}
-        cluster.extra_hba = []
-        return cluster
+    def _adopt(self, binary: str) -> None:
+        self.bindir, self.extra_conf, self.extra_hba = Path(binary), {}, []
 
     def __enter__(self) -> "PostgresCluster":
         return self.start()

@@ -22,7 +22,14 @@ import sys
 import time
 
 from devtools.pgcluster import PostgresCluster
-from devtools.servers import free_port, make_workdir, remove_tree, run_as, serve_until_stopped
+from devtools.servers import (
+    free_port,
+    make_workdir,
+    own,
+    remove_tree,
+    run_as,
+    serve_until_stopped,
+)
 
 STANDBY_NAME = "instatic_standby"
 
@@ -99,6 +106,7 @@ class ReplicatedPair:
         standby = PostgresCluster(port=port or free_port(), extra_conf=of.extra_conf)
         standby.extra_hba = of.extra_hba
         standby.workdir = make_workdir("instatic-pg-standby-", standby.user)
+        own(standby)
         run_as(
             [
                 of.bindir / "pg_basebackup",

@@ -1,5 +1,13 @@
-"""Shared plumbing for throwaway database servers started by tests, benchmarks and demos."""
+"""Shared plumbing for throwaway database servers started by tests, benchmarks and demos.
 
+A server is stopped through the pid file in its data folder, not through the process object
+of whoever started it: a test that restarts the suite's server starts a new process that its
+owner never saw. Every server started in a process is also stopped when that process exits
+(:func:`stop_owned_servers` at exit; :func:`signals_exit` makes SIGTERM an exit that unwinds).
+"""
+
+import atexit
+import contextlib
 import os
 import pwd
 import shutil
@@ -10,6 +18,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+#: Set in the environment of everything one test-suite run starts (servers, pytest, the
+#: processes tests start), so the run can find what it left behind and nothing of another run.
+RUN_MARKER = "INSTATIC_TEST_RUN"
 
 
 def free_port() -> int:
@@ -89,19 +101,156 @@ def terminate(process: subprocess.Popen | None, *, timeout: float = 30.0) -> Non
         process.wait()
 
 
+def exited(pid: int) -> bool:
+    """Return whether ``pid`` has exited (reaping it when it is our child; a zombie counts)."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] in ("Z", "X")
+
+
+def pid_in(pid_file: Path) -> int | None:
+    """Return the pid on the first line of ``pid_file``, or ``None`` when there is none."""
+    try:
+        first = pid_file.read_text().split("\n", 1)[0].strip()
+    except OSError:
+        return None
+    return int(first) if first.isdigit() else None
+
+
+def stop_pid(pid: int, *, timeout: float = 30.0, sig: int = signal.SIGTERM) -> None:
+    """Send ``sig`` to ``pid`` and wait until it exits; SIGKILL it after ``timeout``."""
+    for current, wait in ((sig, timeout), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, current)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if exited(pid):
+                return
+            time.sleep(0.02)
+    raise TimeoutError(f"process {pid} did not exit after SIGKILL")
+
+
+def remove_server_folder(
+    workdir: Path, pid_file: Path | None, *, sig: int = signal.SIGTERM, timeout: float = 30.0
+) -> None:
+    """Stop the process ``pid_file`` names (if any) and remove ``workdir``, until it stays gone.
+
+    A server that was being started when its owner stopped it writes its pid file a moment
+    later, and files it creates meanwhile survive a removal: both are looked for again.
+    """
+    deadline = time.monotonic() + 10.0
+    while True:
+        pid = pid_in(pid_file) if pid_file is not None else None
+        if pid is not None:
+            stop_pid(pid, sig=sig, timeout=timeout)
+        remove_tree(workdir)
+        if not workdir.exists() or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
+
+
+_owned: list = []
+
+
+def own(server) -> None:
+    """Stop ``server`` when this process exits, unless it was stopped before."""
+    if server not in _owned:
+        _owned.append(server)
+
+
+def disown(server) -> None:
+    with contextlib.suppress(ValueError):
+        _owned.remove(server)
+
+
+@atexit.register
+def stop_owned_servers() -> None:
+    """Stop every server this process started and has not stopped (newest first)."""
+    while _owned:
+        server = _owned.pop()
+        try:
+            server.stop()
+        except Exception as exc:  # at exit: report, and go on stopping the others
+            print(f"could not stop {server!r}: {exc}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def signals_exit(*signals: int):
+    """Turn ``signals`` (default SIGTERM, SIGHUP) into ``SystemExit`` so ``with`` blocks unwind."""
+
+    def exit_now(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signals = signals or (signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, exit_now) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class HandedDown:
+    """A server a child process can get a handle on: :meth:`export_env` and :meth:`from_env`.
+
+    The handle carries the server's binary (or binary folder), data folder, port and user;
+    :meth:`_adopt` makes the handle from them. A handle's ``stop()`` works too: servers are
+    stopped through their data folder's pid file.
+    """
+
+    ENV_VAR: str
+    BINARY: str  # the attribute holding the binary
+
+    def export_env(self, env: dict) -> None:
+        """Let child processes (tests) restart this server: see :meth:`from_env`."""
+        hand_down(env, self.ENV_VAR, getattr(self, self.BINARY), self.workdir, self.port, self.user)
+
+    @classmethod
+    def from_env(cls, environ):
+        """Return a handle on the server a parent process started, or ``None``."""
+        fields = handed_down(environ, cls.ENV_VAR)
+        if fields is None:
+            return None
+        binary, workdir, port, user = fields
+        handle = cls.__new__(cls)
+        handle.workdir, handle.port, handle.user = Path(workdir), int(port), user or None
+        handle._adopt(binary)
+        return handle
+
+    def _adopt(self, binary: str) -> None:
+        raise NotImplementedError
+
+
 class ServerProcess:
-    """A server run from a temporary folder: ``stop()`` ends it and removes the folder."""
+    """A server run from a temporary folder: ``stop()`` ends it and removes the folder.
+
+    A subclass with a pid file names it in :attr:`pid_file`; ``stop()`` then stops whichever
+    process the file names (a restarted server's too), else the process it started.
+    """
 
     process: subprocess.Popen | None = None
     workdir: Path | None = None
     stop_timeout = 30.0
+    pid_file_name: str | None = None
 
     def stop(self) -> None:
+        pid_file = (
+            self.workdir / self.pid_file_name if self.workdir and self.pid_file_name else None
+        )
+        pid = pid_in(pid_file) if pid_file is not None else None
+        if pid is not None:
+            stop_pid(pid, timeout=self.stop_timeout)
         terminate(self.process, timeout=self.stop_timeout)
         self.process = None
         if self.workdir is not None:
-            remove_tree(self.workdir)
+            remove_server_folder(self.workdir, pid_file, timeout=self.stop_timeout)
             self.workdir = None
+        disown(self)
 
     def __enter__(self):
         return self.start()

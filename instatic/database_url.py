@@ -1,8 +1,11 @@
 """Turn ``DATABASE_URL`` into a Django ``DATABASES`` entry, or stop with one clear line.
 
 Settings call :func:`database_from_url`; a bad value must not produce a wall of traceback
-from deep inside Django, so the error is a :class:`SystemExit` carrying a message that names
-the variable, the scheme it saw and the schemes Instatic accepts.
+from deep inside Django, so the error is a :class:`~instatic.environment.ConfigurationError`
+whose one line names the variable, what is wrong and the forms Instatic accepts.
+
+Parsing only looks: nothing is created here (``manage.py check`` creates nothing). The folder
+of an SQLite file is created by the first connection to it (:mod:`instatic.sqlite3`).
 """
 
 import importlib
@@ -12,11 +15,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 
+from instatic.environment import ConfigurationError
+
 ACCEPTED_SCHEMES = ("postgres", "postgresql", "sqlite", "mysql")
 _ENGINES = {
     "postgres": "django.db.backends.postgresql",
     "postgresql": "django.db.backends.postgresql",
-    "sqlite": "django.db.backends.sqlite3",
+    "sqlite": "instatic.sqlite3",
     "mysql": "django.db.backends.mysql",
 }
 
@@ -30,12 +35,24 @@ SQLITE_OPTIONS = {
 }
 
 
-class DatabaseUrlError(SystemExit):
+#: What each SQLite option in the URL's query may be, and how it is read.
+SQLITE_OPTION_KINDS = {
+    "timeout": ("a number of seconds of at least 0", "timeout=20"),
+    "transaction_mode": ("DEFERRED, IMMEDIATE or EXCLUSIVE", "transaction_mode=IMMEDIATE"),
+    "init_command": ("SQL run on each new connection", "init_command=PRAGMA%20foreign_keys%3DON"),
+}
+
+
+class DatabaseUrlError(ConfigurationError):
     """A ``DATABASE_URL`` Instatic cannot use; exits the process with its message."""
 
 
+def _scheme(url: str) -> str:
+    return url.partition("://")[0] if "://" in url else ""
+
+
 def _fail(url: str, problem: str) -> DatabaseUrlError:
-    scheme = urlsplit(url).scheme or "(none)"
+    scheme = _scheme(url) or "(none)"
     accepted = ", ".join(f"{s}://" for s in ACCEPTED_SCHEMES)
     return DatabaseUrlError(
         f"DATABASE_URL is invalid ({problem}; scheme {scheme!r}). "
@@ -66,27 +83,70 @@ def _require_mysql_driver() -> None:
         ) from None
 
 
-def _prepare_sqlite_file(path: Path, *, variable: str) -> None:
-    """Create the folder of an SQLite file; stop with one line if it cannot be written.
+def _check_sqlite_file(path: Path, *, variable: str) -> None:
+    """Stop with one line unless an SQLite file at ``path`` can be created or written.
 
     SQLite writes its ``-wal`` and ``-shm`` files (and Instatic its lock file) beside the
-    database, so the folder itself must be writable, not only the file.
+    database, so the folder itself must be writable, not only the file. A folder that does not
+    exist yet is fine when the nearest one that does can be written: the first connection
+    creates it.
     """
-    problem = ""
+    folder = path.parent
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        problem = f"{exc.strerror}: {exc.filename}"
-    else:
-        if not os.access(path.parent, os.W_OK | os.X_OK):
-            problem = f"the folder {path.parent} is not writable"
-        elif path.exists() and not os.access(path, os.R_OK | os.W_OK):
-            problem = "the file is not writable"
-    if problem:
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        exists = path.exists()
+    except OSError as exc:  # a name too long for the filesystem, a loop of links
         raise DatabaseUrlError(
-            f"cannot create the SQLite database {path} ({problem}); point {variable} at a "
-            "writable folder (or fix its permissions)."
-        )
+            f"cannot use the SQLite database {path} ({exc.strerror}); point {variable} at a "
+            "writable folder."
+        ) from None
+    if not folder.is_dir():
+        problem = f"{folder} is a file, not a folder"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        problem = f"the folder {folder} is not writable"
+    elif exists and not os.access(path, os.R_OK | os.W_OK):
+        problem = "the file is not writable"
+    else:
+        return
+    raise DatabaseUrlError(
+        f"cannot create the SQLite database {path} ({problem}); point {variable} at a "
+        "writable folder (or fix its permissions)."
+    )
+
+
+def _sqlite_options(url: str, options: dict) -> dict:
+    """Return the URL's SQLite options checked and typed, over Instatic's defaults."""
+    checked = dict(SQLITE_OPTIONS)
+    for key, value in options.items():
+        text = str(value)
+        if key not in SQLITE_OPTION_KINDS:
+            accepted = ", ".join(SQLITE_OPTION_KINDS)
+            raise DatabaseUrlError(
+                f"DATABASE_URL has the SQLite option {key!r}, which Instatic does not pass on; "
+                f"use {accepted}, e.g. sqlite:///var/instatic.sqlite3?timeout=20"
+            )
+        if key == "timeout":
+            try:
+                value = float(text)
+            except ValueError:
+                value = -1.0
+            if not 0 <= value < float("inf"):
+                raise _bad_option(key, text)
+        elif key == "transaction_mode":
+            value = text.upper()
+            if value not in ("DEFERRED", "IMMEDIATE", "EXCLUSIVE"):
+                raise _bad_option(key, text)
+        checked[key] = value
+    return checked
+
+
+def _bad_option(key: str, text: str) -> DatabaseUrlError:
+    kind, example = SQLITE_OPTION_KINDS[key]
+    return DatabaseUrlError(
+        f"DATABASE_URL has the SQLite option {key}={text!r}, which is not {kind}; use e.g. "
+        f"DATABASE_URL=sqlite:///var/instatic.sqlite3?{example}"
+    )
 
 
 def _split_hosts(url: str) -> tuple[str, list[tuple[str, str]]]:
@@ -118,24 +178,32 @@ def _split_hosts(url: str) -> tuple[str, list[tuple[str, str]]]:
 
 
 def database_from_url(url: str | None, *, default_sqlite_path: Path) -> dict:
-    """Return the ``DATABASES['default']`` dict for ``url`` (``None`` or empty: SQLite file)."""
-    if not url:
-        _prepare_sqlite_file(default_sqlite_path, variable="INSTATIC_VAR_DIR")
+    """Return the ``DATABASES['default']`` dict for ``url`` (``None``: the default SQLite file)."""
+    if url is None:
+        _check_sqlite_file(default_sqlite_path, variable="INSTATIC_VAR_DIR")
         return {
             "ENGINE": _ENGINES["sqlite"],
             "NAME": str(default_sqlite_path),
             "OPTIONS": dict(SQLITE_OPTIONS),
         }
-    scheme = urlsplit(url).scheme
+    if not url.strip():
+        raise DatabaseUrlError(
+            "DATABASE_URL is set but empty; unset it for the default SQLite file "
+            "(INSTATIC_VAR_DIR/instatic.sqlite3) or give a URL, e.g. "
+            "DATABASE_URL=postgres://user:pass@host:5432/instatic"
+        )
+    scheme = _scheme(url)
     if scheme not in ACCEPTED_SCHEMES:
         raise _fail(url, "unsupported scheme")
-    single_host_url, hosts = _split_hosts(url)
+    try:
+        single_host_url, hosts = _split_hosts(url)
+        config = dj_database_url.parse(single_host_url, engine=_ENGINES[scheme])
+    except DatabaseUrlError:
+        raise
+    except Exception as exc:  # urllib and dj-database-url raise assorted errors for bad URLs
+        raise _fail(url, f"cannot parse it: {exc}") from None
     if hosts and _ENGINES[scheme] != _ENGINES["postgres"]:
         raise _fail(url, "a list of hosts works with postgres:// only")
-    try:
-        config = dj_database_url.parse(single_host_url, engine=_ENGINES[scheme])
-    except Exception as exc:  # dj-database-url raises assorted errors for malformed URLs
-        raise _fail(url, f"cannot parse it: {exc}") from None
     if scheme != "sqlite" and not config.get("NAME"):
         raise _fail(url, "no database name in the path")
     if hosts:
@@ -149,8 +217,14 @@ def database_from_url(url: str | None, *, default_sqlite_path: Path) -> dict:
         # ":memory:", which no other process can share.
         if urlsplit(url).netloc or name in ("", ":memory:"):
             raise _in_memory(url)
-        _prepare_sqlite_file(Path(name), variable="DATABASE_URL")
-        options = config.setdefault("OPTIONS", {})
-        for key, value in SQLITE_OPTIONS.items():
-            options.setdefault(key, value)
+        if "\0" in name:
+            raise _fail(url, "a NUL character in the file name")
+        _check_sqlite_file(Path(name), variable="DATABASE_URL")
+        config["OPTIONS"] = _sqlite_options(url, config.get("OPTIONS") or {})
     return config
+
+
+def parse_database_url(name: str, value: str | None, *, default_sqlite_path: Path) -> dict:
+    """Return the database of ``DATABASE_URL`` (``name``), as the settings' other parsers do."""
+    assert name == "DATABASE_URL", name
+    return database_from_url(value, default_sqlite_path=default_sqlite_path)

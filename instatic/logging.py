@@ -28,7 +28,6 @@ from datetime import UTC, datetime
 from coordination.logcontext import current as current_job
 
 CONTEXT_FIELDS = ("node", "group", "job", "slot", "run_id", "event")
-LOG_FORMATS = ("text", "json")
 #: gunicorn's access-log atoms (``%(h)s`` ...) and the JSON fields they become.
 ACCESS_FIELDS = {
     "h": "remote",
@@ -41,20 +40,6 @@ ACCESS_FIELDS = {
     "f": "referer",
     "a": "user_agent",
 }
-
-
-def parse_log_format(value: str | None) -> str:
-    """Return ``INSTATIC_LOG_FORMAT`` checked: ``text`` (unset) or ``json``; exit otherwise.
-
-    Django's settings and gunicorn's config file both call this, so they cannot disagree.
-    """
-    log_format = (value or "text").strip().lower()
-    if log_format not in LOG_FORMATS:
-        raise SystemExit(
-            f"INSTATIC_LOG_FORMAT={log_format!r} is not a log format; use text (the default) "
-            "or json."
-        )
-    return log_format
 
 
 def gunicorn_logconfig(log_format: str) -> dict:

@@ -74,3 +74,28 @@ def browser(monkeypatch):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with chromium() as browser:
         yield browser
+
+
+# Nothing a run started outlives it (tests/support/processes.py, devtools/testsuite.py).
+def pytest_configure(config):
+    from tests.support.processes import interrupt_on_sigterm
+
+    interrupt_on_sigterm()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    """Stop every process the tests started before anything else is torn down."""
+    from tests.support.processes import stop_children
+
+    stop_children()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test databases; report sessions still open on them before they go."""
+    from tests.support.databases import report_sessions_left
+
+    yield
+    with django_db_blocker.unblock():
+        report_sessions_left()

@@ -20,6 +20,21 @@ from tests.support.polling import wait_until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def end_job_threads(scheduler) -> None:
+    """Wait until the job threads of a stopped scheduler have closed their connections and ended.
+
+    A run that outlived the grace period finishes after the loop stopped, on a thread the loop
+    no longer ends; its connection would keep the test database busy until the process exits.
+    """
+
+    def ended():
+        for loop in scheduler.loops:
+            loop.job_threads.shutdown()
+        return not any(t.name.startswith("jobs:") and t.is_alive() for t in threading.enumerate())
+
+    wait_until(ended, timeout=15, interval=0.05)
+
+
 def loop_log(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "coordination.loop"]
 
@@ -61,6 +76,7 @@ def test_a_run_that_outlives_the_shutdown_grace_is_abandoned_with_the_reason(cap
         scheduler.stop()
         scheduler.wait()
         scheduler.finish()
+        end_job_threads(scheduler)
 
     run = JobRun.objects.get(job=job.name)
     assert (run.slot, run.status) == (slot, "abandoned")

@@ -14,8 +14,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from devtools.servers import RUN_MARKER
 from tests.support.polling import wait_until
-from tests.support.processes import BASE_DIR, process_env
+from tests.support.processes import BASE_DIR, process_env, track
 
 DEPLOY = BASE_DIR / "deploy"
 VENV_BIN = Path(sys.executable).parent
@@ -35,6 +36,8 @@ def production_env(**extra: str) -> dict:
         for k, v in os.environ.items()
         if not k.startswith(("DJANGO_", "INSTATIC_")) and k != "DATABASE_URL"
     }
+    if RUN_MARKER in os.environ:  # not a setting: it marks what this test run started
+        env[RUN_MARKER] = os.environ[RUN_MARKER]
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONUNBUFFERED"] = "1"
     env.update({k: str(v) for k, v in extra.items()})
@@ -57,6 +60,7 @@ class ScriptProcess:
             # Its own process group, so stop() also ends whatever a broken script left behind.
             start_new_session=True,
         )
+        track(self.process)
 
     @property
     def pid(self) -> int:

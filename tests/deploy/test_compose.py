@@ -43,7 +43,7 @@ def services(compose):
 def settings_variables() -> set[str]:
     """Return every environment variable ``instatic/settings.py`` reads."""
     text = (BASE_DIR / "instatic" / "settings.py").read_text()
-    return set(re.findall(r"""(?:os\.environ\.get|_env_\w+)\(\s*["'](\w+)["']""", text))
+    return set(re.findall(r"""_env\(\s*\w+,\s*["'](\w+)["']""", text))
 
 
 def script_variables() -> set[str]:

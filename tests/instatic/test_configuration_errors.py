@@ -131,3 +131,36 @@ def test_hsts_subdomains_and_preload_are_settings(tmp_path):
 def test_a_generated_key_passes(tmp_path):
     key = secrets.token_urlsafe(50)
     assert settings_value(tmp_path, "len(settings.SECRET_KEY)", DJANGO_SECRET_KEY=key) == "67"
+
+
+# --- values that used to end in a traceback -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "problem", "example"),
+    [
+        ("INSTATIC_TIME_ZONE", "Mars/Olympus", "not a known time zone", "=Europe/Paris"),
+        ("INSTATIC_LOG_LEVEL", "LOUD", "not a log level", "=WARNING"),
+        ("DATABASE_URL", "postgres://u:p@[::1:5432/db", "Invalid IPv6 URL", "postgres://user:"),
+        ("DATABASE_URL", "sqlite:///var/x.db?timeout=abc", "timeout='abc'", "?timeout=20"),
+        ("DATABASE_URL", "sqlite:///var/x.db?timeot=5", "'timeot'", "?timeout=20"),
+        ("INSTATIC_LOCK_MODE", "transacton", "not one of session, transaction", "=transaction"),
+    ],
+)
+def test_a_bad_value_is_one_line_with_the_problem_and_an_example(
+    tmp_path, variable, value, problem, example
+):
+    line = one_clear_line(manage("check", **production(tmp_path, **{variable: value})))
+    assert line.startswith(variable), line
+    assert problem in line and example in line, line
+
+
+def test_check_creates_no_sqlite_folder_and_migrate_does(tmp_path):
+    folder = tmp_path / "x" / "y"
+    env = production(tmp_path, DATABASE_URL=f"sqlite:///{folder}/site.sqlite3")
+    result = manage("check", **env)
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "x").exists(), "check created the database's folder"
+    result = manage("migrate", "-v", "0", **env)
+    assert result.returncode == 0, result.stderr
+    assert (folder / "site.sqlite3").is_file()

@@ -36,3 +36,27 @@ def other_sessions() -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(_OTHER_SESSIONS_SQL[connection.vendor])
         return list(cursor.fetchall())
+
+
+#: A file (named by the test runner) that gets one line per session left on the test database.
+LEAK_REPORT = "INSTATIC_TEST_LEAK_REPORT"
+
+
+def report_sessions_left() -> list[tuple]:
+    """Report the sessions still on the test database when the suite is done with it.
+
+    Called just before the test database is destroyed: any session left then is a connection
+    a test (or a thread it started) did not close, which makes PostgreSQL refuse to drop the
+    database ("being accessed by other users"). Each one is written to the file
+    ``INSTATIC_TEST_LEAK_REPORT`` names, which ``devtools.testsuite`` turns into a failed run.
+    """
+    if connection.vendor not in _OTHER_SESSIONS_SQL:
+        return []
+    left = other_sessions()
+    connection.close()
+    path = os.environ.get(LEAK_REPORT)
+    lines = [f"a session on the test database is still open: {row!r}" for row in left]
+    if path and lines:
+        with open(path, "a") as report:
+            report.write("".join(line + "\n" for line in lines))
+    return left

@@ -2,8 +2,15 @@
 
 Each process logs to its own file; tests read the log and the database, signal the process for
 real (SIGKILL, SIGSTOP/SIGCONT, SIGTERM) and always clean up, even when the test fails.
+
+Every process starts in a process group of its own (so a Ctrl-C meant for pytest reaches
+pytest alone, which then stops them in order) and is tracked: :func:`stop_children` ends
+whatever is still running, group and all, at the end of the session, at exit, and when pytest
+is interrupted by SIGINT or SIGTERM (:func:`interrupt_on_sigterm`).
 """
 
+import atexit
+import contextlib
 import os
 import re
 import signal
@@ -35,6 +42,52 @@ def database_url() -> str:
     return f"{scheme}://{auth}@{host}{port}/{s['NAME']}"
 
 
+_children: list[subprocess.Popen] = []
+
+
+def track(process: subprocess.Popen) -> subprocess.Popen:
+    """Have :func:`stop_children` end ``process`` (started with ``start_new_session=True``)."""
+    _children.append(process)
+    return process
+
+
+def kill_group(process: subprocess.Popen, *, timeout: float = 10.0) -> None:
+    """SIGTERM ``process``'s group, SIGKILL it after ``timeout``, and reap ``process``."""
+    for sig, wait in ((signal.SIGCONT, 0), (signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(wait)
+        if sig != signal.SIGCONT and not _group_alive(process.pid):
+            return
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+@atexit.register
+def stop_children() -> None:
+    """End every tracked process (and its process group) that is still running."""
+    while _children:
+        process = _children.pop()
+        if process.poll() is None or _group_alive(process.pid):
+            kill_group(process)
+
+
+def interrupt_on_sigterm() -> None:
+    """Make SIGTERM interrupt pytest as Ctrl-C does, so its teardown stops what it started."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def process_env(**extra: str) -> dict:
     env = dict(os.environ)
     env.update(
@@ -61,7 +114,9 @@ class ManagedProcess:
             env=env or process_env(),
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
+        track(self.process)
         self.paused = False
 
     @property
@@ -104,6 +159,10 @@ class ManagedProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if _group_alive(self.pid):  # something it started outlived it
+            kill_group(self.process)
+        with contextlib.suppress(ValueError):
+            _children.remove(self.process)
         self._log.close()
         return self.process.returncode
 
