@@ -38,6 +38,7 @@ from publishing import previews
 from publishing.conf import settings
 from publishing.exceptions import (
     EditConflict,
+    InvalidContent,
     InvalidSchedule,
     InvalidTransition,
     NotPublishable,
@@ -46,7 +47,13 @@ from publishing.history import local_time, stored_time
 from publishing.models import Post, PostRevision, PublishEvent
 from publishing.rendering import render
 from publishing.setbased import ConcurrentChange, DueChange, SetAside, change_due_posts
-from publishing.validation import publish_problems, schedule_problems, time_problems
+from publishing.validation import (
+    body_text_problems,
+    publish_problems,
+    schedule_problems,
+    text_problems,
+    time_problems,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -210,8 +217,16 @@ def _check_times(post: Post) -> None:
         raise InvalidSchedule(errors)
 
 
+def _check_text(post: Post) -> None:
+    """Refuse a title, slug or body holding characters no page can carry, naming the field."""
+    errors = text_problems(title=post.title, slug=post.slug, body=post.body)
+    if errors:
+        raise InvalidContent(errors)
+
+
 def _check_publishable(post: Post) -> None:
     problems = publish_problems(title=post.title, slug=post.slug, body_length=len(post.body))
+    problems += body_text_problems(post.body)
     if problems:
         raise NotPublishable(problems)
 
@@ -226,9 +241,11 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
     the actions below, so a stale admin form cannot undo a publish. Drafts and unpublished
     posts keep their planned times; a scheduled post's times change through
     :func:`reschedule_post`. Saving clears a failed publish, so the job tries the post again.
-    Planned times kept on a draft must still be ones every time zone can show. The body is
+    Planned times kept on a draft must still be ones every time zone can show, and the text
+    may hold no character a page or feed cannot carry (:class:`InvalidContent`). The body is
     rendered here, outside the transaction, and stored: page views never render Markdown.
     """
+    _check_text(post)
     post.body_html, post.excerpt = astuple(render(post.body))
     with transaction.atomic():
         if post._state.adding:
@@ -577,7 +594,8 @@ def _live_post_for_revisions(current: Post, action: str) -> None:
 
 def revision_problems(*, post: Post, title: str, body: str) -> list[str]:
     """Return why a revision with this title and body could not go live (empty when it can)."""
-    return publish_problems(title=title, slug=post.slug, body_length=len(body.strip()))
+    problems = publish_problems(title=title, slug=post.slug, body_length=len(body.strip()))
+    return problems + body_text_problems(body)
 
 
 def schedule_revision(
