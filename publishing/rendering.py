@@ -307,16 +307,16 @@ def render_markdown(text: str) -> SafeString:
     The result of the last few bodies is kept (:func:`_rendered`), so that checking a body
     in the editor's form and saving it render it once.
     """
-    rendered = _rendered(text, bool(settings.ALLOW_EXTERNAL_IMAGES))
-    if isinstance(rendered, RenderError):
-        raise rendered
+    sanitized, problem = _rendered(text, bool(settings.ALLOW_EXTERNAL_IMAGES))
+    if problem:
+        raise RenderError(problem)
     # Safe: nh3 has removed everything outside the allow-lists.
-    return mark_safe(rendered)
+    return mark_safe(sanitized)
 
 
 @lru_cache(maxsize=4)
-def _rendered(text: str, allow_external_images: bool) -> str | RenderError:
-    """Return ``text`` as sanitized HTML, or the :class:`RenderError` saying why it cannot be.
+def _rendered(text: str, allow_external_images: bool) -> tuple[str, str]:
+    """Return ``text`` as sanitized HTML and "", or "" and why it cannot be rendered.
 
     Keyed by the setting that changes the output too. A handful of bodies: the ones being
     checked and saved right now (a 200,000-character body and its HTML are about a megabyte).
@@ -327,8 +327,8 @@ def _rendered(text: str, allow_external_images: bool) -> str | RenderError:
         sanitized = sanitize(markup)
         check_depth(sanitized)
     except RenderError as exc:
-        return exc
-    return sanitized
+        return "", str(exc)
+    return sanitized, ""
 
 
 def render_body(text: str) -> SafeString:
