@@ -203,6 +203,7 @@ def revision_diff(
         )
     if len(lines) > MAX_SHOWN_LINES:
         lines = lines[:MAX_SHOWN_LINES]
+        lines.append(DiffLine("hunk", f"… {TOO_LARGE.lower()}: the rest is not shown."))
         notes.append(f"only the first {MAX_SHOWN_LINES:,} lines of the diff are shown")
     if notes:
         lines.insert(0, DiffLine("hunk", f"{TOO_LARGE}: {'; '.join(notes)}."))

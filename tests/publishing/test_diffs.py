@@ -157,11 +157,12 @@ def test_the_largest_bodies_compare_in_about_the_time_of_a_one_line_change():
     baseline = min(timed(*one_change)[0] for _ in range(3))
     elapsed, lines = min((timed(*many_changes) for _ in range(3)), key=lambda run: run[0])
     assert elapsed < 30 * max(baseline, 0.005), (elapsed, baseline)
-    assert len(lines) <= diffs.MAX_SHOWN_LINES + 1
+    assert len(lines) == diffs.MAX_SHOWN_LINES + 2
     assert lines[0] == DiffLine(
         "hunk", "Too large to compare in full: only the first 2,000 lines of the diff are shown."
     )
-    read, _ = patched(sides(*many_changes)[0], lines[1:])
+    assert lines[-1] == DiffLine("hunk", "… too large to compare in full: the rest is not shown.")
+    read, _ = patched(sides(*many_changes)[0], [line for line in lines if line.kind != "hunk"])
     assert read == sides(*many_changes)[0], "what is shown is a correct start of the diff"
 
 
