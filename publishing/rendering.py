@@ -13,7 +13,8 @@ built, which can be far deeper than the body's tags say (a formatting element's 
 inside a block nests copies around it). That parser also takes time with the square of the
 depth it builds and copies formatting elements left open into every later block, so before
 it runs :func:`check_nesting` refuses, in one pass over the tags, bodies that could nest or
-copy without bound. Either refusal is a :class:`RenderError`: the admin form says so, and a
+copy without bound (a body without a "<", Markdown alone, renders to well-formed HTML, whose
+depth is counted directly). Either refusal is a :class:`RenderError`: the admin form says so, and a
 body written some other way is shown as text. Checking a body in the form and saving it
 render it once (the last few results are kept, :func:`_rendered`).
 
@@ -153,6 +154,12 @@ MAX_ELEMENTS = 50_000
 MAX_COPIED_MARKUP = 400_000
 
 
+def check_size(fragment: str) -> None:
+    """Raise :class:`RenderError` if ``fragment`` may make more than :data:`MAX_ELEMENTS`."""
+    if fragment.count("<") > 2 * MAX_ELEMENTS:
+        raise RenderError(f"the body makes more than {MAX_ELEMENTS:,} HTML elements")
+
+
 def check_nesting(
     fragment: str, *, limit: int = MAX_NESTING, max_copied: int = MAX_COPIED_MARKUP
 ) -> None:
@@ -168,8 +175,7 @@ def check_nesting(
     copied, is refused. The depth of the tree actually built is checked on the sanitized
     output (:func:`check_depth`).
     """
-    if fragment.count("<") > 2 * MAX_ELEMENTS:
-        raise RenderError(f"the body makes more than {MAX_ELEMENTS:,} HTML elements")
+    check_size(fragment)
     names: list[str] = []  # the open elements, outermost first
     sizes: list[int] = []  # each one's start tag length if it is a formatting element, else 0
     open_formatting = 0  # characters of the formatting start tags open
@@ -323,7 +329,13 @@ def _rendered(text: str, allow_external_images: bool) -> tuple[str, str]:
     """
     markup = markdown_to_html(text)
     try:
-        check_nesting(markup)
+        if "<" in text:
+            check_nesting(markup)
+        else:
+            # Markdown alone (no raw HTML, no autolink) renders to well-formed HTML, which
+            # the sanitizer's parser builds as written: its depth is counted as for the output.
+            check_size(markup)
+            check_depth(markup)
         sanitized = sanitize(markup)
         check_depth(sanitized)
     except RenderError as exc:
