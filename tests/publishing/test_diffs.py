@@ -197,3 +197,15 @@ def test_the_compare_page_of_the_largest_bodies_says_it_is_too_large(as_editor):
     text = page.content.decode()
     assert "Too large to compare in full" in text
     assert text.count('<div class="added">') <= diffs.MAX_SHOWN_LINES
+
+
+def test_bodies_longer_than_any_the_editor_accepts_are_compared_in_part():
+    old = "x\n" * (diffs.MAX_COMPARED_CHARS // 2 + 10)
+    lines = revision_diff(old_title="T", old_body=old, new_title="T", new_body=old + "tail")
+    assert lines == [
+        DiffLine(
+            "hunk",
+            "Too large to compare in full: only the first 250,000 characters of each body are "
+            "compared.",
+        )
+    ], "the change past the compared part is not claimed to be none"
