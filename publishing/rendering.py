@@ -203,7 +203,11 @@ def check_nesting(
             continue
         siblings = CLOSES_SIBLINGS.get(name)
         if siblings and names:
-            _close_siblings(names, sizes, siblings)
+            if names[-1] in siblings:  # the common case: the item before, innermost
+                names.pop()
+                sizes.pop()
+            if names and (sizes[-1] or names[-1] in siblings):
+                _close_siblings(names, sizes, siblings)
         size = len(tag) + len(rest) + 2 if formatting else 0
         names.append(name)
         sizes.append(size)
