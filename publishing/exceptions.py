@@ -22,6 +22,14 @@ class InvalidSchedule(PublishingError):
         super().__init__(" ".join(errors.values()))
 
 
+class InvalidContent(PublishingError):
+    """A title, slug or body that cannot be stored; ``errors`` maps field names to messages."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__(" ".join(errors.values()))
+
+
 class NotPublishable(PublishingError):
     """The post's content cannot be published; ``problems`` lists why."""
 

@@ -1,4 +1,9 @@
-"""The Atom feed of live posts."""
+"""The Atom feed of live posts.
+
+Every text it takes from a post or a user goes through :func:`validation.xml_text`: the
+services refuse characters XML 1.0 cannot carry, but one stored before (or written some
+other way) must not make the feed fail for every reader.
+"""
 
 from django.contrib.syndication.views import Feed
 from django.urls import reverse_lazy
@@ -7,6 +12,8 @@ from django.utils.feedgenerator import Atom1Feed
 from publishing import selectors
 from publishing.conf import settings
 from publishing.models import Post
+from publishing.sitemaps import post_location
+from publishing.validation import xml_text
 
 
 class LatestPostsFeed(Feed):
@@ -22,10 +29,13 @@ class LatestPostsFeed(Feed):
         return posts[: int(settings.FEED_SIZE)]
 
     def item_title(self, item: Post) -> str:
-        return item.title
+        return xml_text(item.title)
+
+    def item_link(self, item: Post) -> str:
+        return post_location(item)
 
     def item_description(self, item: Post) -> str:
-        return item.body_html  # sanitized when the body was saved
+        return xml_text(item.body_html)  # sanitized when the body was saved
 
     def item_pubdate(self, item: Post):
         return item.published_at
@@ -35,6 +45,5 @@ class LatestPostsFeed(Feed):
 
     def item_author_name(self, item: Post) -> str:
         """Return the author's full name, else the site's: a login name is half a password."""
-        if item.author_id is not None and item.author.get_full_name():
-            return item.author.get_full_name()
-        return self.title
+        name = item.author.get_full_name() if item.author_id is not None else ""
+        return xml_text(name) if xml_text(name).strip() else self.title

@@ -13,6 +13,8 @@ from django.db.models.functions import Now
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
+from publishing.validation import validate_body_text, validate_title_text
+
 
 class PostStatus(models.TextChoices):
     """Where a post is in its life; services move it, nothing else."""
@@ -28,14 +30,18 @@ class Post(models.Model):
 
     Status = PostStatus
 
-    title = models.CharField(_("title"), max_length=200)
+    title = models.CharField(_("title"), max_length=200, validators=[validate_title_text])
     slug = models.SlugField(
         _("slug"),
         max_length=200,
         unique=True,
         help_text=_("The post's address, /posts/this-slug/: letters, digits, - and _."),
     )
-    body = models.TextField(_("body"), help_text=_("Markdown. Raw HTML is sanitized."))
+    body = models.TextField(
+        _("body"),
+        help_text=_("Markdown. Raw HTML is sanitized."),
+        validators=[validate_body_text],
+    )
     # Rendered once when the body is saved (publishing.rendering.render), never on a page view.
     body_html = models.TextField(
         _("body as HTML"), blank=True, default="", db_default="", editable=False

@@ -38,6 +38,7 @@ from publishing import previews
 from publishing.conf import settings
 from publishing.exceptions import (
     EditConflict,
+    InvalidContent,
     InvalidSchedule,
     InvalidTransition,
     NotPublishable,
@@ -45,8 +46,14 @@ from publishing.exceptions import (
 from publishing.history import local_time, stored_time
 from publishing.models import Post, PostRevision, PublishEvent
 from publishing.rendering import render
-from publishing.setbased import ConcurrentChange, DueChange, change_due_posts
-from publishing.validation import publish_problems, schedule_problems, time_problems
+from publishing.setbased import ConcurrentChange, DueChange, SetAside, change_due_posts
+from publishing.validation import (
+    body_text_problems,
+    publish_problems,
+    schedule_problems,
+    text_problems,
+    time_problems,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +65,13 @@ S = Post.Status
 K = PublishEvent.Kind
 R = PostRevision.Status
 PENDING = (R.DRAFT, R.SCHEDULED)
+
+# Why a takedown sets the post's pending revisions aside (each "Revision superseded" event
+# says it): written for the version that went down, a revision must not go live over what
+# is published next.
+UNPUBLISHED_NOTE = "the post was unpublished before the revision went live"
+EXPIRED_NOTE = "the post was taken down at its unpublish time"
+DELETED_NOTE = "the post was deleted"
 
 
 # --- permissions ------------------------------------------------------------------------
@@ -203,8 +217,16 @@ def _check_times(post: Post) -> None:
         raise InvalidSchedule(errors)
 
 
+def _check_text(post: Post) -> None:
+    """Refuse a title, slug or body holding characters no page can carry, naming the field."""
+    errors = text_problems(title=post.title, slug=post.slug, body=post.body)
+    if errors:
+        raise InvalidContent(errors)
+
+
 def _check_publishable(post: Post) -> None:
     problems = publish_problems(title=post.title, slug=post.slug, body_length=len(post.body))
+    problems += body_text_problems(post.body)
     if problems:
         raise NotPublishable(problems)
 
@@ -219,9 +241,11 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
     the actions below, so a stale admin form cannot undo a publish. Drafts and unpublished
     posts keep their planned times; a scheduled post's times change through
     :func:`reschedule_post`. Saving clears a failed publish, so the job tries the post again.
-    Planned times kept on a draft must still be ones every time zone can show. The body is
+    Planned times kept on a draft must still be ones every time zone can show, and the text
+    may hold no character a page or feed cannot carry (:class:`InvalidContent`). The body is
     rendered here, outside the transaction, and stored: page views never render Markdown.
     """
+    _check_text(post)
     post.body_html, post.excerpt = astuple(render(post.body))
     with transaction.atomic():
         if post._state.adding:
@@ -381,7 +405,7 @@ def publish_now(*, post: Post, user, expected_version: int | None = None) -> Pos
 
 
 def unpublish_now(*, post: Post, user, expected_version: int | None = None) -> Post:
-    """Take a published post down at once."""
+    """Take a published post down at once; its pending revisions are superseded."""
     _require_permission(user, "unpublish posts")
     with transaction.atomic():
         current = _lock(post, expected_version)
@@ -391,6 +415,7 @@ def unpublish_now(*, post: Post, user, expected_version: int | None = None) -> P
             )
         _conditional_update(current, user=user, status=S.UNPUBLISHED)
         _event(current, K.UNPUBLISHED, user=user, data={"by_hand": True})
+        _supersede(current, PENDING, by=_editor_name(user), note=UNPUBLISHED_NOTE, user=user)
     post.refresh_from_db()
     return post
 
@@ -435,7 +460,8 @@ def delete_post(*, post: Post, user, expected_version: int | None = None) -> Non
 
     The events lose their link to the post (``post`` becomes empty) and keep ``post_title``; a
     "Post deleted" event says who deleted it. A post without history leaves no trace
-    unless it was live (its going changes the public pages).
+    unless it was live (its going changes the public pages). Pending revisions go with the
+    post; each leaves a "Revision superseded" event saying so.
     """
     with transaction.atomic():
         current = _lock(post, expected_version)
@@ -445,6 +471,7 @@ def delete_post(*, post: Post, user, expected_version: int | None = None) -> Non
                 "superuser may delete it."
             )
         title = str(current)[:200]
+        _supersede(current, PENDING, by=_editor_name(user), note=DELETED_NOTE, user=user)
         kept = PublishEvent.objects.filter(post=current).update(post_title=title)
         data = {"slug": current.slug, "was": current.status}
         pk = current.pk
@@ -567,7 +594,8 @@ def _live_post_for_revisions(current: Post, action: str) -> None:
 
 def revision_problems(*, post: Post, title: str, body: str) -> list[str]:
     """Return why a revision with this title and body could not go live (empty when it can)."""
-    return publish_problems(title=title, slug=post.slug, body_length=len(body.strip()))
+    problems = publish_problems(title=title, slug=post.slug, body_length=len(body.strip()))
+    return problems + body_text_problems(body)
 
 
 def schedule_revision(
@@ -861,13 +889,14 @@ def _change_as_scheduler(
     kind: str,
     node: str,
     now: datetime,
+    set_aside: SetAside | None = None,
     **values,
 ) -> list[tuple[int, float]]:
     """Apply a due change (``values``) to the posts of ``rows`` still matching ``condition``.
 
-    The publish and the unpublish batches differ only in their condition, times and values;
-    both record the scheduler of ``node`` as the editor, at ``now``. Return
-    ``(post id, lateness)`` of the posts changed (see :func:`change_due_posts`).
+    The publish and the unpublish batches differ only in their condition, times, values and
+    the revisions they set aside; both record the scheduler of ``node`` as the editor, at
+    ``now``. Return ``(post id, lateness)`` of the posts changed (see :func:`change_due_posts`).
     """
     change = DueChange(
         condition=condition,
@@ -876,6 +905,7 @@ def _change_as_scheduler(
         kind=kind,
         node=node,
         now=now,
+        set_aside=set_aside,
     )
     return change_due_posts(change, [row.pk for row in rows])
 
@@ -963,7 +993,10 @@ def select_due_unpublications(*, now: datetime, batch_size: int) -> list[DueRow]
 def unpublish_selected(
     *, rows: list[DueRow], now: datetime, node: str = "", batch_size: int | None = None
 ) -> BatchResult:
-    """Take down the selected posts that are still published and past their unpublish time."""
+    """Take down the selected posts that are still published and past their unpublish time.
+
+    Their pending revisions are superseded in the same change (see :class:`SetAside`).
+    """
     unpublished: list[tuple[int, float]] = []
     if rows:
         unpublished = _change_as_scheduler(
@@ -973,6 +1006,7 @@ def unpublish_selected(
             kind=K.UNPUBLISHED,
             node=node,
             now=now,
+            set_aside=SetAside(statuses=PENDING, note=EXPIRED_NOTE),
             status=S.UNPUBLISHED,
         )
     return BatchResult(
@@ -1038,9 +1072,10 @@ def switch_selected_revisions(
     One ``UPDATE`` marks the revisions (re-checking status and due time, so one cancelled or
     superseded since it was selected is left alone), one copies their title, body and
     rendered HTML onto their posts (re-checking that each is still published) and bumps the
-    posts' versions. A revision whose post is no longer live at its time is superseded, and
-    of two due revisions of one post (which the services never leave) only the newest goes
-    live. ``now`` is the database time read in this transaction.
+    posts' versions. A revision whose post is not live at its time is superseded (every
+    takedown supersedes its post's revisions already, so only one written some other way),
+    and of two due revisions of one post (which the services never leave) only the newest
+    goes live. ``now`` is the database time read in this transaction.
     """
     newest: dict[int, DueRevision] = {}
     for row in rows:

@@ -15,6 +15,10 @@ How the vendors do it (:func:`change_due_posts` is the one dispatch):
   holds SQLite's database, MariaDB's ``FOR UPDATE`` rows), one ``UPDATE`` changes them, and
   its row count must equal theirs or the batch rolls back; the events are one multi-row
   ``INSERT``. MariaDB has no ``UPDATE ... RETURNING``.
+
+A change that takes posts down (the unpublish batch) also sets aside their pending revisions
+(:class:`SetAside`) in the same statement on PostgreSQL, in two more on the others: a revision
+written for the version that went down must not go live over whatever is published next.
 """
 
 from dataclasses import dataclass
@@ -23,11 +27,23 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import F, QuerySet
 
-from publishing.models import Post, PublishEvent
+from publishing.models import Post, PostRevision, PublishEvent
 
 
 class ConcurrentChange(RuntimeError):
     """Rows changed between two statements of one batch; the batch rolls back and reruns."""
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """Which revisions of each changed post the change supersedes (``statuses``), and why.
+
+    Each gets ``note`` and one "Revision superseded" event, closed by the change's editor
+    (``updated_by``) at its time.
+    """
+
+    statuses: tuple[str, ...]
+    note: str
 
 
 @dataclass(frozen=True)
@@ -36,7 +52,8 @@ class DueChange:
 
     ``condition`` is the queryset of posts the change applies to (the whole condition, with
     the due time), ``planned`` the column whose time the posts were due at, ``values`` the
-    columns to set (``version`` is always added one to).
+    columns to set (``version`` is always added one to), ``set_aside`` the changed posts'
+    revisions to supersede with it.
     """
 
     condition: QuerySet
@@ -45,6 +62,11 @@ class DueChange:
     kind: str
     node: str
     now: datetime
+    set_aside: SetAside | None = None
+
+    @property
+    def closed_by(self) -> str:
+        return self.values.get("updated_by", "")[:200]
 
 
 def change_due_posts(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
@@ -80,6 +102,7 @@ def _postgresql(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
     assignments = [f"{quote(Post._meta.get_field(name).column)} = %s" for name in change.values]
     event_columns = ["post_id", "post_title", "kind", "node", "at", "lateness", "detail", "data"]
     planned = quote(Post._meta.get_field(change.planned).column)
+    set_aside = _set_aside_sql() if change.set_aside else ""
     sql = f"""
         WITH changed AS (
             UPDATE {table}
@@ -92,7 +115,7 @@ def _postgresql(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
                    EXTRACT(EPOCH FROM (%s::timestamptz - planned))::float8, '', '{{}}'::jsonb
             FROM changed
             RETURNING "post_id", "lateness"
-        )
+        ){set_aside}
         SELECT "post_id", "lateness" FROM recorded
     """
     params = [
@@ -104,9 +127,55 @@ def _postgresql(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
         change.now,
         change.now,
     ]
+    if change.set_aside:
+        params += _set_aside_params(change)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def _set_aside_sql() -> str:
+    """Return the CTEs that supersede the changed posts' revisions and record why (PostgreSQL).
+
+    The revisions table joined to itself: ``RETURNING`` of an ``UPDATE`` gives the new values,
+    the join's side the status each revision had, which its event keeps.
+    """
+    quote = connection.ops.quote_name
+    revisions = quote(PostRevision._meta.db_table)
+    events = quote(PublishEvent._meta.db_table)
+    return f"""
+        , set_aside AS (
+            UPDATE {revisions} AS revision
+            SET "status" = %s, "closed_at" = %s, "closed_by" = %s, "note" = %s
+            FROM {revisions} AS was
+            WHERE was."id" = revision."id"
+              AND was."post_id" IN (SELECT "id" FROM changed)
+              AND was."status" = ANY(%s::varchar[])
+            RETURNING revision."post_id", revision."number", was."status"
+        ), noted AS (
+            INSERT INTO {events}
+                ("post_id", "post_title", "kind", "node", "at", "lateness", "detail", "data")
+            SELECT "post_id", '', %s, %s, %s, NULL, '',
+                   jsonb_build_object(
+                       'revision', "number", 'revision_status', "status", 'note', %s::text
+                   )
+            FROM set_aside
+        )"""
+
+
+def _set_aside_params(change: DueChange) -> list:
+    set_aside = change.set_aside
+    return [
+        PostRevision.Status.SUPERSEDED,
+        change.now,
+        change.closed_by,
+        set_aside.note[:300],
+        list(set_aside.statuses),
+        PublishEvent.Kind.REVISION_SUPERSEDED,
+        change.node,
+        change.now,
+        set_aside.note,
+    ]
 
 
 def _generic(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
@@ -129,4 +198,37 @@ def _generic(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
             for pk, lateness in changed
         ]
     )
+    if change.set_aside:
+        _set_aside_generic(change, [pk for pk, _ in changed])
     return changed
+
+
+def _set_aside_generic(change: DueChange, post_ids: list[int]) -> None:
+    """Supersede the changed posts' revisions in ``change.set_aside`` and record each.
+
+    Their posts' rows are locked (every revision write locks its post first), so the
+    revisions read here are the ones updated.
+    """
+    set_aside = change.set_aside
+    pending = PostRevision.objects.filter(post_id__in=post_ids, status__in=set_aside.statuses)
+    rows = list(pending.values_list("pk", "post_id", "number", "status"))
+    if not rows:
+        return
+    PostRevision.objects.filter(pk__in=[pk for pk, *_ in rows]).update(
+        status=PostRevision.Status.SUPERSEDED,
+        closed_at=change.now,
+        closed_by=change.closed_by,
+        note=set_aside.note[:300],
+    )
+    PublishEvent.objects.bulk_create(
+        [
+            PublishEvent(
+                post_id=post_id,
+                kind=PublishEvent.Kind.REVISION_SUPERSEDED,
+                node=change.node,
+                at=change.now,
+                data={"revision": number, "revision_status": status, "note": set_aside.note},
+            )
+            for _, post_id, number, status in rows
+        ]
+    )

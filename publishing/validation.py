@@ -1,7 +1,9 @@
 """What makes a post publishable and a schedule valid: one definition for form, services, job."""
 
+import re
 from datetime import UTC, datetime, timedelta, tzinfo
 
+from django.core.exceptions import ValidationError
 from django.core.validators import slug_re
 from django.utils import timezone
 from django.utils.formats import date_format
@@ -16,6 +18,82 @@ TITLE_MAX_CHARS = 200
 EARLIEST_TIME = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
 LATEST_TIME = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
 TIME_LABELS = {"publish_at": "publish time", "unpublish_at": "unpublish time"}
+
+# Characters a post's text may not hold: those XML 1.0 cannot carry at all (the feed and the
+# sitemap are XML, and one such title made the feed fail for every reader), i.e. the C0
+# controls but tab, newline and carriage return, and U+FFFE, U+FFFF and lone surrogates.
+XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# A title or slug is one line: no tab, newline or carriage return either, nor DEL.
+LINE_FORBIDDEN = re.compile("[\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+TEXT_LABELS = {"title": "title", "slug": "slug", "body": "body"}
+#: The fields whose text is several lines (tabs and line breaks are fine there).
+MULTILINE_FIELDS = frozenset(["body"])
+
+
+def xml_text(value: str) -> str:
+    """Return ``value`` without the characters XML 1.0 cannot carry (for the feed, sitemap)."""
+    return XML_FORBIDDEN.sub("", value) if value else value
+
+
+def character_problem(value: str, *, label: str, multiline: bool = False) -> str | None:
+    """Return why ``value`` cannot be a post's ``label`` text (None when it can).
+
+    Names the first forbidden character by its code point and where it is, so the editor can
+    find an invisible character pasted from elsewhere.
+    """
+    match = (XML_FORBIDDEN if multiline else LINE_FORBIDDEN).search(value or "")
+    if match is None:
+        return None
+    character = f"U+{ord(match[0]):04X}"
+    at = match.start()
+    if multiline:
+        line = value.count("\n", 0, at) + 1
+        column = at - (value.rfind("\n", 0, at) + 1) + 1
+        where = f"line {line}, column {column}"
+    else:
+        where = f"position {at + 1}"
+    kind = "control character" if ord(match[0]) < 0x80 else "character"
+    return (
+        f"The {label} contains a {kind} ({character}) at {where}, which cannot be published "
+        "(web feeds cannot carry it); remove it."
+    )
+
+
+def text_problems(**texts: str | None) -> dict[str, str]:
+    """Return field name -> message for texts holding characters no page can carry."""
+    errors = {}
+    for name, value in texts.items():
+        problem = character_problem(
+            value or "", label=TEXT_LABELS.get(name, name), multiline=name in MULTILINE_FIELDS
+        )
+        if problem:
+            errors[name] = problem
+    return errors
+
+
+def body_text_problems(body: str) -> list[str]:
+    """Return why the body's characters cannot be published, as :func:`publish_problems` says.
+
+    Apart from it because the publish job's batches check posts without reading their bodies.
+    """
+    problem = character_problem(body or "", label="body", multiline=True)
+    return [_lowered(problem)] if problem else []
+
+
+def validate_title_text(value: str) -> None:
+    """Model field validator of titles (the admin's forms run it): see :func:`text_problems`."""
+    _raise_problem(value, "title")
+
+
+def validate_body_text(value: str) -> None:
+    """Model field validator of bodies (the admin's forms run it): see :func:`text_problems`."""
+    _raise_problem(value, "body")
+
+
+def _raise_problem(value: str, name: str) -> None:
+    problem = text_problems(**{name: value}).get(name)
+    if problem:
+        raise ValidationError(problem, code="forbidden_character")
 
 
 def publish_problems(
@@ -34,6 +112,8 @@ def publish_problems(
         problems.append("the title is empty")
     elif len(title) > TITLE_MAX_CHARS:
         problems.append(f"the title is longer than {TITLE_MAX_CHARS} characters")
+    elif LINE_FORBIDDEN.search(title):
+        problems.append(_lowered(character_problem(title, label="title")))
     if not slug or not slug_re.fullmatch(slug):
         problems.append(f"the slug {slug!r} is not a valid slug (letters, digits, - and _ only)")
     if max_chars is None:
@@ -43,6 +123,11 @@ def publish_problems(
     elif body_length > max_chars:
         problems.append(f"the body is longer than {max_chars:,} characters")
     return problems
+
+
+def _lowered(message: str) -> str:
+    """Return a sentence as one item of a list of problems ("the title ...; the body ...")."""
+    return message[0].lower() + message[1:].rstrip(".")
 
 
 def _local(value: datetime) -> str:
