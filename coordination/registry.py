@@ -1,10 +1,11 @@
 """Job declarations: the registry every app's ``jobs.py`` adds to, and the groups jobs run in.
 
 A job is a function plus a name, a group, a schedule and its policies. Declaring one with a bad
-schedule or a name that is already taken raises at once with a message that names both
-declarations. While ``autodiscover()`` imports the ``jobs.py`` modules it does not raise: one
-plugin's mistake must not stop the web process from importing. Each bad declaration becomes one
-line in ``registry.errors`` naming its file and line, which ``manage.py check`` reports as
+schedule (including one whose slots cannot be computed: see ``Schedule.verify``) or a name that
+is already taken raises at once with a message that names both declarations. While
+``autodiscover()`` imports the ``jobs.py`` modules it does not raise: one plugin's mistake must
+not stop the web process from importing. Each bad declaration becomes one line in
+``registry.errors`` naming its file and line, which ``manage.py check`` reports as
 ``coordination.E001`` and ``runscheduler`` refuses to start on; the good jobs still register.
 """
 
@@ -16,7 +17,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from importlib import import_module
 from importlib.util import find_spec
 from pathlib import Path
@@ -212,6 +213,8 @@ def make_job(
         )
     try:
         schedule = coerce(schedule)
+        # The declaration's own clock: only to prove the slots compute, never to plan them.
+        schedule.verify(now=datetime.now(UTC))
     except InvalidSchedule as exc:
         raise JobDeclarationError(f"job {name!r} (declared by {source}): {exc}") from None
     try:
