@@ -86,6 +86,7 @@ class JobStateAdmin(ReadOnlyAdmin):
         "last_duration",
         "consecutive_failures",
         "paused",
+        "paused_reason",
         "retired_at",
         "timeline",
     ]
@@ -113,11 +114,16 @@ class JobStateAdmin(ReadOnlyAdmin):
         zones = [site] if str(viewer) == str(site) else [site, viewer]
         now = database_now()
         slot = obj.next_due if obj.next_due and obj.next_due >= now else None
-        slot = slot or job.schedule.next_after(now)
         slots = []
-        while len(slots) < UPCOMING_SLOTS:
-            slots.append(slot)
-            slot = job.schedule.next_after(slot)
+        try:
+            slot = slot or job.schedule.next_after(now)
+            while slot is not None and len(slots) < UPCOMING_SLOTS:
+                slots.append(slot)
+                slot = job.schedule.next_after(slot)
+        except Exception as exc:
+            return f"its slots cannot be computed ({type(exc).__name__}: {exc})"
+        if not slots:
+            return "none: the calendar ends before its next slot"
         header = format_html_join("", "<th>{}</th>", ((str(zone),) for zone in zones))
         rows = format_html_join(
             "",

@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 MAX_ERROR_LENGTH = 20_000
 #: How the pause reason of a job the scheduler could not plan begins (see :func:`unplannable`).
-UNPLANNABLE = "paused: planning it failed"
+UNPLANNABLE = "the scheduler could not plan it"
 #: Missed slots written per statement (and per transaction) when a long gap is recorded.
 MISSED_BATCH = 5_000
 

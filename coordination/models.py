@@ -136,6 +136,7 @@ class Alert(models.Model):
     class Kind(models.TextChoices):
         JOB_PAUSED = "job paused itself"
         JOB_FAILING = "job failing"
+        JOB_UNPLANNABLE = "job cannot be planned"
         NO_LEADER = "no leader"
 
     kind = models.CharField(max_length=40, choices=Kind.choices)

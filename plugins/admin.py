@@ -14,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from coordination import ledger
 from coordination.admin import ReadOnlyAdminMixin, job_timeline_url
 from coordination.models import JobRun
 from plugins import selectors, services
@@ -278,6 +279,8 @@ class PluginJobAdmin(ControlAdmin):
             return _badge("plugin disabled", "#57606a")
         if selectors.is_auto_paused(obj):
             return _badge("paused after failures", "#cf222e")
+        if obj.paused and obj.paused_reason.startswith(ledger.UNPLANNABLE):
+            return _badge("cannot be planned", "#cf222e")
         if obj.paused:
             return _badge("paused", "#9a6700")
         if obj.run_requested_at is not None:
