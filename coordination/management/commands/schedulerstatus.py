@@ -1,9 +1,14 @@
-"""``schedulerstatus``: who is alive, who leads each group, and how every job is doing."""
+"""``schedulerstatus``: who is alive, who leads each group, and how every job is doing.
+
+It works while a release's ``jobs.py`` has bad declarations: they are printed first, on stderr
+(``--json`` output stays valid JSON on stdout).
+"""
 
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from coordination.checks import OperatorCommand
 from coordination.dberrors import ensure_connection
 from coordination.selectors import status_snapshot
 
@@ -14,13 +19,14 @@ def _age(seconds) -> str:
     return f"{seconds:.1f}s"
 
 
-class Command(BaseCommand):
+class Command(OperatorCommand, BaseCommand):
     help = "Show scheduler nodes, group leaders and job states (add --json for machines)."
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="Print JSON: nodes, leaders, jobs.")
 
     def handle(self, *args, **options):
+        self.print_declaration_errors()  # also with --skip-checks
         problem = ensure_connection()
         if problem:
             raise CommandError(problem)

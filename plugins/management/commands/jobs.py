@@ -4,16 +4,26 @@ Each action calls the same service as the admin's (``plugins.services``), so it 
 same way and recorded in the audit trail, under the operating-system user who ran it.
 ``jobs run NAME --wait`` follows the manual run to its outcome and exits non-zero unless it
 succeeded, for deploy scripts and cron wrappers.
+
+It works while a release's ``jobs.py`` has bad declarations (printed first, on stderr), so an
+operator can pause jobs while that release is out; ``jobs list`` shows every job this process
+declares, those no scheduler has started yet included.
 """
 
 import json
 import time
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
+from django.conf import settings as django_settings
 from django.core.management.base import BaseCommand, CommandError
 
+from coordination import ledger
+from coordination.checks import OperatorCommand
 from coordination.clock import database_now
 from coordination.dberrors import ensure_connection
 from coordination.models import JobRun, JobState, Leadership, Node
+from coordination.registry import Job, registry
 from coordination.selectors import job_summaries, live_nodes_q
 from plugins import services
 from plugins.exceptions import ControlError
@@ -28,7 +38,10 @@ FINISHED = {
 }
 
 
-class Command(BaseCommand):
+NOT_STARTED = "not started yet"
+
+
+class Command(OperatorCommand, BaseCommand):
     help = "List, pause, resume or run scheduled jobs (the admin's controls, audited)."
 
     def add_arguments(self, parser):
@@ -55,6 +68,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        self.print_declaration_errors()  # also with --skip-checks
         problem = ensure_connection()
         if problem:
             raise CommandError(problem)
@@ -77,7 +91,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
 
     def _list(self, *, as_json: bool) -> None:
-        jobs = job_summaries()
+        jobs = listed_jobs(job_summaries(), registry.all(), now=database_now())
         if as_json:
             self.stdout.write(json.dumps(jobs, indent=2, sort_keys=True))
             return
@@ -87,8 +101,8 @@ class Command(BaseCommand):
                 job["name"],
                 job["group"],
                 job["schedule"] or "-",
-                _state(job),
-                job["next_due"] or "-",
+                job["state"],
+                _zoned(job["next_due"], ZoneInfo(django_settings.TIME_ZONE)),
                 job["last_status"] or "-",
                 str(job["consecutive_failures"]),
             ]
@@ -143,6 +157,54 @@ class Command(BaseCommand):
             f"{run.job} {run.status.replace('_', ' ')} on {run.node}{took}"
             + (f": {error}" if error else "")
         )
+
+
+def listed_jobs(summaries: list[dict], declared: list[Job], *, now: datetime) -> list[dict]:
+    """Return the rows of ``jobs list``: every job with a state, then each job declared here
+    that no scheduler has started yet (no state: a fresh database, a new release), by name.
+
+    Each row is a :func:`~coordination.selectors.job_summaries` row plus ``state``; a job not
+    started yet shows the slot its first scheduler will start it at.
+    """
+    rows = [{**summary, "state": _state(summary)} for summary in summaries]
+    known = {summary["name"] for summary in summaries}
+    for job in declared:
+        if job.name not in known:
+            rows.append(_not_started(job, now))
+    return sorted(rows, key=lambda row: (row["group"], row["name"]))
+
+
+def _not_started(job: Job, now: datetime) -> dict:
+    state = NOT_STARTED
+    try:
+        next_due = ledger.first_due(job, now)
+    except Exception as exc:
+        next_due, state = None, f"{NOT_STARTED} ({ledger.unplannable(exc)})"
+    return {
+        "name": job.name,
+        "group": job.group,
+        "schedule": job.schedule.describe(),
+        "next_due": next_due.isoformat() if next_due else None,
+        "last_status": None,
+        "last_finished_at": None,
+        "last_duration": None,
+        "last_lateness": None,
+        "last_node": None,
+        "consecutive_failures": 0,
+        "paused": False,
+        "paused_reason": None,
+        "run_requested": False,
+        "retired": False,
+        "missed": {},
+        "state": state,
+    }
+
+
+def _zoned(instant: str | None, zone: ZoneInfo) -> str:
+    """Return an ISO instant as ``2026-12-01 23:00:00 CET`` in ``zone`` (``none``: no slot)."""
+    if instant is None:
+        return "none"
+    return datetime.fromisoformat(instant).astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def _state(job: dict) -> str:
