@@ -44,9 +44,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 __all__ = [
+    "CALENDAR_END",
     "Cron",
     "Every",
-    "CALENDAR_END",
     "InvalidSchedule",
     "Schedule",
     "WhenDue",
@@ -206,8 +206,7 @@ class Schedule(ABC):
         """Return the declaration error for a schedule with no slot left in the calendar."""
         return (
             f"{_declared(self)}: no slot falls before the end of the calendar (9999-12-31), so "
-            "the job "
-            "would never run; choose a schedule with a next slot"
+            "the job would never run; choose a schedule with a next slot"
         )
 
     def _verified_next_after(self, instant: datetime) -> datetime | None:
