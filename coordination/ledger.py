@@ -49,6 +49,9 @@ class RunOutcome:
     node: str
     #: The job's next slot; ``None`` leaves it (the slot's claim moved a periodic job on).
     next_due: datetime | None
+    #: True when the job has no next slot (a when-due job at the end of the calendar): its
+    #: next slot is cleared rather than left.
+    no_next_slot: bool = False
     #: When a failed attempt is tried again (the job's ``retries``), or ``None``.
     retry_at: datetime | None = None
     #: Wake-up requests due up to this instant were served by the run.
@@ -395,7 +398,7 @@ def _state_values(outcome: RunOutcome) -> dict:
         "last_node": outcome.node,
         "consecutive_failures": 0 if outcome.succeeded else F("consecutive_failures") + 1,
     }
-    if outcome.next_due is not None:
+    if outcome.next_due is not None or outcome.no_next_slot:
         values["next_due"] = outcome.next_due
     # One statement: clear the wake-up and run-now requests this run served, but keep any
     # that arrived after it started.
