@@ -5,9 +5,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from coordination.joblist import NOT_STARTED, listed_jobs, zoned
 from coordination.registry import make_job
 from coordination.schedules import Every, WhenDue, daily, every
-from plugins.management.commands.jobs import NOT_STARTED, _zoned, listed_jobs
 
 NOW = datetime(2026, 12, 1, 21, 30, 15, tzinfo=UTC)
 
@@ -90,4 +90,4 @@ def test_declared_jobs_without_a_state_are_listed_not_started_yet_after_those_wi
     ],
 )
 def test_next_slots_are_shown_in_the_sites_zone_with_its_name(instant, zone, text):
-    assert _zoned(instant, ZoneInfo(zone)) == text
+    assert zoned(instant, ZoneInfo(zone)) == text

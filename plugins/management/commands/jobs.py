@@ -12,19 +12,19 @@ declares, those no scheduler has started yet included.
 
 import json
 import time
-from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from django.conf import settings as django_settings
 from django.core.management.base import BaseCommand, CommandError
 
-from coordination import ledger
 from coordination.checks import OperatorCommand
 from coordination.clock import database_now
 from coordination.dberrors import ensure_connection
+from coordination.joblist import listed_jobs, zoned
 from coordination.models import JobRun, JobState, Leadership, Node
-from coordination.registry import Job, registry
+from coordination.registry import registry
 from coordination.selectors import job_summaries, live_nodes_q
+from coordination.wording import duration_text
 from plugins import services
 from plugins.exceptions import ControlError
 
@@ -36,9 +36,6 @@ FINISHED = {
     JobRun.Status.TIMED_OUT,
     JobRun.Status.ABANDONED,
 }
-
-
-NOT_STARTED = "not started yet"
 
 
 class Command(OperatorCommand, BaseCommand):
@@ -102,7 +99,7 @@ class Command(OperatorCommand, BaseCommand):
                 job["group"],
                 job["schedule"] or "-",
                 job["state"],
-                _zoned(job["next_due"], ZoneInfo(django_settings.TIME_ZONE)),
+                zoned(job["next_due"], ZoneInfo(django_settings.TIME_ZONE)),
                 job["last_status"] or "-",
                 str(job["consecutive_failures"]),
             ]
@@ -148,7 +145,7 @@ class Command(OperatorCommand, BaseCommand):
         raise SystemExit(2)
 
     def _outcome(self, run: JobRun) -> None:
-        took = f" in {run.duration:.2f}s" if run.duration is not None else ""
+        took = f" in {duration_text(run.duration)}" if run.duration is not None else ""
         if run.status == JobRun.Status.SUCCEEDED:
             self.stdout.write(f"{run.job} succeeded on {run.node}{took}")
             return
@@ -157,62 +154,6 @@ class Command(OperatorCommand, BaseCommand):
             f"{run.job} {run.status.replace('_', ' ')} on {run.node}{took}"
             + (f": {error}" if error else "")
         )
-
-
-def listed_jobs(summaries: list[dict], declared: list[Job], *, now: datetime) -> list[dict]:
-    """Return the rows of ``jobs list``: every job with a state, then each job declared here
-    that no scheduler has started yet (no state: a fresh database, a new release), by name.
-
-    Each row is a :func:`~coordination.selectors.job_summaries` row plus ``state``; a job not
-    started yet shows the slot its first scheduler will start it at.
-    """
-    rows = [{**summary, "state": _state(summary)} for summary in summaries]
-    known = {summary["name"] for summary in summaries}
-    for job in declared:
-        if job.name not in known:
-            rows.append(_not_started(job, now))
-    return sorted(rows, key=lambda row: (row["group"], row["name"]))
-
-
-def _not_started(job: Job, now: datetime) -> dict:
-    state = NOT_STARTED
-    try:
-        next_due = ledger.first_due(job, now)
-    except Exception as exc:
-        next_due, state = None, f"{NOT_STARTED} ({ledger.unplannable(exc)})"
-    return {
-        "name": job.name,
-        "group": job.group,
-        "schedule": job.schedule.describe(),
-        "next_due": next_due.isoformat() if next_due else None,
-        "last_status": None,
-        "last_finished_at": None,
-        "last_duration": None,
-        "last_lateness": None,
-        "last_node": None,
-        "consecutive_failures": 0,
-        "paused": False,
-        "paused_reason": None,
-        "run_requested": False,
-        "retired": False,
-        "missed": {},
-        "state": state,
-    }
-
-
-def _zoned(instant: str | None, zone: ZoneInfo) -> str:
-    """Return an ISO instant as ``2026-12-01 23:00:00 CET`` in ``zone`` (``none``: no slot)."""
-    if instant is None:
-        return "none"
-    return datetime.fromisoformat(instant).astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z")
-
-
-def _state(job: dict) -> str:
-    if job["retired"]:
-        return "retired"
-    if job["paused"]:
-        return f"paused ({job['paused_reason']})" if job["paused_reason"] else "paused"
-    return "run requested" if job["run_requested"] else "active"
 
 
 def _live_leader(job_name: str) -> str | None:
