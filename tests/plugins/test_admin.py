@@ -140,10 +140,10 @@ def test_nodes_that_declare_different_jobs_are_reported(operator_client):
             jobs_fingerprint=fingerprint,
         )
     page = operator_client.get(JOBS_URL).content.decode()
-    assert "Live scheduler nodes declare different jobs" in page
-    assert "node-new (bbbb): also declares extra.ping" in page
-    assert "node-old (aaaa): lacks extra.ping" in page
-    assert "only node-new" in page
+    assert "Running schedulers declare different jobs" in page
+    assert "Scheduler (node node-new) (bbbb): also declares extra.ping" in page
+    assert "Scheduler (node node-old) (aaaa): lacks extra.ping" in page
+    assert 'only <span class="scheduler" title="node-new">Scheduler (node node-new)</span>' in page
     Node.objects.filter(name="node-new").update(stopped_at=Now())
     assert "declare different jobs" not in operator_client.get(JOBS_URL).content.decode()
 
@@ -167,7 +167,8 @@ def test_run_history_per_job_with_status_node_duration_and_error(operator_client
     JobRun.objects.create(job="publishing.publish_due", slot=now, status=JobRun.Status.SUCCEEDED)
 
     page = operator_client.get(RUNS_URL, {"job": "example.digest"}).content.decode()
-    assert "node-a" in page and "1.250 s" in page and "KeyError: &#x27;missing-feed&#x27;" in page
+    assert "Scheduler (node node-a)" in page and "KeyError: &#x27;missing-feed&#x27;" in page
+    assert '<td class="field-took">1.2 s</td>' in page
     assert "node-b" not in page
     page = operator_client.get(RUNS_URL, {"status__exact": "succeeded"}).content.decode()
     assert "node-b" in page and "publishing.publish_due" not in page

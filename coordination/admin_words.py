@@ -1,0 +1,50 @@
+"""Admin columns and fields that show the scheduler's values in words (:mod:`coordination.wording`).
+
+The engine's admin and the plugins' admin declare their time, duration, lateness and
+scheduler columns with these, so every page says them the same way: times in the viewer's
+zone (the editors app activates each editor's) with the zone's name, ``4 min 10 s``,
+``on time``, and ``Scheduler (node web-1)`` with the raw node name kept in the title
+attribute for operators.
+"""
+
+from collections.abc import Callable
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+from coordination.wording import NONE, duration_text, lateness_text, local_time, scheduler_text
+
+
+def scheduler_html(node: str | None):
+    """Return the scheduler named ``node`` in words, its raw node name in the title."""
+    if not node:
+        return NONE
+    return format_html('<span class="scheduler" title="{}">{}</span>', node, scheduler_text(node))
+
+
+def _display(field: str, description: str, words: Callable, ordering: str | None) -> Callable:
+    @admin.display(description=description, ordering=ordering)
+    def display(model_admin, obj):
+        return words(getattr(obj, field))
+
+    return display
+
+
+def time_column(field: str, description: str, *, sortable: bool = True) -> Callable:
+    """Return a column showing the datetime ``field`` in the viewer's zone, with its name."""
+    return _display(field, description, local_time, field if sortable else None)
+
+
+def duration_column(field: str, description: str, *, sortable: bool = True) -> Callable:
+    """Return a column showing the seconds in ``field`` as ``6 ms``, ``4 min 10 s``."""
+    return _display(field, description, duration_text, field if sortable else None)
+
+
+def lateness_column(field: str, description: str) -> Callable:
+    """Return a column showing the seconds late in ``field`` as ``on time`` or ``3.2 s late``."""
+    return _display(field, description, lateness_text, None)
+
+
+def scheduler_column(field: str, description: str = "scheduler") -> Callable:
+    """Return a column showing the node named in ``field`` as ``Scheduler (node …)``."""
+    return _display(field, description, scheduler_html, field)
