@@ -336,7 +336,6 @@ class JobRunAdmin(ReadOnlyAdmin):
         "attempt",
         "took",
         "late",
-        "started",
     ]
     list_filter = ["status", "reason", "trigger", JobNameFilter, SlotWindowFilter]
     search_fields = ["job", "node", "error"]

@@ -8,6 +8,7 @@ attribute for operators.
 """
 
 from collections.abc import Callable
+from datetime import datetime
 
 from django.contrib import admin
 from django.utils.html import format_html
@@ -19,7 +20,32 @@ def scheduler_html(node: str | None):
     """Return the scheduler named ``node`` in words, its raw node name in the title."""
     if not node:
         return NONE
-    return format_html('<span class="scheduler" title="{}">{}</span>', node, scheduler_text(node))
+    return format_html(
+        '<span class="scheduler" title="{}" style="white-space:nowrap">{}</span>',
+        node,
+        scheduler_text(node),
+    )
+
+
+def time_html(instant: datetime | None):
+    """Return ``instant`` in the viewer's zone with the zone's name, on one line (a
+    ``<time>`` element whose ``datetime`` keeps the exact instant)."""
+    if instant is None:
+        return NONE
+    return format_html(
+        '<time datetime="{}" style="white-space:nowrap">{}</time>',
+        instant.isoformat(),
+        local_time(instant),
+    )
+
+
+def _one_line(words: Callable[[float | None], str]) -> Callable:
+    """Return ``words`` as HTML that does not wrap (``4 min 10 s`` stays on one line)."""
+
+    def html(value):
+        return format_html('<span style="white-space:nowrap">{}</span>', words(value))
+
+    return html
 
 
 def _display(field: str, description: str, words: Callable, ordering: str | None) -> Callable:
@@ -32,17 +58,17 @@ def _display(field: str, description: str, words: Callable, ordering: str | None
 
 def time_column(field: str, description: str, *, sortable: bool = True) -> Callable:
     """Return a column showing the datetime ``field`` in the viewer's zone, with its name."""
-    return _display(field, description, local_time, field if sortable else None)
+    return _display(field, description, time_html, field if sortable else None)
 
 
 def duration_column(field: str, description: str, *, sortable: bool = True) -> Callable:
     """Return a column showing the seconds in ``field`` as ``6 ms``, ``4 min 10 s``."""
-    return _display(field, description, duration_text, field if sortable else None)
+    return _display(field, description, _one_line(duration_text), field if sortable else None)
 
 
 def lateness_column(field: str, description: str) -> Callable:
     """Return a column showing the seconds late in ``field`` as ``on time`` or ``3.2 s late``."""
-    return _display(field, description, lateness_text, None)
+    return _display(field, description, _one_line(lateness_text), None)
 
 
 def scheduler_column(field: str, description: str = "scheduler") -> Callable:

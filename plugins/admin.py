@@ -443,15 +443,10 @@ class PluginRunAdmin(ControlAdmin):
     list_display = [
         "job",
         "slot_local",
-        "status_badge",
-        "reason",
-        "trigger",
+        "outcome",
         "scheduler",
-        "attempt",
         "took",
         "late",
-        "started",
-        "error_summary",
     ]
     list_filter = [JobFilter, "status", "reason", "trigger"]
     search_fields = ["job", "node", "error"]
@@ -481,10 +476,25 @@ class PluginRunAdmin(ControlAdmin):
     took = duration_column("duration", _("took"))
     late = lateness_column("lateness", _("lateness"))
 
-    @admin.display(description=_("status"), ordering="status")
-    def status_badge(self, obj: JobRun):
+    @admin.display(description=_("outcome"), ordering="status")
+    def outcome(self, obj: JobRun):
+        """The status as a badge, then why a slot was missed, a run's trigger other than its
+        schedule, its attempt after the first and the last line of its error: one column that
+        reads as a sentence."""
         colour = STATUS_COLOURS.get(obj.status, "#57606a")
-        return _badge(obj.get_status_display(), colour)
+        notes = []
+        if obj.reason:
+            notes.append(obj.get_reason_display())
+        if obj.trigger != JobRun.Trigger.SCHEDULE:
+            notes.append(f"{obj.get_trigger_display().lower()} run")
+        if obj.attempt > 1:
+            notes.append(f"attempt {obj.attempt}")
+        if obj.error.strip():
+            notes.append(self.error_summary(obj))
+        badge = _badge(obj.get_status_display(), colour)
+        if not notes:
+            return badge
+        return format_html("{} {}", badge, " · ".join(notes))
 
     @admin.display(description=_("error"))
     def error_summary(self, obj: JobRun) -> str:
