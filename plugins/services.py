@@ -63,9 +63,10 @@ def _job(job_name: str, *, create_declared: bool = False) -> JobState:
     """Return the job's state; with ``create_declared``, first create the state of a job this
     process declares that no scheduler has started yet (a fresh database, a new release)."""
     state = JobState.objects.filter(name=job_name).first()
-    if state is None and create_declared and registry.get(job_name) is not None:
+    declared = registry.get(job_name) if state is None and create_declared else None
+    if declared is not None:
         # The engine's own constructor of job states, so the first slot is computed its way.
-        ledger.ensure_states([registry.get(job_name)], {}, database_now())
+        ledger.ensure_states([declared], {}, database_now())
         state = JobState.objects.filter(name=job_name).first()
     if state is None:
         raise ControlError(
