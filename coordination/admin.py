@@ -25,6 +25,7 @@ from coordination.admin_paging import CappedCountPaginator
 from coordination.admin_words import (
     duration_column,
     lateness_column,
+    outcome_notes,
     scheduler_column,
     time_column,
 )
@@ -326,17 +327,7 @@ class JobRunAdmin(ReadOnlyAdmin):
     lists the jobs from ``JobState``, and there is no full count beside a filtered one.
     """
 
-    list_display = [
-        "job",
-        "slot_local",
-        "status",
-        "reason",
-        "trigger",
-        "scheduler",
-        "attempt",
-        "took",
-        "late",
-    ]
+    list_display = ["job", "slot_local", "outcome", "scheduler", "took", "late"]
     list_filter = ["status", "reason", "trigger", JobNameFilter, SlotWindowFilter]
     search_fields = ["job", "node", "error"]
     ordering = ["-slot", "-id"]
@@ -368,6 +359,11 @@ class JobRunAdmin(ReadOnlyAdmin):
     retry = time_column("retry_at", "next attempt")
     took = duration_column("duration", "took")
     late = lateness_column("lateness", "lateness")
+
+    @admin.display(description="outcome", ordering="status")
+    def outcome(self, obj: JobRun) -> str:
+        """The status, then why missed, trigger, attempt and error: one sentence."""
+        return " · ".join([obj.get_status_display(), *outcome_notes(obj)])
 
 
 def _window_hours(value: str | None) -> int:

@@ -13,6 +13,7 @@ from datetime import datetime
 from django.contrib import admin
 from django.utils.html import format_html
 
+from coordination.models import JobRun
 from coordination.wording import NONE, duration_text, lateness_text, local_time, scheduler_text
 
 
@@ -74,3 +75,24 @@ def lateness_column(field: str, description: str) -> Callable:
 def scheduler_column(field: str, description: str = "scheduler") -> Callable:
     """Return a column showing the node named in ``field`` as ``Scheduler (node …)``."""
     return _display(field, description, scheduler_html, field)
+
+
+def error_line(error: str, limit: int = 150) -> str:
+    """Return the last non-blank line of a run's error (a traceback's exception), cut."""
+    lines = [line for line in error.strip().splitlines() if line.strip()]
+    return lines[-1][:limit] if lines else ""
+
+
+def outcome_notes(run: JobRun) -> list[str]:
+    """Return what a run list says after a run's status: why a slot was missed, a trigger
+    other than the schedule, an attempt after the first, the last line of the error."""
+    notes = []
+    if run.reason:
+        notes.append(run.get_reason_display())
+    if run.trigger != JobRun.Trigger.SCHEDULE:
+        notes.append(f"{run.get_trigger_display().lower()} run")
+    if run.attempt > 1:
+        notes.append(f"attempt {run.attempt}")
+    if run.error.strip():
+        notes.append(error_line(run.error))
+    return notes

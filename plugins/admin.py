@@ -21,6 +21,7 @@ from coordination.admin import ReadOnlyAdminMixin, job_timeline_url
 from coordination.admin_words import (
     duration_column,
     lateness_column,
+    outcome_notes,
     scheduler_column,
     scheduler_html,
     time_column,
@@ -478,28 +479,13 @@ class PluginRunAdmin(ControlAdmin):
 
     @admin.display(description=_("outcome"), ordering="status")
     def outcome(self, obj: JobRun):
-        """The status as a badge, then why a slot was missed, a run's trigger other than its
-        schedule, its attempt after the first and the last line of its error: one column that
-        reads as a sentence."""
-        colour = STATUS_COLOURS.get(obj.status, "#57606a")
-        notes = []
-        if obj.reason:
-            notes.append(obj.get_reason_display())
-        if obj.trigger != JobRun.Trigger.SCHEDULE:
-            notes.append(f"{obj.get_trigger_display().lower()} run")
-        if obj.attempt > 1:
-            notes.append(f"attempt {obj.attempt}")
-        if obj.error.strip():
-            notes.append(self.error_summary(obj))
-        badge = _badge(obj.get_status_display(), colour)
+        """The status as a badge, then what else there is to say about the run (why missed,
+        trigger, attempt, error): one column that reads as a sentence."""
+        badge = _badge(obj.get_status_display(), STATUS_COLOURS.get(obj.status, "#57606a"))
+        notes = outcome_notes(obj)
         if not notes:
             return badge
         return format_html("{} {}", badge, " · ".join(notes))
-
-    @admin.display(description=_("error"))
-    def error_summary(self, obj: JobRun) -> str:
-        lines = [line for line in obj.error.strip().splitlines() if line.strip()]
-        return lines[-1][:150] if lines else ""
 
     @admin.display(description=_("error"))
     def error_text(self, obj: JobRun):

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.urls import reverse
 
+from coordination.admin_words import outcome_notes
 from coordination.models import JobRun, JobState, Leadership, LeadershipTerm, Node
 from editors.models import EditorProfile
 from plugins.models import ControlEvent, PluginState
@@ -152,3 +153,32 @@ def test_the_plugin_pages(editor_client, history):
     assert "4 min 10 s" in runs and "3.2 s late" in runs and "6 ms" in runs and "on time" in runs
     assert SCHEDULER in runs
     assert "6 ms" in pages["run"] and "on time" in pages["run"] and SCHEDULER in pages["run"]
+
+
+@pytest.mark.parametrize(
+    ("run", "notes"),
+    [
+        (JobRun(status="succeeded"), []),
+        (JobRun(status="missed", reason="downtime"), ["downtime"]),
+        (JobRun(status="succeeded", trigger="manual"), ["manual run"]),
+        (JobRun(status="failed", trigger="retry", attempt=3), ["retry run", "attempt 3"]),
+        (
+            JobRun(
+                status="failed", error="Traceback (most recent call last):\n  …\nKeyError: 'x'\n"
+            ),
+            ["KeyError: 'x'"],
+        ),
+    ],
+    ids=["plain", "missed", "manual", "retry", "error"],
+)
+def test_outcome_notes(run, notes):
+    assert outcome_notes(run) == notes
+
+
+def test_the_run_lists_say_the_outcome_in_one_column(editor_client, history):
+    for name in ("coordination_jobrun_changelist", "plugins_pluginrun_changelist"):
+        html = page(editor_client, name)
+        assert "RuntimeError: upstream said no" in html.split('class="field-outcome"', 2)[-1]
+        assert 'class="field-reason"' not in html and 'class="field-trigger"' not in html
+    engine = page(editor_client, "coordination_jobrun_changelist")
+    assert '<td class="field-outcome">Failed · RuntimeError: upstream said no</td>' in engine
