@@ -2,6 +2,9 @@
 
 Besides the tables, each job and each group has a timeline page: runs as bars by node, missed
 slots with their reason and leadership terms with why each ended (``coordination.timeline``).
+Every page says its values in words (:mod:`coordination.admin_words`): times in the viewer's
+zone with its name, durations such as ``4 min 10 s``, ``on time`` for a run less than a second
+late, and ``Scheduler (node web-1)`` for a scheduler process, its raw node name in the title.
 """
 
 from datetime import timedelta
@@ -19,10 +22,18 @@ from django.utils.html import format_html, format_html_join
 
 from coordination import timeline
 from coordination.admin_paging import CappedCountPaginator
+from coordination.admin_words import (
+    duration_column,
+    lateness_column,
+    outcome_notes,
+    scheduler_column,
+    time_column,
+)
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState, Leadership, LeadershipTerm, Node
 from coordination.registry import registry
 from coordination.selectors import timeline_rows
+from coordination.wording import local_time
 
 UPCOMING_SLOTS = 5
 
@@ -54,13 +65,25 @@ class ReadOnlyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(ReadOnlyAdmin):
-    list_display = ["name", "host", "pid", "last_heartbeat", "stopped_at", "started_at"]
+    list_display = ["scheduler", "host", "pid", "heartbeat", "stopped", "started"]
     search_fields = ["name", "host"]
+    fields = ["scheduler", "name", "host", "pid", "groups", "started", "heartbeat", "stopped"]
+    readonly_fields = fields
+
+    scheduler = scheduler_column("name")
+    heartbeat = time_column("last_heartbeat", "last heartbeat")
+    stopped = time_column("stopped_at", "stopped")
+    started = time_column("started_at", "started")
 
 
 @admin.register(Leadership)
 class LeadershipAdmin(ReadOnlyAdmin):
-    list_display = ["group", "node", "since", "session_id", "key", "timeline"]
+    list_display = ["group", "scheduler", "since_local", "session_id", "key", "timeline"]
+    fields = ["group", "scheduler", "node", "since_local", "session_id", "key", "timeline"]
+    readonly_fields = fields
+
+    scheduler = scheduler_column("node", "leader")
+    since_local = time_column("since", "leading since")
 
     @admin.display(description="history")
     def timeline(self, obj: Leadership):
@@ -69,10 +92,16 @@ class LeadershipAdmin(ReadOnlyAdmin):
 
 @admin.register(LeadershipTerm)
 class LeadershipTermAdmin(ReadOnlyAdmin):
-    list_display = ["group", "node", "started_at", "ended_at", "end_reason", "detail"]
+    list_display = ["group", "scheduler", "started", "ended", "end_reason", "detail"]
     list_filter = ["group", "end_reason"]
     search_fields = ["node"]
     show_full_result_count = False
+    fields = ["group", "scheduler", "node", "started", "ended", "end_reason", "detail"]
+    readonly_fields = fields
+
+    scheduler = scheduler_column("node", "leader")
+    started = time_column("started_at", "from")
+    ended = time_column("ended_at", "to")
 
 
 @admin.register(JobState)
@@ -81,17 +110,55 @@ class JobStateAdmin(ReadOnlyAdmin):
         "name",
         "group",
         "schedule",
-        "next_due",
+        "next_slot",
         "last_status",
-        "last_duration",
+        "last_took",
+        "last_late",
+        "last_scheduler",
         "consecutive_failures",
         "paused",
-        "retired_at",
+        "paused_reason",
+        "retired",
         "timeline",
     ]
     list_filter = ["group", "paused", "last_status"]
     search_fields = ["name"]
-    readonly_fields = ["upcoming_slots", "timeline"]
+    fields = [
+        "name",
+        "group",
+        "schedule",
+        "next_slot",
+        "upcoming_slots",
+        "wake",
+        "run_requested",
+        "run_requested_by",
+        "paused",
+        "paused_reason",
+        "retired",
+        "last_slot_local",
+        "last_started",
+        "last_finished",
+        "last_status",
+        "last_took",
+        "last_late",
+        "last_scheduler",
+        "consecutive_failures",
+        "missed_count",
+        "last_error",
+        "timeline",
+    ]
+    readonly_fields = fields
+
+    next_slot = time_column("next_due", "next slot")
+    wake = time_column("wake_at", "wake-up asked for")
+    run_requested = time_column("run_requested_at", "run asked for")
+    retired = time_column("retired_at", "retired")
+    last_slot_local = time_column("last_slot", "last slot")
+    last_started = time_column("last_started_at", "last started")
+    last_finished = time_column("last_finished_at", "last finished")
+    last_took = duration_column("last_duration", "last took")
+    last_late = lateness_column("last_lateness", "last lateness")
+    last_scheduler = scheduler_column("last_node", "last ran on")
 
     @admin.display(description="history")
     def timeline(self, obj: JobState):
@@ -113,11 +180,16 @@ class JobStateAdmin(ReadOnlyAdmin):
         zones = [site] if str(viewer) == str(site) else [site, viewer]
         now = database_now()
         slot = obj.next_due if obj.next_due and obj.next_due >= now else None
-        slot = slot or job.schedule.next_after(now)
         slots = []
-        while len(slots) < UPCOMING_SLOTS:
-            slots.append(slot)
-            slot = job.schedule.next_after(slot)
+        try:
+            slot = slot or job.schedule.next_after(now)
+            while slot is not None and len(slots) < UPCOMING_SLOTS:
+                slots.append(slot)
+                slot = job.schedule.next_after(slot)
+        except Exception as exc:
+            return f"its slots cannot be computed ({type(exc).__name__}: {exc})"
+        if not slots:
+            return "none: the calendar ends before its next slot"
         header = format_html_join("", "<th>{}</th>", ((str(zone),) for zone in zones))
         rows = format_html_join(
             "",
@@ -127,10 +199,7 @@ class JobStateAdmin(ReadOnlyAdmin):
                     format_html_join(
                         "",
                         "<td>{}</td>",
-                        (
-                            (timezone.localtime(s, z).strftime("%Y-%m-%d %H:%M:%S %Z"),)
-                            for z in zones
-                        ),
+                        ((local_time(s, z),) for z in zones),
                     ),
                 )
                 for s in slots
@@ -258,22 +327,43 @@ class JobRunAdmin(ReadOnlyAdmin):
     lists the jobs from ``JobState``, and there is no full count beside a filtered one.
     """
 
-    list_display = [
-        "job",
-        "slot",
-        "status",
-        "reason",
-        "trigger",
-        "node",
-        "attempt",
-        "duration",
-        "started_at",
-    ]
+    list_display = ["job", "slot_local", "outcome", "scheduler", "took", "late"]
     list_filter = ["status", "reason", "trigger", JobNameFilter, SlotWindowFilter]
     search_fields = ["job", "node", "error"]
     ordering = ["-slot", "-id"]
     paginator = CappedCountPaginator
     show_full_result_count = False
+    fields = [
+        "job",
+        "slot_local",
+        "status",
+        "reason",
+        "trigger",
+        "requested_by",
+        "scheduler",
+        "node",
+        "attempt",
+        "started",
+        "finished",
+        "took",
+        "late",
+        "retry",
+        "error",
+    ]
+    readonly_fields = fields
+
+    slot_local = time_column("slot", "slot")
+    scheduler = scheduler_column("node", "ran on")
+    started = time_column("started_at", "started")
+    finished = time_column("finished_at", "finished")
+    retry = time_column("retry_at", "next attempt")
+    took = duration_column("duration", "took")
+    late = lateness_column("lateness", "lateness")
+
+    @admin.display(description="outcome", ordering="status")
+    def outcome(self, obj: JobRun) -> str:
+        """The status, then why missed, trigger, attempt and error: one sentence."""
+        return " · ".join([obj.get_status_display(), *outcome_notes(obj)])
 
 
 def _window_hours(value: str | None) -> int:

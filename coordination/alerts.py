@@ -1,9 +1,10 @@
 """Alerts: tell people when scheduled work needs them, once, whichever replica notices.
 
-Three things raise an alert: a job paused itself after failing, a job failed
-``INSTATIC_ALERT_AFTER_FAILURES`` times in a row, and no node has led a group for longer than
-the lease. Each alert sends the :data:`alert_raised` signal (connect a receiver to page
-someone, post to chat...) and calls ``mail_admins`` (Django's ``ADMINS``, from
+Four things raise an alert: a job paused itself after failing, a job failed
+``INSTATIC_ALERT_AFTER_FAILURES`` times in a row, a job was paused because the scheduler could
+not plan it (its schedule raised), and no node has led a group for longer than the lease. Each
+alert sends the :data:`alert_raised` signal (connect a receiver to page someone, post to
+chat...) and calls ``mail_admins`` (Django's ``ADMINS``, from
 ``DJANGO_ADMINS``). An alert of one kind about one subject goes out at most once per
 ``INSTATIC_ALERT_INTERVAL`` seconds across the whole cluster: the ``Alert`` row is claimed
 with a conditional update, so when every replica notices the same thing, one of them tells.
@@ -89,6 +90,16 @@ def job_paused_itself(job_name: str, failures: int, error: str) -> None:
         f"Job {job_name} paused itself after {failures} failures in a row; none of its slots "
         f"run until someone resumes it (admin, or `manage.py jobs resume {job_name}`).\n\n"
         f"Last error:\n{error}",
+    )
+
+
+def job_cannot_be_planned(job_name: str, error: str) -> None:
+    raise_alert(
+        Kind.JOB_UNPLANNABLE,
+        job_name,
+        f"Job {job_name} is paused: the scheduler could not plan its next run ({error}). The "
+        "other jobs of its group go on. Fix its schedule, deploy, then resume it (admin, or "
+        f"`manage.py jobs resume {job_name}`); the scheduler's log has the traceback.",
     )
 
 

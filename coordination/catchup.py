@@ -25,9 +25,16 @@ from datetime import datetime, timedelta
 
 from coordination.models import JobRun
 from coordination.registry import Job, Missed
+from coordination.schedules import CALENDAR_END, Schedule
 
 _MICROSECOND = timedelta(microseconds=1)
 Reason = JobRun.MissedReason
+
+
+def _after(schedule: Schedule, instant: datetime) -> datetime:
+    """Return the slot after ``instant``, or the end of the calendar when there is none (so
+    "before it" means every slot left)."""
+    return schedule.next_after(instant) or CALENDAR_END
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,8 @@ def decide(
     if not latest:
         return CatchUp(run=None)  # next_due is between slots: nothing is due yet
     latest = latest[0]
-    first = schedule.next_after(next_due - _MICROSECOND)
-    after_latest = schedule.next_after(latest)
+    first = _after(schedule, next_due - _MICROSECOND)
+    after_latest = _after(schedule, latest)
     if job.missed is Missed.SKIP:
         if now - latest <= grace:
             return CatchUp(run=latest, skip_before=latest, reason=Reason.DOWNTIME)
@@ -63,7 +70,7 @@ def decide(
         cutoff = now - (job.missed_window or grace)
         if first >= cutoff:
             return CatchUp(run=first)
-        oldest_kept = schedule.next_after(cutoff - _MICROSECOND)
+        oldest_kept = _after(schedule, cutoff - _MICROSECOND)
         if oldest_kept > latest:
             return CatchUp(run=None, skip_before=after_latest, reason=Reason.CATCH_UP_WINDOW)
         return CatchUp(run=oldest_kept, skip_before=oldest_kept, reason=Reason.CATCH_UP_WINDOW)
@@ -72,6 +79,6 @@ def decide(
     if previous_finished_at is not None and first < latest and first <= previous_finished_at:
         # Slots that fell due while the previous run was still going: run the first one
         # after it finished (or the newest), not each of them in turn.
-        run = min(schedule.next_after(previous_finished_at), latest)
+        run = min(_after(schedule, previous_finished_at), latest)
         return CatchUp(run=run, skip_before=run, reason=Reason.OVERLAP)
     return CatchUp(run=first)

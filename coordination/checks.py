@@ -1,5 +1,8 @@
 """System checks for scheduler misconfiguration (``manage.py check``, ``runscheduler``)."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from django.core import checks
@@ -20,11 +23,71 @@ def register() -> None:
     checks.register(check_lock_mode, "coordination")
 
 
+#: Set while an operator command runs its system checks (see :class:`OperatorCommand`).
+_declarations_reported = ContextVar("declarations_reported", default=False)
+
+
 def check_job_declarations(app_configs=None, **kwargs):
     from coordination.registry import registry
 
+    if _declarations_reported.get():
+        return []
     # One line each: the message names the file and line and says what to change.
     return [checks.Error(message, id="coordination.E001") for message in registry.errors]
+
+
+@contextmanager
+def declaration_errors_reported() -> Iterator[None]:
+    """Leave ``coordination.E001`` out of the system checks run inside (the caller has
+    reported the declaration errors itself)."""
+    token = _declarations_reported.set(True)
+    try:
+        yield
+    finally:
+        _declarations_reported.reset(token)
+
+
+def declaration_errors_text() -> str:
+    """Return the bad job declarations as a headline and one indented line each ('' if none)."""
+    from coordination.registry import registry
+
+    errors = registry.errors
+    if not errors:
+        return ""
+    plural = "s" if len(errors) != 1 else ""
+    lines = [
+        f"{len(errors)} invalid job declaration{plural} (coordination.E001): these jobs are not "
+        "scheduled, and runscheduler refuses to start until they are fixed:",
+        *(f"  {error}" for error in errors),
+    ]
+    return "\n".join(lines)
+
+
+class OperatorCommand:
+    """A management command mixin for operators' tools (``jobs``, ``schedulerstatus``).
+
+    A release whose ``jobs.py`` has a bad declaration must not lock operators out of pausing
+    jobs while it is out. Such a command runs every system check but ``coordination.E001``
+    (the others still stop it), and prints the declaration errors first, on stderr, whether
+    or not checks run (``--skip-checks``). ``manage.py check`` and ``runscheduler`` still fail
+    on them.
+    """
+
+    _declarations_printed = False
+
+    def check(self, *args, **kwargs):
+        self.print_declaration_errors()
+        with declaration_errors_reported():
+            return super().check(*args, **kwargs)
+
+    def print_declaration_errors(self) -> None:
+        """Write the declaration errors to stderr, once per command."""
+        if self._declarations_printed:
+            return
+        self._declarations_printed = True
+        text = declaration_errors_text()
+        if text:
+            self.stderr.write(self.style.ERROR(text))
 
 
 def check_lock_keys(app_configs=None, **kwargs):

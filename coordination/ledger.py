@@ -19,11 +19,14 @@ from coordination.conf import settings
 from coordination.metrics import count_missed_slots
 from coordination.models import JobRun, JobState
 from coordination.registry import Job
+from coordination.schedules import CALENDAR_END
 from coordination.selectors import live_instances
 
 logger = logging.getLogger(__name__)
 
 MAX_ERROR_LENGTH = 20_000
+#: How the pause reason of a job the scheduler could not plan begins (see :func:`unplannable`).
+UNPLANNABLE = "the scheduler could not plan it"
 #: Missed slots written per statement (and per transaction) when a long gap is recorded.
 MISSED_BATCH = 5_000
 
@@ -46,6 +49,9 @@ class RunOutcome:
     node: str
     #: The job's next slot; ``None`` leaves it (the slot's claim moved a periodic job on).
     next_due: datetime | None
+    #: True when the job has no next slot (a when-due job at the end of the calendar): its
+    #: next slot is cleared rather than left.
+    no_next_slot: bool = False
     #: When a failed attempt is tried again (the job's ``retries``), or ``None``.
     retry_at: datetime | None = None
     #: Wake-up requests due up to this instant were served by the run.
@@ -63,9 +69,41 @@ class RunOutcome:
         return self.error[:MAX_ERROR_LENGTH]
 
 
-def ensure_states(jobs: list[Job], states: dict[str, JobState], now: datetime) -> bool:
-    """Create missing job states and reschedule jobs whose schedule changed; return if any did."""
-    changed = False
+def unplannable(exc: BaseException) -> str:
+    """Return the pause reason of a job whose planning raised ``exc`` (one line, what to do)."""
+    problem = (str(exc).strip().splitlines() or [""])[0]
+    reason = (
+        f"{UNPLANNABLE} ({type(exc).__name__}: {problem}); fix its schedule, deploy, then resume it"
+    )
+    if len(reason) <= 255:
+        return reason
+    return f"{UNPLANNABLE} ({type(exc).__name__}: {problem[:120]}…); fix it, then resume it"
+
+
+def first_due(job: Job, now: datetime) -> datetime | None:
+    """Return when a new (or rescheduled) job is first due: a periodic job at its next slot
+    (None when the calendar has none left), a when-due job at once."""
+    return job.schedule.next_after(now) if job.schedule.periodic else now
+
+
+def ensure_states(
+    jobs: list[Job], states: dict[str, JobState], now: datetime
+) -> dict[str, Exception]:
+    """Create missing job states and reschedule jobs whose schedule changed.
+
+    A job whose first slot cannot be computed (its schedule raises) gets its state all the
+    same, paused with the reason (:func:`unplannable`), so the other jobs are not held up.
+    Return those jobs' errors, by name.
+    """
+    failed: dict[str, Exception] = {}
+
+    def planned(job: Job) -> dict:
+        try:
+            return {"next_due": first_due(job, now)}
+        except Exception as exc:
+            failed[job.name] = exc
+            return {"next_due": None, "paused": True, "paused_reason": unplannable(exc)}
+
     missing = [job for job in jobs if job.name not in states]
     if missing:
         JobState.objects.bulk_create(
@@ -75,37 +113,45 @@ def ensure_states(jobs: list[Job], states: dict[str, JobState], now: datetime) -
                     group=job.group,
                     schedule=job.schedule.describe(),
                     fingerprint=job.fingerprint,
-                    # A new periodic job starts at its next slot; a when-due job checks at once.
-                    next_due=job.schedule.next_after(now) if job.schedule.periodic else now,
+                    **planned(job),
                 )
                 for job in missing
             ],
             ignore_conflicts=True,
         )
-        changed = True
     for job in jobs:
         state = states.get(job.name)
         if state is None:
             continue
         if state.fingerprint != job.fingerprint or state.group != job.group:
-            next_due = job.schedule.next_after(now) if job.schedule.periodic else now
+            values = planned(job)
+            if "paused" in values and state.paused:
+                del values["paused"], values["paused_reason"]  # keep an earlier pause's reason
             JobState.objects.filter(name=job.name).update(
                 group=job.group,
                 schedule=job.schedule.describe(),
                 fingerprint=job.fingerprint,
-                next_due=next_due,
+                **values,
             )
             logger.info(
                 "job %s schedule is now %s; next slot %s",
                 job.name,
                 job.schedule.describe(),
-                next_due.isoformat(),
+                values["next_due"].isoformat() if values["next_due"] else "none",
             )
-            changed = True
         elif state.retired_at is not None:
             JobState.objects.filter(name=job.name).update(retired_at=None)
-            changed = True
-    return changed
+    return failed
+
+
+def pause_unplannable(job: Job, exc: BaseException) -> bool:
+    """Pause ``job`` because planning it raised ``exc``; return False if it was paused already
+    (an operator's or an earlier reason is kept)."""
+    return bool(
+        JobState.objects.filter(name=job.name, paused=False).update(
+            paused=True, paused_reason=unplannable(exc)
+        )
+    )
 
 
 def retire_undeclared(group: str, declared_here: set[str], declared_anywhere: set[str]) -> int:
@@ -133,15 +179,16 @@ def record_missed(job: Job, slots: list[datetime], *, reason: str) -> None:
     count_missed_slots(job, reason, len(slots))
 
 
-def skip_slots(job: Job, start: datetime, *, before: datetime, reason: str) -> int:
-    """Record every slot in ``[start, before)`` as missed and move the job's next slot past it.
+def skip_slots(job: Job, start: datetime, *, before: datetime | None, reason: str) -> int:
+    """Record every slot in ``[start, before)`` as missed and move the job's next slot past it
+    (``before=None``: to the end of the calendar).
 
     However long the gap (an every-second job down for a day has 86,400 slots), it is written
     in batches of ``MISSED_BATCH`` rows, each committed together with the job's next slot, so
     memory stays bounded and a crash half-way loses nothing: the next leader carries on from
     the last committed batch. Return how many slots were recorded.
     """
-    slots = job.schedule.iter_slots(start, before)
+    slots = job.schedule.iter_slots(start, before or CALENDAR_END)
     total = 0
     while batch := list(islice(slots, MISSED_BATCH)):
         with transaction.atomic():
@@ -351,7 +398,7 @@ def _state_values(outcome: RunOutcome) -> dict:
         "last_node": outcome.node,
         "consecutive_failures": 0 if outcome.succeeded else F("consecutive_failures") + 1,
     }
-    if outcome.next_due is not None:
+    if outcome.next_due is not None or outcome.no_next_slot:
         values["next_due"] = outcome.next_due
     # One statement: clear the wake-up and run-now requests this run served, but keep any
     # that arrived after it started.
@@ -428,8 +475,9 @@ def _update_sql(queryset, values: dict) -> tuple[str, tuple]:
     return query.get_compiler(queryset.db).as_sql()
 
 
-def advance(job: Job, next_due: datetime) -> None:
-    """Move a job's next slot forward (never back) without recording a run.
+def advance(job: Job, next_due: datetime | None) -> None:
+    """Move a job's next slot forward (never back) without recording a run; ``None``: the
+    calendar holds no next slot.
 
     Never back: a stale leader that wakes up with an old plan cannot rewind the job.
     """
@@ -475,8 +523,12 @@ def _insert_claims(runs: list[JobRun]) -> list[JobRun]:
     return runs
 
 
-def _advance(names: list[str], next_due: datetime) -> None:
-    """Move the named jobs' next slot forward to ``next_due`` (never back), in one statement."""
+def _advance(names: list[str], next_due: datetime | None) -> None:
+    """Move the named jobs' next slot forward to ``next_due`` (never back), in one statement;
+    ``None`` (no slot left in the calendar) leaves them without one."""
+    if next_due is None:
+        JobState.objects.filter(name__in=names).update(next_due=None)
+        return
     JobState.objects.filter(
         Q(next_due__isnull=True) | Q(next_due__lt=next_due), name__in=names
     ).update(next_due=next_due)

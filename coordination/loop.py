@@ -452,7 +452,15 @@ class GroupLoop(threading.Thread):
                 # a job never overlaps itself, so look again shortly.
                 next_wake = min(next_wake, soon)
                 continue
-            plan, due_at = self._plan(job, state, now)
+            try:
+                plan, due_at = self._plan(job, state, now)
+            except DATABASE_ERRORS:
+                raise
+            except Exception as exc:
+                # One job's broken schedule (or planner) must not stop its group: pause it
+                # with the reason and plan the others in this same tick.
+                self._planning_failed(job, state, exc)
+                continue
             if plan is not None:
                 plans.append(plan)
             elif due_at is not None:
@@ -587,6 +595,8 @@ class GroupLoop(threading.Thread):
             return plan, None
         periodic = job.schedule.periodic
         if state.paused:
+            if state.paused_reason.startswith(ledger.UNPLANNABLE):
+                return None, None  # its slots cannot be computed: resuming records the gap
             if periodic and state.next_due is not None and state.next_due <= now:
                 ledger.skip_slots(
                     job,
@@ -629,6 +639,31 @@ class GroupLoop(threading.Thread):
             return None, next_due
         plan = RunPlan(job=job, slot=decision.run, next_due=job.schedule.next_after(decision.run))
         return plan, None
+
+    def _planning_failed(self, job: Job, state: JobState, exc: Exception) -> None:
+        """Pause ``job``, whose planning raised ``exc``, with the reason; log and alert once.
+
+        A job paused already (by an operator, say) keeps its reason; it is held off like a
+        run that could not start, so a failure that lasts does not cost every tick.
+        """
+        self.hold_off(job.name)
+        if state.paused or not ledger.pause_unplannable(job, exc):
+            logger.debug("[%s] planning paused job %s failed", self.group.log_prefix, job.name)
+            return
+        self._unplannable_paused(job, exc)
+
+    def _unplannable_paused(self, job: Job, exc: Exception) -> None:
+        """Say that ``job`` was paused because planning it raised ``exc``."""
+        logger.error(
+            "[%s] job %s paused: the scheduler could not plan it (%s: %s); the other jobs of "
+            "its group go on",
+            self.group.log_prefix,
+            job.name,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+        )
+        alerts.job_cannot_be_planned(job.name, f"{type(exc).__name__}: {exc}")
 
     def _retry_plans(
         self,
@@ -689,7 +724,9 @@ class GroupLoop(threading.Thread):
         )
         self._maintenance_requested = False
         self._last_maintenance = time.monotonic()
-        ledger.ensure_states(list(declared.values()), by_name, now)
+        unplannable = ledger.ensure_states(list(declared.values()), by_name, now)
+        for name, exc in unplannable.items():
+            self._unplannable_paused(declared[name], exc)
         undeclared = {n for n, s in by_name.items() if n not in declared and not s.retired_at}
         if undeclared:
             retired = ledger.retire_undeclared(

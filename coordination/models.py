@@ -8,6 +8,8 @@ means once an hour across the whole cluster.
 from django.db import models
 from django.db.models import Q
 
+from coordination.wording import scheduler_text
+
 
 class Node(models.Model):
     """One ``runscheduler`` process (the latest process to use this node name)."""
@@ -27,7 +29,7 @@ class Node(models.Model):
         ordering = ["name"]
 
     def __str__(self) -> str:
-        return self.name
+        return scheduler_text(self.name)
 
 
 class Leadership(models.Model):
@@ -46,7 +48,7 @@ class Leadership(models.Model):
         ordering = ["group"]
 
     def __str__(self) -> str:
-        return f"{self.group}: {self.node}"
+        return f"{self.group}: {scheduler_text(self.node)}"
 
 
 class NodeSession(models.Model):
@@ -127,7 +129,8 @@ class LeadershipTerm(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.group}: {self.node} from {self.started_at:%Y-%m-%d %H:%M:%S}"
+        since = f"{self.started_at:%Y-%m-%d %H:%M:%S} UTC"
+        return f"{self.group}: {scheduler_text(self.node)} from {since}"
 
 
 class Alert(models.Model):
@@ -136,6 +139,7 @@ class Alert(models.Model):
     class Kind(models.TextChoices):
         JOB_PAUSED = "job paused itself"
         JOB_FAILING = "job failing"
+        JOB_UNPLANNABLE = "job cannot be planned"
         NO_LEADER = "no leader"
 
     kind = models.CharField(max_length=40, choices=Kind.choices)
@@ -269,7 +273,7 @@ class JobRun(models.Model):
         ordering = ["-slot"]
 
     def __str__(self) -> str:
-        return f"{self.job} @ {self.slot:%Y-%m-%d %H:%M:%S} ({self.status})"
+        return f"{self.job} @ {self.slot:%Y-%m-%d %H:%M:%S} UTC ({self.status})"
 
     @staticmethod
     def in_progress() -> Q:

@@ -1,10 +1,11 @@
 """Job declarations: the registry every app's ``jobs.py`` adds to, and the groups jobs run in.
 
 A job is a function plus a name, a group, a schedule and its policies. Declaring one with a bad
-schedule or a name that is already taken raises at once with a message that names both
-declarations. While ``autodiscover()`` imports the ``jobs.py`` modules it does not raise: one
-plugin's mistake must not stop the web process from importing. Each bad declaration becomes one
-line in ``registry.errors`` naming its file and line, which ``manage.py check`` reports as
+schedule (including one whose slots cannot be computed: see ``Schedule.verify``) or a name that
+is already taken raises at once with a message that names both declarations. While
+``autodiscover()`` imports the ``jobs.py`` modules it does not raise: one plugin's mistake must
+not stop the web process from importing. Each bad declaration becomes one line in
+``registry.errors`` naming its file and line, which ``manage.py check`` reports as
 ``coordination.E001`` and ``runscheduler`` refuses to start on; the good jobs still register.
 """
 
@@ -16,7 +17,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from importlib import import_module
 from importlib.util import find_spec
 from pathlib import Path
@@ -34,6 +35,13 @@ JOB_NAME_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_\-]+)+$")
 
 class JobDeclarationError(ValueError):
     """A job declaration Instatic cannot accept; the message says how to fix it."""
+
+
+def job_error(name: str, problem: object) -> JobDeclarationError:
+    """Return the error about the declaration of the job named ``name``: ``job 'name':
+    problem``, the one form of every such message (the engine's checks and the plugin SDK's
+    alike); a ``coordination.E001`` line puts the declaration's file and line in front."""
+    return JobDeclarationError(f"job {name!r}: {problem}")
 
 
 class Missed(enum.StrEnum):
@@ -201,7 +209,7 @@ def make_job(
 ) -> Job:
     """Validate a declaration and return the :class:`Job` (without registering it)."""
     if not callable(func):
-        raise JobDeclarationError(f"job {name!r}: {func!r} is not callable.")
+        raise job_error(name, f"{func!r} is not callable.")
     qualname = getattr(func, "__qualname__", type(func).__qualname__)
     source = f"{func.__module__}.{qualname}"
     name = name or f"{func.__module__.rsplit('.', 1)[0]}.{qualname.rsplit('.', 1)[-1]}"
@@ -212,36 +220,35 @@ def make_job(
         )
     try:
         schedule = coerce(schedule)
+        # The declaration's own clock: only to prove the slots compute, never to plan them.
+        schedule.verify(now=datetime.now(UTC))
     except InvalidSchedule as exc:
-        raise JobDeclarationError(f"job {name!r} (declared by {source}): {exc}") from None
+        raise job_error(name, exc) from None
     try:
         missed = Missed(missed)
     except ValueError:
-        raise JobDeclarationError(
-            f"job {name!r}: missed={missed!r} is not a policy; use one of "
-            f"{', '.join(m.value for m in Missed)}."
+        raise job_error(
+            name,
+            f"missed={missed!r} is not a policy; use one of {', '.join(m.value for m in Missed)}.",
         ) from None
     if missed is Missed.ALL and (missed_window is None or missed_window <= timedelta(0)):
-        raise JobDeclarationError(
-            f"job {name!r}: missed='all' needs missed_window=timedelta(...) to bound how far "
-            "back to catch up."
+        raise job_error(
+            name,
+            "missed='all' needs missed_window=timedelta(...) to bound how far back to catch up.",
         )
     if max_duration is not None and max_duration <= timedelta(0):
-        raise JobDeclarationError(f"job {name!r}: max_duration must be positive.")
+        raise job_error(name, "max_duration must be positive.")
     if isinstance(retry_backoff, int | float) and not isinstance(retry_backoff, bool):
         retry_backoff = timedelta(seconds=retry_backoff)
     if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 100:
-        raise JobDeclarationError(
-            f"job {name!r}: retries={retries!r} must be a whole number from 0 to 100."
-        )
+        raise job_error(name, f"retries={retries!r} must be a whole number from 0 to 100.")
     if not isinstance(retry_backoff, timedelta) or retry_backoff <= timedelta(0):
-        raise JobDeclarationError(
-            f"job {name!r}: retry_backoff must be a positive timedelta or number of seconds."
-        )
+        raise job_error(name, "retry_backoff must be a positive timedelta or number of seconds.")
     if transactional and retry_abandoned:
-        raise JobDeclarationError(
-            f"job {name!r}: retry_abandoned only applies to non-transactional jobs; a "
-            "transactional job's crashed run rolls back and runs again by itself."
+        raise job_error(
+            name,
+            "retry_abandoned only applies to non-transactional jobs; a "
+            "transactional job's crashed run rolls back and runs again by itself.",
         )
     return Job(
         name=name,

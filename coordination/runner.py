@@ -68,6 +68,14 @@ def _lock_unavailable(exc: OperationalError) -> bool:
     return bool(exc.args) and exc.args[0] in _LOCK_UNAVAILABLE_MYSQL
 
 
+def when_due_next(answer: object, fallback: datetime | None) -> datetime | None:
+    """Return when a when-due job is next due after a run: the earlier of the instant the
+    job answered (if it answered one) and its schedule's safety net, where ``None`` (the end
+    of the calendar) is no instant; ``None`` when neither is one: no next slot."""
+    answered = answer if isinstance(answer, datetime) else None
+    return min((t for t in (answered, fallback) if t is not None), default=None)
+
+
 @dataclass
 class RunPlan:
     """What one worker does: run ``job`` for ``slot``, then move it to ``next_due``."""
@@ -323,6 +331,7 @@ class Worker:
             error=error,
             node=self.loop.node.name,
             next_due=next_due,
+            no_next_slot=next_due is None and not self.job.schedule.periodic,
             retry_at=retry_at,
             wake_before=self.plan.wake_before,
             manual_requested_at=self.plan.manual_requested_at,
@@ -572,7 +581,4 @@ class Worker:
         """Return the job's next slot: from the plan (periodic) or the job's answer (when due)."""
         if self.job.schedule.periodic:
             return self.plan.next_due
-        fallback = self.job.schedule.next_after(self.loop.clock.now())
-        if isinstance(result, datetime):
-            return min(result, fallback)
-        return fallback
+        return when_due_next(result, self.job.schedule.next_after(self.loop.clock.now()))

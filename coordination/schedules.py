@@ -23,7 +23,14 @@ Plugin authors normally use the cadence helpers (:func:`every`, :func:`every_min
 :func:`hourly`, :func:`daily`, :func:`weekly`, :func:`monthly`, :func:`cron`), and
 :func:`coerce` turns a bare ``timedelta`` into an :class:`Every`. All validation happens at
 declaration time and raises :class:`InvalidSchedule` with a message that says what is wrong
-and how to fix it.
+and how to fix it: the helpers check their arguments, and :meth:`Schedule.verify` (called by
+every job declaration) computes the first thousand slots and the slots at the far end of the
+calendar, so a schedule that is accepted never raises while a scheduler plans it.
+
+The calendar is Python's: 0001-01-01 to 9999-12-31 UTC (:data:`CALENDAR_END`). A schedule
+has no slot after the last one that fits: :meth:`Schedule.next_after` returns ``None`` there
+(and a local wall-clock time that falls outside the calendar is no slot), so a job at the end
+of the calendar simply has no next slot.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 __all__ = [
+    "CALENDAR_END",
     "Cron",
     "Every",
     "InvalidSchedule",
@@ -53,6 +61,17 @@ __all__ = [
 ]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The last instant Python's calendar holds; no slot lies after it.
+CALENDAR_END = datetime.max.replace(tzinfo=UTC)
+#: How many slots from the declaration's time :meth:`Schedule.verify` computes.
+VERIFIED_SLOTS = 1000
+#: Instants at the far end of the calendar that :meth:`Schedule.verify` asks for a next slot.
+_FAR_END_PROBES = (
+    datetime(9999, 12, 30, 12, tzinfo=UTC),
+    datetime(9999, 12, 31, 12, tzinfo=UTC),
+    CALENDAR_END - timedelta(minutes=1),
+    CALENDAR_END,
+)
 _MICROSECOND = timedelta(microseconds=1)
 _MIN_INTERVAL = timedelta(seconds=1)
 _MAX_EVERY_MINUTES = 1440
@@ -94,6 +113,16 @@ def _require_aware(value: datetime, name: str) -> datetime:
     return value.astimezone(UTC)
 
 
+def _declared(value: object) -> str:
+    """Return ``value``'s repr as a plugin author writes it (``timedelta(days=2)``)."""
+    return repr(value).replace("datetime.timedelta(", "timedelta(")
+
+
+def _is_later(slot: datetime, instant: datetime) -> bool:
+    """Return True when ``slot`` is an aware datetime after ``instant``."""
+    return slot.tzinfo is not None and slot.utcoffset() is not None and slot > instant
+
+
 def _check_limit(limit: int | None) -> None:
     """Raise unless ``limit`` is None or a non-negative int."""
     if limit is None:
@@ -129,8 +158,9 @@ class Schedule(ABC):
     periodic: bool = True
 
     @abstractmethod
-    def next_after(self, instant: datetime) -> datetime:
-        """Return the first slot strictly after ``instant``, in UTC.
+    def next_after(self, instant: datetime) -> datetime | None:
+        """Return the first slot strictly after ``instant``, in UTC, or ``None`` when the
+        calendar holds no slot after it.
 
         ``instant`` must be timezone-aware (any zone); naive input raises ``ValueError``.
         """
@@ -146,6 +176,55 @@ class Schedule(ABC):
         Equal schedules give equal fingerprints; a deploy that changes a job's schedule
         changes its fingerprint.
         """
+
+    def verify(self, *, now: datetime) -> None:
+        """Raise :class:`InvalidSchedule` unless the slots can be computed wherever a
+        scheduler may ask: the first :data:`VERIFIED_SLOTS` slots after ``now`` (the first of
+        them must exist) and the next slot at the far end of the calendar, each a later
+        instant or ``None``.
+
+        A job declaration calls it, so a schedule that would raise (an overflow, a bug in a
+        custom schedule) is one declaration error instead of a job that breaks its group's
+        planning. The message names the schedule, what went wrong and how to fix it.
+        """
+        now = _require_aware(now, "now")
+        slot = self._verified_next_after(now)
+        if slot is None:
+            raise InvalidSchedule(self._no_slot_message())
+        for _ in range(self._slots_to_verify() - 1):
+            slot = self._verified_next_after(slot)
+            if slot is None:
+                break
+        for probe in _FAR_END_PROBES:
+            self._verified_next_after(probe)
+
+    def _slots_to_verify(self) -> int:
+        """Return how many slots after the declaration's time :meth:`verify` walks."""
+        return VERIFIED_SLOTS
+
+    def _no_slot_message(self) -> str:
+        """Return the declaration error for a schedule with no slot left in the calendar."""
+        return (
+            f"{_declared(self)}: no slot falls before the end of the calendar (9999-12-31), so "
+            "the job would never run; choose a schedule with a next slot"
+        )
+
+    def _verified_next_after(self, instant: datetime) -> datetime | None:
+        """Return ``next_after(instant)``; raise InvalidSchedule if it raises or goes back."""
+        try:
+            slot = self.next_after(instant)
+        except Exception as exc:
+            raise InvalidSchedule(
+                f"{self.describe()}: computing its slots failed ({type(exc).__name__}: {exc}, "
+                f"after {instant.isoformat()}); next_after() must return a later instant or "
+                "None at the end of the calendar"
+            ) from None
+        if slot is not None and not (isinstance(slot, datetime) and _is_later(slot, instant)):
+            raise InvalidSchedule(
+                f"{self.describe()}: next_after({instant.isoformat()}) returned {slot!r}, not a "
+                "later instant (or None at the end of the calendar)"
+            )
+        return slot
 
     def slots_between(
         self, start: datetime, end: datetime, *, limit: int | None = None
@@ -196,9 +275,9 @@ class Schedule(ABC):
         return slots
 
     def _slots_from(self, start: datetime) -> Iterator[datetime]:
-        """Yield the slots at or after ``start``, ascending, without end."""
+        """Yield the slots at or after ``start``, ascending, to the end of the calendar."""
         slot = self.next_after(start - _MICROSECOND)
-        while True:
+        while slot is not None:
             yield slot
             slot = self.next_after(slot)
 
@@ -254,14 +333,30 @@ class Every(Schedule):
         """Return the index of the first slot at or after ``instant``."""
         return -(-((instant - EPOCH) // _MICROSECOND) // self._micros)  # ceiling division
 
-    def _slot(self, index: int) -> datetime:
-        """Return slot number ``index`` (0 is the epoch)."""
-        return EPOCH + timedelta(microseconds=index * self._micros)
+    def _slot(self, index: int) -> datetime | None:
+        """Return slot number ``index`` (0 is the epoch), or None past the calendar's end."""
+        try:
+            return EPOCH + timedelta(microseconds=index * self._micros)
+        except OverflowError:
+            return None
 
-    def next_after(self, instant: datetime) -> datetime:
-        """Return the first slot strictly after ``instant``, in UTC."""
+    def next_after(self, instant: datetime) -> datetime | None:
+        """Return the first slot strictly after ``instant``, in UTC (None past the calendar)."""
         instant = _require_aware(instant, "instant")
         return self._slot(self._index_floor(instant) + 1)
+
+    def _slots_to_verify(self) -> int:
+        """One: slots are arithmetic, so the first one fitting proves the rest compute."""
+        return 1
+
+    def _no_slot_message(self) -> str:
+        return (
+            f"every({_declared(self._interval)}): no slot falls before the end of the calendar "
+            "(9999-12-31): slots are "
+            f"counted every {_format_interval(self._interval)} from 1970-01-01 UTC, so the "
+            "next one would come after it and the job would never run; use a shorter interval "
+            "(cron('0 0 1 1 *') runs once a year)"
+        )
 
     def slots_between(
         self, start: datetime, end: datetime, *, limit: int | None = None
@@ -280,13 +375,14 @@ class Every(Schedule):
         last = self._index_floor(end)
         if limit is not None:
             first = max(first, last - limit + 1)
+        # Every index up to ``end``'s floor is a slot inside the calendar.
         return [self._slot(index) for index in range(first, last + 1)]
 
     def _slots_from(self, start: datetime) -> Iterator[datetime]:
-        """Yield the slots at or after ``start`` by arithmetic, ascending, without end."""
+        """Yield the slots at or after ``start`` by arithmetic, ascending, to the calendar's end."""
         index = self._index_ceil(start)
-        while True:
-            yield self._slot(index)
+        while (slot := self._slot(index)) is not None:
+            yield slot
             index += 1
 
     def describe(self) -> str:
@@ -422,23 +518,47 @@ class Cron(Schedule):
         return self._label
 
     def _candidates(self, instant: datetime) -> Iterator[datetime]:
-        """Yield cronsim's matches after ``instant``'s local wall-clock time, in UTC.
+        """Yield cronsim's matches after ``instant``'s local wall-clock time, in UTC, up to
+        the end of the calendar.
 
         cronsim drops the ``fold`` of the start time for fixed-time expressions, so when
         ``instant`` is in the second pass of a repeated hour the first candidates can lie
-        before ``instant``; callers filter them out.
+        before ``instant``; callers filter them out. At the ends of the calendar a local time
+        may not fit (before 0001-01-01 or after 9999-12-31 in either the zone or UTC): the
+        search starts at the zone's first representable minute, skips matches that have no
+        UTC instant, and ends where cronsim's arithmetic leaves the calendar. cronsim also
+        gives up after 50 years without a match, which an accepted expression only reaches
+        at the end of the calendar.
         """
-        simulator = CronSim(self._expression, instant.astimezone(self._zone))
-        for local in simulator:
-            yield local.astimezone(UTC)
+        try:
+            start = instant.astimezone(self._zone)
+        except OverflowError:
+            if instant.year > 1:
+                return
+            start = datetime.min.replace(tzinfo=self._zone)
+        try:
+            for local in CronSim(self._expression, start):
+                try:
+                    yield local.astimezone(UTC)
+                except OverflowError:
+                    if local.year > 1:
+                        return
+        except OverflowError:
+            return
 
-    def next_after(self, instant: datetime) -> datetime:
-        """Return the first slot strictly after ``instant``, in UTC."""
+    def next_after(self, instant: datetime) -> datetime | None:
+        """Return the first slot strictly after ``instant``, in UTC (None past the calendar)."""
         instant = _require_aware(instant, "instant")
         for candidate in self._candidates(instant):
             if candidate > instant:
                 return candidate
-        raise ValueError(f"{self!r} has no slot within 50 years after {instant.isoformat()}")
+        return None
+
+    def _slots_to_verify(self) -> int:
+        """One: cronsim computes every date the same way, so what can go wrong lies at the
+        ends of the calendar (the far-end probes); walking a thousand cron slots would cost
+        each process start 50-300 ms per job."""
+        return 1
 
     def _slots_from(self, start: datetime) -> Iterator[datetime]:
         """Yield the slots at or after ``start`` from a single cronsim iterator."""
@@ -491,10 +611,14 @@ class WhenDue(Schedule):
         """Return the longest time between two looks at the job."""
         return self._fallback
 
-    def next_after(self, instant: datetime) -> datetime:
-        """Return ``instant + fallback`` in UTC (the at-least-every safety net)."""
+    def next_after(self, instant: datetime) -> datetime | None:
+        """Return ``instant + fallback`` in UTC (the at-least-every safety net), or None past
+        the end of the calendar."""
         instant = _require_aware(instant, "instant")
-        return (instant + self._fallback).astimezone(UTC)
+        try:
+            return instant + self._fallback
+        except OverflowError:
+            return None
 
     def slots_between(
         self, start: datetime, end: datetime, *, limit: int | None = None

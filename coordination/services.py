@@ -16,6 +16,13 @@ from coordination.registry import registry
 logger = logging.getLogger(__name__)
 
 
+class CannotPlan(Exception):
+    """A job cannot be resumed because its schedule raises while its next slot is worked out.
+
+    The message is one line that says so and how to fix it; the job stays paused as it was.
+    """
+
+
 def notify_group(group_name: str) -> None:
     """Wake the group's leader once the surrounding transaction commits.
 
@@ -86,7 +93,8 @@ def set_paused(job_name: str, paused: bool, *, reason: str = "") -> bool:
 
     On resume, the slots that passed while the job was paused are recorded as missed (reason
     ``paused`` or ``plugin disabled``) and the job moves on to its next slot, so they are
-    neither run late as a backlog nor lost from the ledger.
+    neither run late as a backlog nor lost from the ledger. If its schedule raises while
+    those slots are worked out, :class:`CannotPlan` is raised and nothing changes.
     """
     values = {"paused": paused, "paused_reason": reason[:255] if paused else ""}
     if not paused:
@@ -108,13 +116,16 @@ def _record_paused_gap(state: JobState) -> None:
     if job is None or not job.schedule.periodic or state.next_due is None:
         return  # not declared in this process: the leader's tick records them
     now = database_now()
-    if state.next_due <= now:
-        ledger.skip_slots(
-            job,
-            state.next_due,
-            before=job.schedule.next_after(now),
-            reason=paused_reason(state),
-        )
+    if state.next_due > now:
+        return
+    try:
+        before = job.schedule.next_after(now)
+        ledger.skip_slots(job, state.next_due, before=before, reason=paused_reason(state))
+    except DatabaseError:
+        raise
+    except Exception as exc:
+        # The caller's transaction rolls back: the job stays paused, with its reason.
+        raise CannotPlan(f"{state.name} stays paused: {ledger.unplannable(exc)}") from exc
 
 
 def paused_reason(state: JobState) -> str:

@@ -4,7 +4,9 @@ The admin view queries the rows, this module places them on a plot of fixed widt
 template draws the marks as SVG. Keeping the layout pure (rows in, marks out) lets it be tested
 without a database and keeps the template free of arithmetic. The number of marks is bounded
 whatever the ledger holds: runs are capped, and missed slots that fall on the same pixel
-column are drawn as one mark that says how many it stands for.
+column are drawn as one mark that says how many it stands for. Labels and hover texts are
+words (:mod:`coordination.wording`): a lane is ``Scheduler (node web-1)``, a run took ``6 ms``
+and started ``on time``, and every time names its zone.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import datetime, timedelta, tzinfo
 from django.utils import timezone
 
 from coordination.models import JobRun, LeadershipTerm
+from coordination.wording import duration_text, lateness_text, local_time, scheduler_text
 
 #: Width of the plot area, in SVG user units (the SVG scales to the page).
 WIDTH = 1000
@@ -24,7 +27,7 @@ LANE_HEIGHT = 24
 MAX_RUNS = 3000
 #: The windows an operator can pick, in hours.
 WINDOWS = (1, 6, 24, 168)
-LEADERS_LANE = "leaders"
+LEADERS_LANE = "who led"
 MISSED_LANE = "missed slots"
 
 _TICK_STEPS = [timedelta(minutes=m) for m in (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440)]
@@ -45,15 +48,25 @@ class Mark:
         return self.lane * LANE_HEIGHT + 4
 
 
+@dataclass(frozen=True)
+class Lane:
+    """One row of the plot: its label in words and, for a scheduler's lane, the raw node name."""
+
+    label: str
+    node: str = ""
+
+
 @dataclass
 class Timeline:
     start: datetime
     end: datetime
-    lanes: list[str]
+    lanes: list[Lane]
     marks: list[Mark] = field(default_factory=list)
     ticks: list[tuple[float, str]] = field(default_factory=list)
     truncated: bool = False
     terms: list[LeadershipTerm] = field(default_factory=list)
+    #: The zone's name of the axis labels (``CET``), shown beside the axis.
+    zone_name: str = ""
 
     @property
     def width(self) -> int:
@@ -64,8 +77,8 @@ class Timeline:
         return len(self.lanes) * LANE_HEIGHT + 24
 
     @property
-    def lane_rows(self) -> list[tuple[int, str]]:
-        return [(index * LANE_HEIGHT, label) for index, label in enumerate(self.lanes)]
+    def lane_rows(self) -> list[tuple[int, Lane]]:
+        return [(index * LANE_HEIGHT, lane) for index, lane in enumerate(self.lanes)]
 
 
 class _Scale:
@@ -92,9 +105,16 @@ def build(
     """Lay out ``runs`` and ``terms`` between ``start`` and ``end`` (labels in ``zone``)."""
     scale = _Scale(start, end)
     nodes = sorted({run.node for run in runs if run.node} | {term.node for term in terms})
-    lanes = [LEADERS_LANE, *nodes, MISSED_LANE]
-    lane_of = {name: index for index, name in enumerate(lanes)}
-    timeline = Timeline(start=start, end=end, lanes=lanes, truncated=truncated, terms=terms)
+    lanes = [Lane(LEADERS_LANE), *(Lane(scheduler_text(n), n) for n in nodes), Lane(MISSED_LANE)]
+    lane_of = {name: index for index, name in enumerate([LEADERS_LANE, *nodes, MISSED_LANE])}
+    timeline = Timeline(
+        start=start,
+        end=end,
+        lanes=lanes,
+        truncated=truncated,
+        terms=terms,
+        zone_name=timezone.localtime(end, zone).tzname() or "",
+    )
 
     for term in terms:
         timeline.marks.extend(_term_marks(term, scale, now, lane_of, zone))
@@ -112,9 +132,7 @@ def build(
 
 
 def _when(instant: datetime | None, zone: tzinfo) -> str:
-    if instant is None:
-        return "-"
-    return timezone.localtime(instant, zone).strftime("%Y-%m-%d %H:%M:%S %Z")
+    return local_time(instant, zone)
 
 
 def _run_mark(run: JobRun, scale: _Scale, now: datetime, lane: int, zone, show_job) -> Mark:
@@ -123,13 +141,15 @@ def _run_mark(run: JobRun, scale: _Scale, now: datetime, lane: int, zone, show_j
     width = max(scale.x(finished) - x, 2.0) if finished else 2.0
     parts = [run.job] if show_job else []
     parts.append(f"slot {_when(run.slot, zone)}")
-    parts.append(f"{run.get_status_display()} on {run.node}")
+    parts.append(f"{run.get_status_display()} on {scheduler_text(run.node)}")
     if run.trigger != JobRun.Trigger.SCHEDULE:
         parts.append(f"{run.get_trigger_display()} run")
     if run.attempt > 1:
         parts.append(f"attempt {run.attempt}")
+    if run.trigger == JobRun.Trigger.SCHEDULE and run.attempt == 1:
+        parts.append(f"started {lateness_text(run.lateness)}")
     if run.duration is not None:
-        parts.append(f"{run.duration:.2f}s")
+        parts.append(f"took {duration_text(run.duration)}")
     if run.error:
         parts.append(run.error.strip().splitlines()[-1][:200])
     return Mark(x, width, lane, f"run {run.status.replace('_', '-')}", " · ".join(parts))
@@ -152,7 +172,8 @@ def _missed_mark(x: int, reason: str, runs: list[JobRun], lane: int, zone) -> Ma
 def _term_marks(term: LeadershipTerm, scale: _Scale, now: datetime, lane_of, zone) -> list[Mark]:
     x = scale.x(term.started_at)
     until = term.ended_at or now
-    title = f"{term.node} led {term.group} from {_when(term.started_at, zone)}"
+    leader = scheduler_text(term.node)
+    title = f"{leader} led the {term.group} group from {_when(term.started_at, zone)}"
     if term.ended_at is not None:
         title += f" to {_when(term.ended_at, zone)}: {term.get_end_reason_display()}"
         if term.detail:
@@ -161,7 +182,7 @@ def _term_marks(term: LeadershipTerm, scale: _Scale, now: datetime, lane_of, zon
         title += ", still leading"
     marks = [
         Mark(x, max(scale.x(until) - x, 2.0), lane_of[LEADERS_LANE], "term", title),
-        Mark(x, 0.0, lane_of[term.node], "takeover", f"{term.node} took the {term.group} lock"),
+        Mark(x, 0.0, lane_of[term.node], "takeover", f"{leader} took over the {term.group} group"),
     ]
     if term.ended_at is not None:
         reason = term.end_reason.replace(" ", "-") or "unknown"

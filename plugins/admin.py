@@ -3,7 +3,9 @@
 Nothing here changes scheduler state by itself: every action calls :mod:`plugins.services`,
 which records who did what (shown under "Control events" and on each job's page). Job state
 and the run ledger are the engine's tables, shown through proxy models so the engine's own
-read-only admin keeps working beside this one.
+read-only admin keeps working beside this one. Values read as words, as on the engine's pages
+(:mod:`coordination.admin_words`): times with their zone, ``4 min 10 s``, ``on time``,
+``Scheduler (node web-1)``.
 """
 
 from urllib.parse import urlencode
@@ -14,8 +16,18 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from coordination import ledger
 from coordination.admin import ReadOnlyAdminMixin, job_timeline_url
+from coordination.admin_words import (
+    duration_column,
+    lateness_column,
+    outcome_notes,
+    scheduler_column,
+    scheduler_html,
+    time_column,
+)
 from coordination.models import JobRun
+from coordination.wording import local_time, scheduler_text
 from plugins import selectors, services
 from plugins.exceptions import ControlError
 from plugins.models import ControlEvent, GroupJob, PluginJob, PluginRun, PluginState
@@ -31,11 +43,12 @@ STATUS_COLOURS = {
 }
 
 
-def _badge(text: str, colour: str):
+def _badge(text: str, colour: str, title: str = ""):
     return format_html(
         '<span style="background:{};color:#fff;border-radius:.6em;padding:0 .5em;'
-        'white-space:nowrap">{}</span>',
+        'white-space:nowrap"{}>{}</span>',
         colour,
+        format_html(' title="{}"', title) if title else "",
         text,
     )
 
@@ -85,15 +98,16 @@ def notices() -> list[dict]:
             if not detail:
                 detail.append("declares other schedules")
             parts.append(
-                f"{node.name} ({node.fingerprint or 'no fingerprint'}): {'; '.join(detail)}"
+                f"{scheduler_text(node.name)} ({node.fingerprint or 'no fingerprint'}): "
+                f"{'; '.join(detail)}"
             )
         found.append(
             {
                 "level": "warning",
                 "text": format_html(
-                    "Live scheduler nodes declare different jobs (a rolling deploy?). A job "
-                    "runs only while the leader declares it, and is never retired while a live "
-                    "node declares it. {}",
+                    "Running schedulers declare different jobs (a rolling deploy?). A job "
+                    "runs only while the leading scheduler declares it, and is never retired "
+                    "while a running scheduler declares it. {}",
                     " · ".join(parts),
                 ),
             }
@@ -133,11 +147,14 @@ class ControlAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(PluginState)
 class PluginStateAdmin(ControlAdmin):
-    list_display = ["app_label", "enabled", "jobs", "declared_here", "changed_by", "changed_at"]
+    list_display = ["app_label", "enabled", "jobs", "declared_here", "changed_by", "changed"]
     list_filter = ["enabled"]
     search_fields = ["app_label"]
     actions = ["enable_plugins", "disable_plugins"]
-    fields = ["app_label", "enabled", "changed_by", "changed_at"]
+    fields = ["app_label", "enabled", "changed_by", "changed"]
+    readonly_fields = ["changed"]
+
+    changed = time_column("changed_at", _("changed"))
 
     def changelist_view(self, request, extra_context=None):
         # Plugins appear on their own: any plugin declared here or known to the scheduler.
@@ -228,22 +245,32 @@ class PluginJobAdmin(ControlAdmin):
         "schedule",
         "state",
         "paused_reason",
-        "next_due",
-        "run_requested_at",
+        "next_slot",
+        "run_requested",
         "run_requested_by",
-        "last_slot",
+        "last_slot_local",
         "last_status",
-        "last_finished_at",
-        "last_duration",
-        "last_node",
+        "last_finished",
+        "last_took",
+        "last_late",
+        "last_scheduler",
         "consecutive_failures",
         "missed_count",
-        "retired_at",
+        "retired",
         "history",
         "last_error_text",
         "control_events",
     ]
     readonly_fields = fields
+
+    next_slot = time_column("next_due", _("next slot"))
+    run_requested = time_column("run_requested_at", _("run asked for"))
+    last_slot_local = time_column("last_slot", _("last slot"))
+    last_finished = time_column("last_finished_at", _("last finished"))
+    last_took = duration_column("last_duration", _("last took"))
+    last_late = lateness_column("last_lateness", _("last lateness"))
+    last_scheduler = scheduler_column("last_node", _("last ran on"))
+    retired = time_column("retired_at", _("retired"))
 
     def get_list_display(self, request):
         deployment = selectors.deployment()
@@ -252,11 +279,14 @@ class PluginJobAdmin(ControlAdmin):
         def declared_by(obj: PluginJob):
             names = deployment.declared_by(obj.name)
             if not deployment.differs or not deployment.nodes:
-                return "all live nodes" if names else "—"
+                return "every running scheduler" if names else "—"
             if len(names) == len(deployment.nodes):
-                return "all live nodes"
+                return "every running scheduler"
             return format_html(
-                '<span style="color:#bc4c00">{}</span>', f"only {', '.join(names) or 'no node'}"
+                '<span style="color:#bc4c00">only {}</span>',
+                format_html_join(", ", "{}", ((scheduler_html(n),) for n in names))
+                if names
+                else "no running scheduler",
             )
 
         return [
@@ -265,7 +295,7 @@ class PluginJobAdmin(ControlAdmin):
             "state",
             "last_outcome",
             "consecutive_failures",
-            "next_due",
+            "next_slot",
             declared_by,
             "history",
         ]
@@ -278,8 +308,10 @@ class PluginJobAdmin(ControlAdmin):
             return _badge("plugin disabled", "#57606a")
         if selectors.is_auto_paused(obj):
             return _badge("paused after failures", "#cf222e")
+        if obj.paused and obj.paused_reason.startswith(ledger.UNPLANNABLE):
+            return _badge("cannot be planned", "#cf222e")
         if obj.paused:
-            return _badge("paused", "#9a6700")
+            return _badge("paused", "#9a6700", obj.paused_reason)
         if obj.run_requested_at is not None:
             return _badge("run requested", "#1f6feb")
         return _badge("active", "#1a7f37")
@@ -320,7 +352,7 @@ class PluginJobAdmin(ControlAdmin):
                 "<li>{} — {} {}{}</li>",
                 (
                     (
-                        event.at,
+                        local_time(event.at),
                         event.username or "?",
                         event.get_action_display(),
                         f" ({event.detail})" if event.detail else "",
@@ -383,7 +415,7 @@ class GroupJobAdmin(PluginJobAdmin):
             "state",
             "last_outcome",
             "consecutive_failures",
-            "next_due",
+            "next_slot",
             "history",
         ]
 
@@ -411,52 +443,49 @@ class JobFilter(admin.SimpleListFilter):
 class PluginRunAdmin(ControlAdmin):
     list_display = [
         "job",
-        "slot",
-        "status_badge",
-        "reason",
-        "trigger",
-        "node",
-        "attempt",
-        "duration_text",
-        "started_at",
-        "error_summary",
+        "slot_local",
+        "outcome",
+        "scheduler",
+        "took",
+        "late",
     ]
     list_filter = [JobFilter, "status", "reason", "trigger"]
     search_fields = ["job", "node", "error"]
     date_hierarchy = "slot"
     fields = [
         "job",
-        "slot",
+        "slot_local",
         "status",
         "reason",
         "trigger",
         "requested_by",
+        "scheduler",
         "node",
         "attempt",
-        "started_at",
-        "finished_at",
-        "duration_text",
+        "started",
+        "finished",
+        "took",
+        "late",
         "error_text",
     ]
     readonly_fields = fields
 
-    @admin.display(description=_("status"), ordering="status")
-    def status_badge(self, obj: JobRun):
-        colour = STATUS_COLOURS.get(obj.status, "#57606a")
-        return _badge(obj.get_status_display(), colour)
+    slot_local = time_column("slot", _("slot"))
+    scheduler = scheduler_column("node", _("ran on"))
+    started = time_column("started_at", _("started"))
+    finished = time_column("finished_at", _("finished"))
+    took = duration_column("duration", _("took"))
+    late = lateness_column("lateness", _("lateness"))
 
-    @admin.display(description=_("duration"), ordering="duration")
-    def duration_text(self, obj: JobRun) -> str:
-        if obj.duration is None:
-            return "—"
-        if obj.duration < 10:
-            return f"{obj.duration:.3f} s"
-        return f"{obj.duration:.1f} s"
-
-    @admin.display(description=_("error"))
-    def error_summary(self, obj: JobRun) -> str:
-        lines = [line for line in obj.error.strip().splitlines() if line.strip()]
-        return lines[-1][:150] if lines else ""
+    @admin.display(description=_("outcome"), ordering="status")
+    def outcome(self, obj: JobRun):
+        """The status as a badge, then what else there is to say about the run (why missed,
+        trigger, attempt, error): one column that reads as a sentence."""
+        badge = _badge(obj.get_status_display(), STATUS_COLOURS.get(obj.status, "#57606a"))
+        notes = outcome_notes(obj)
+        if not notes:
+            return badge
+        return format_html("{} {}", badge, " · ".join(notes))
 
     @admin.display(description=_("error"))
     def error_text(self, obj: JobRun):
@@ -472,9 +501,11 @@ class PluginRunAdmin(ControlAdmin):
 class ControlEventAdmin(ControlAdmin):
     change_list_template = None
     show_notices = False
-    list_display = ["at", "username", "action", "target", "detail"]
+    list_display = ["when", "username", "action", "target", "detail"]
     list_filter = ["action"]
     search_fields = ["target", "username", "detail"]
     date_hierarchy = "at"
-    fields = ["at", "user", "username", "action", "target", "detail"]
+    fields = ["when", "user", "username", "action", "target", "detail"]
     readonly_fields = fields
+
+    when = time_column("at", _("when"))

@@ -47,6 +47,7 @@ from coordination.registry import (
     Missed,
     declaration_failed,
     is_discovering,
+    job_error,
     make_job,
 )
 from coordination.registry import registry as default_registry
@@ -159,12 +160,12 @@ def make_plugin_job(
     short = name if name is not None else getattr(func, "__name__", "")
     if not _JOB_RE.match(short or ""):
         raise JobDeclarationError(
-            f"plugin job name {short!r} (declared by {_source(func)}) "
+            f"job name {short!r} (declared by {_source(func)}) "
             "must be one lower-case word (letters, digits, _ and -); the plugin's name is "
             f"added in front: {plugin}.<name>."
         )
     if isinstance(schedule, _InvalidSchedule):
-        raise JobDeclarationError(f"plugin job '{plugin}.{short}': {schedule.error}")
+        raise job_error(f"{plugin}.{short}", schedule.error)
     if isinstance(max_duration, int | float) and not isinstance(max_duration, bool):
         max_duration = timedelta(seconds=max_duration)
     return make_job(

@@ -19,6 +19,7 @@ from coordination import ledger
 from coordination import services as coordination
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState
+from coordination.registry import registry
 from plugins import selectors
 from plugins.exceptions import ControlError, PluginDisabled
 from plugins.models import PLUGIN_GROUP, ControlEvent, PluginState
@@ -58,8 +59,15 @@ def _record(user, action: str, target: str, detail: str = "", *, actor: str = ""
     )
 
 
-def _job(job_name: str) -> JobState:
+def _job(job_name: str, *, create_declared: bool = False) -> JobState:
+    """Return the job's state; with ``create_declared``, first create the state of a job this
+    process declares that no scheduler has started yet (a fresh database, a new release)."""
     state = JobState.objects.filter(name=job_name).first()
+    declared = registry.get(job_name) if state is None and create_declared else None
+    if declared is not None:
+        # The engine's own constructor of job states, so the first slot is computed its way.
+        ledger.ensure_states([declared], {}, database_now())
+        state = JobState.objects.filter(name=job_name).first()
     if state is None:
         raise ControlError(
             f"{job_name} is not a job the scheduler knows (yet): see `manage.py jobs list`."
@@ -178,10 +186,14 @@ def pause_for_disabled_plugin(job_names: list[str]) -> int:
 
 
 def pause_job(*, job_name: str, user, reason: str = "", actor: str = "") -> None:
-    """Pause a job: it keeps its state and history but its slots are not run."""
-    state = _job(job_name)
+    """Pause a job: it keeps its state and history but its slots are not run.
+
+    A job this process declares that no scheduler has started yet gets its state now, paused
+    (in the same transaction), so the scheduler's first tick finds it paused.
+    """
     reason = reason or f"paused by {_username(user, actor) or 'an operator'}"
     with transaction.atomic():
+        state = _job(job_name, create_declared=True)
         coordination.set_paused(state.name, True, reason=reason)
         _record(user, A.JOB_PAUSED, state.name, reason, actor=actor)
 
@@ -195,10 +207,16 @@ def resume_job(*, job_name: str, user, actor: str = "") -> None:
             f"{state.name} stays paused while its plugin {plugin!r} is disabled; "
             "enable the plugin instead."
         )
-    with transaction.atomic():
-        coordination.set_paused(state.name, False)
-        detail = f"was: {state.paused_reason}" if state.paused else "was not paused"
-        _record(user, A.JOB_RESUMED, state.name, detail, actor=actor)
+    try:
+        with transaction.atomic():
+            coordination.set_paused(state.name, False)
+            _record(user, A.JOB_RESUMED, state.name, _resumed_detail(state), actor=actor)
+    except coordination.CannotPlan as exc:
+        raise ControlError(str(exc)) from None
+
+
+def _resumed_detail(state: JobState) -> str:
+    return f"was: {state.paused_reason}" if state.paused else "was not paused"
 
 
 def run_job_now(*, job_name: str, user, actor: str = "") -> None:

@@ -16,7 +16,7 @@ from coordination.clock import database_now
 from coordination.models import JobRun, JobState
 from coordination.registry import JobRegistry, make_job
 from coordination.scheduler import Scheduler
-from coordination.schedules import Every, Schedule
+from coordination.schedules import CALENDAR_END, Every, Schedule
 
 GROUP = "enginetest"
 
@@ -53,9 +53,12 @@ class CenteredEvery(Schedule):
         """Return ``slot(first)`` to ``slot(last)``, both included."""
         return [self.slot(n) for n in range(first, last + 1)]
 
-    def next_after(self, instant: datetime) -> datetime:
-        """Return the first slot strictly after ``instant``."""
-        return self._grid.next_after(instant - self._shift) + self._shift
+    def next_after(self, instant: datetime) -> datetime | None:
+        """Return the first slot strictly after ``instant`` (None past the calendar's end)."""
+        slot = self._grid.next_after(instant - self._shift)
+        if slot is None or slot > CALENDAR_END - self._shift:
+            return None
+        return slot + self._shift
 
     def slots_between(
         self, start: datetime, end: datetime, *, limit: int | None = None

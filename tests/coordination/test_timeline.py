@@ -55,11 +55,20 @@ def test_runs_are_bars_in_their_node_lane_coloured_by_status_with_the_error_in_t
             ),
         ]
     )
-    assert drawn.lanes == [timeline.LEADERS_LANE, "n1", "n2", timeline.MISSED_LANE]
+    assert [(lane.label, lane.node) for lane in drawn.lanes] == [
+        ("who led", ""),
+        ("Scheduler (node n1)", "n1"),
+        ("Scheduler (node n2)", "n2"),
+        ("missed slots", ""),
+    ]
     ok, failed = drawn.marks
     assert (ok.x, ok.width, ok.lane, ok.css) == (250.0, 50.0, 1, "run succeeded")
     assert (failed.x, failed.lane, failed.css) == (500.0, 2, "run failed")
     assert failed.title.endswith("Boom")
+    assert ok.title == (
+        "g.a · slot 2026-11-30 12:15:00 UTC · Succeeded on Scheduler (node n1) · started on time · "
+        "took 3 min"
+    )
 
 
 def test_missed_slots_on_one_pixel_column_are_one_mark_that_counts_them_with_the_reason():
@@ -74,7 +83,7 @@ def test_missed_slots_on_one_pixel_column_are_one_mark_that_counts_them_with_the
     assert len(marks) == 2
     assert marks[0].title.startswith("20 slots paused (g.a)")
     assert "overlap" in marks[1].title
-    assert {m.lane for m in marks} == {drawn.lanes.index(timeline.MISSED_LANE)}
+    assert {m.lane for m in marks} == {len(drawn.lanes) - 1}
 
 
 def test_a_million_missed_slots_draw_at_most_one_mark_per_pixel_column():
@@ -98,7 +107,8 @@ def test_leadership_terms_show_who_led_and_why_each_term_ended():
     assert "crashed: its process went away (gone)" in bars[0].title
     assert "still leading" in bars[1].title
     ends = [m for m in drawn.marks if m.css.startswith("end")]
-    assert [(m.css, m.lane) for m in ends] == [("end crashed", drawn.lanes.index("n1"))]
+    assert [(m.css, m.lane) for m in ends] == [("end crashed", 1)]
+    assert bars[0].title.startswith("Scheduler (node n1) led the g group from 2026-11-30 11:00:00")
 
 
 def test_axis_labels_are_round_times_in_the_viewers_zone():

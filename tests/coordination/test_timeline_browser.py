@@ -64,7 +64,12 @@ def test_the_timeline_page_in_chromium(live_server, admin_user, browser, request
         assert page.locator("svg.timeline rect.term").count() == 2
         assert page.locator("svg.timeline line.end.crashed").count() == 1
         labels = page.locator("svg.timeline .lane-label").all_text_contents()
-        assert labels == ["leaders", "web-1", "web-2", "missed slots"]
+        assert labels == [
+            "who led",
+            "Scheduler (node web-1)",
+            "Scheduler (node web-2)",
+            "missed slots",
+        ]
         failed_title = page.locator("svg.timeline rect.run.failed title").text_content()
         assert "upstream said no" in failed_title
         table = page.inner_text("table.leadership-terms")

@@ -140,10 +140,10 @@ def test_nodes_that_declare_different_jobs_are_reported(operator_client):
             jobs_fingerprint=fingerprint,
         )
     page = operator_client.get(JOBS_URL).content.decode()
-    assert "Live scheduler nodes declare different jobs" in page
-    assert "node-new (bbbb): also declares extra.ping" in page
-    assert "node-old (aaaa): lacks extra.ping" in page
-    assert "only node-new" in page
+    assert "Running schedulers declare different jobs" in page
+    assert "Scheduler (node node-new) (bbbb): also declares extra.ping" in page
+    assert "Scheduler (node node-old) (aaaa): lacks extra.ping" in page
+    assert 'only <span class="scheduler" title="node-new"' in page
     Node.objects.filter(name="node-new").update(stopped_at=Now())
     assert "declare different jobs" not in operator_client.get(JOBS_URL).content.decode()
 
@@ -167,7 +167,8 @@ def test_run_history_per_job_with_status_node_duration_and_error(operator_client
     JobRun.objects.create(job="publishing.publish_due", slot=now, status=JobRun.Status.SUCCEEDED)
 
     page = operator_client.get(RUNS_URL, {"job": "example.digest"}).content.decode()
-    assert "node-a" in page and "1.250 s" in page and "KeyError: &#x27;missing-feed&#x27;" in page
+    assert "Scheduler (node node-a)" in page and "KeyError: &#x27;missing-feed&#x27;" in page
+    assert '<td class="field-took"><span style="white-space:nowrap">1.2 s</span></td>' in page
     assert "node-b" not in page
     page = operator_client.get(RUNS_URL, {"status__exact": "succeeded"}).content.decode()
     assert "node-b" in page and "publishing.publish_due" not in page
@@ -190,7 +191,7 @@ def test_missed_runs_show_why_they_were_missed(operator_client):
             reason=reason,
         )
     page = operator_client.get(RUNS_URL, {"reason__exact": "plugin disabled"}).content.decode()
-    assert "plugin disabled" in page and page.count('class="field-reason"') == 1
+    assert "plugin disabled" in page and page.count('class="field-outcome"') == 1
 
 
 def test_jobs_of_other_groups_get_the_same_controls_and_audit(operator_client):

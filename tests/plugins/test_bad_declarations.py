@@ -1,6 +1,7 @@
 """Bad job declarations in a plugin's ``jobs.py`` (issue 12, item 7), as real processes.
 
-A bad schedule (``cron("61 * * * *")``, an unknown time zone, ``daily(at="25:99")``) must become
+A bad schedule (``cron("61 * * * *")``, an unknown time zone, ``daily(at="25:99")``, an interval
+whose slots would fall after the year 9999) must become
 one ``coordination.E001`` line naming the file and line, never a traceback; the web process
 keeps importing and serving (the good jobs of the same file are still declared), and
 ``runscheduler`` refuses to start with one line.
@@ -46,11 +47,12 @@ def test_check_reports_every_bad_declaration_as_one_line_naming_the_file():
     assert result.returncode != 0
     assert "Traceback" not in output, output
     lines = [line for line in output.splitlines() if "(coordination.E001)" in line]
-    assert len(lines) == 4, output
+    assert len(lines) == 5, output
     expected = [
-        (f"{BAD_FILE}:6: ", "minute field value 61 is out of range"),
-        (f"{BAD_FILE}:11: ", "unknown time zone 'Mars/Olympus_Mons'"),
-        (f"{BAD_FILE}:16: ", "daily(at='25:99')"),
+        (f"{BAD_FILE}:8: ", "minute field value 61 is out of range"),
+        (f"{BAD_FILE}:13: ", "unknown time zone 'Mars/Olympus_Mons'"),
+        (f"{BAD_FILE}:18: ", "daily(at='25:99')"),
+        (f"{BAD_FILE}:23: ", "no slot falls before the end of the calendar (9999-12-31)"),
         (f"{BROKEN_FILE}:7: ", "unknown time zone 'Atlantis/Capital'"),
     ]
     for where, what in expected:
@@ -67,9 +69,9 @@ def test_runscheduler_refuses_to_start_with_one_line():
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
     [line] = lines
-    assert line.startswith("CommandError: runscheduler refuses to start: 4 invalid job")
+    assert line.startswith("CommandError: runscheduler refuses to start: 5 invalid job")
     assert "coordination.E001" in line and "manage.py check" in line
-    assert f"{BAD_FILE}:6:" in line and f"{BROKEN_FILE}:7:" in line
+    assert f"{BAD_FILE}:8:" in line and f"{BROKEN_FILE}:7:" in line
 
 
 def test_runscheduler_refuses_even_when_checks_are_skipped():

@@ -141,3 +141,58 @@ def test_the_example_jobs_called_with_a_context():
     stopped = context_for(example_jobs.digest, should_stop=lambda: True)
     example_jobs.digest(stopped)
     assert not Digest.objects.get(slot=stopped.slot).complete
+
+
+# --- one form for every declaration error about a named job ---------------------------------
+
+
+def _declared_in_plugin(func):
+    func.__module__ = "plugins.contrib.example.jobs"
+    return func
+
+
+def _bad_cron(ctx):
+    """A schedule helper's own error (the cron expression)."""
+
+
+def _beyond_the_calendar(ctx):
+    """The declaration's check of the slots (none before the end of the calendar)."""
+
+
+def _bad_policy(ctx):
+    """The job's options (missed='sometimes')."""
+
+
+@pytest.mark.parametrize(
+    ("func", "options", "name", "problem"),
+    [
+        (_bad_cron, {"schedule": "cron"}, "example.bad_cron", "cron '61 * * * *': minute"),
+        (
+            _beyond_the_calendar,
+            {"schedule": "far"},
+            "example.far",
+            "every(timedelta(days=3000000)): no slot falls before the end of the calendar",
+        ),
+        (_bad_policy, {"missed": "sometimes"}, "example.policy", "missed='sometimes'"),
+    ],
+    ids=["schedule-helper", "declaration-check", "options"],
+)
+def test_every_error_about_a_named_job_starts_job_name_after_the_file_and_line(
+    func, options, name, problem
+):
+    from coordination.registry import discovering, location_of
+
+    func = _declared_in_plugin(func)
+    reg = JobRegistry()
+    short = name.split(".", 1)[1]
+    with discovering():
+        schedule = {
+            "cron": sdk.cron("61 * * * *"),
+            "far": sdk.every(timedelta(days=3_000_000)),
+        }.get(options.pop("schedule", ""), sdk.hourly())
+        sdk.plugin_job(schedule=schedule, name=short, registry=reg, **options)(func)
+    [error] = reg.errors
+    prefix = f"{location_of(func)}: job '{name}': "
+    assert error.startswith(prefix), error
+    assert error[len(prefix) :].startswith(problem), error
+    assert error.endswith(" (this job is not scheduled)")

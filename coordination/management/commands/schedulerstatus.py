@@ -1,33 +1,47 @@
-"""``schedulerstatus``: who is alive, who leads each group, and how every job is doing."""
+"""``schedulerstatus``: who is alive, who leads each group, and how every job is doing.
+
+Every job this process declares is listed, those no scheduler has started yet included (as in
+``jobs list``); the table gives times in the site's zone with its name, durations and lateness
+in words and a paused job's reason; ``--json`` gives the raw values (ISO times in UTC,
+seconds), each job with its ``state`` in words besides.
+
+It works while a release's ``jobs.py`` has bad declarations: they are printed first, on stderr
+(``--json`` output stays valid JSON on stdout).
+"""
 
 import json
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
+from django.conf import settings as django_settings
 from django.core.management.base import BaseCommand, CommandError
 
+from coordination.checks import OperatorCommand
 from coordination.dberrors import ensure_connection
+from coordination.joblist import listed_jobs, zoned
+from coordination.registry import registry
 from coordination.selectors import status_snapshot
+from coordination.wording import duration_text, lateness_text
 
 
-def _age(seconds) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds:.1f}s"
-
-
-class Command(BaseCommand):
+class Command(OperatorCommand, BaseCommand):
     help = "Show scheduler nodes, group leaders and job states (add --json for machines)."
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="Print JSON: nodes, leaders, jobs.")
 
     def handle(self, *args, **options):
+        self.print_declaration_errors()  # also with --skip-checks
         problem = ensure_connection()
         if problem:
             raise CommandError(problem)
         snapshot = status_snapshot()
+        now = datetime.fromisoformat(snapshot["now"])
+        snapshot["jobs"] = listed_jobs(snapshot["jobs"], registry.all(), now=now)
         if options["json"]:
             self.stdout.write(json.dumps(snapshot, indent=2, sort_keys=True))
             return
+        zone = ZoneInfo(django_settings.TIME_ZONE)
         self._table(
             "Nodes",
             ["node", "host", "pid", "alive", "heartbeat", "groups", "jobs"],
@@ -37,7 +51,7 @@ class Command(BaseCommand):
                     n["host"],
                     str(n["pid"]),
                     "yes" if n["alive"] else ("stopped" if n["stopped_at"] else "NO"),
-                    f"{_age(n['heartbeat_age'])} ago",
+                    f"{duration_text(n['heartbeat_age'])} ago",
                     ",".join(n["groups"]),
                     f"{n['declared_jobs']}" + (" (differs)" if n["jobs_differ"] else ""),
                 ]
@@ -52,7 +66,7 @@ class Command(BaseCommand):
                     row["group"],
                     row["node"],
                     "yes" if row["alive"] else "NO",
-                    row["since"],
+                    zoned(row["since"], zone),
                     f"0x{row['key'] & 0xFFFFFFFFFFFFFFFF:x}",
                 ]
                 for row in snapshot["leaders"]
@@ -77,13 +91,13 @@ class Command(BaseCommand):
                     j["name"],
                     j["group"],
                     j["schedule"],
-                    j["next_due"] or "-",
+                    zoned(j["next_due"], zone),
                     j["last_status"] or "-",
-                    _age(j["last_duration"]),
-                    _age(j["last_lateness"]),
+                    duration_text(j["last_duration"]) if j["last_duration"] is not None else "-",
+                    lateness_text(j["last_lateness"]) if j["last_lateness"] is not None else "-",
                     str(j["consecutive_failures"]),
                     ", ".join(f"{n} {why}" for why, n in sorted(j["missed"].items())) or "-",
-                    "retired" if j["retired"] else ("paused" if j["paused"] else "active"),
+                    j["state"],
                 ]
                 for j in snapshot["jobs"]
             ],

@@ -4,17 +4,27 @@ Each action calls the same service as the admin's (``plugins.services``), so it 
 same way and recorded in the audit trail, under the operating-system user who ran it.
 ``jobs run NAME --wait`` follows the manual run to its outcome and exits non-zero unless it
 succeeded, for deploy scripts and cron wrappers.
+
+It works while a release's ``jobs.py`` has bad declarations (printed first, on stderr), so an
+operator can pause jobs while that release is out; ``jobs list`` shows every job this process
+declares, those no scheduler has started yet included.
 """
 
 import json
 import time
+from zoneinfo import ZoneInfo
 
+from django.conf import settings as django_settings
 from django.core.management.base import BaseCommand, CommandError
 
+from coordination.checks import OperatorCommand
 from coordination.clock import database_now
 from coordination.dberrors import ensure_connection
+from coordination.joblist import listed_jobs, zoned
 from coordination.models import JobRun, JobState, Leadership, Node
+from coordination.registry import registry
 from coordination.selectors import job_summaries, live_nodes_q
+from coordination.wording import duration_text
 from plugins import services
 from plugins.exceptions import ControlError
 
@@ -28,7 +38,7 @@ FINISHED = {
 }
 
 
-class Command(BaseCommand):
+class Command(OperatorCommand, BaseCommand):
     help = "List, pause, resume or run scheduled jobs (the admin's controls, audited)."
 
     def add_arguments(self, parser):
@@ -55,6 +65,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        self.print_declaration_errors()  # also with --skip-checks
         problem = ensure_connection()
         if problem:
             raise CommandError(problem)
@@ -77,7 +88,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
 
     def _list(self, *, as_json: bool) -> None:
-        jobs = job_summaries()
+        jobs = listed_jobs(job_summaries(), registry.all(), now=database_now())
         if as_json:
             self.stdout.write(json.dumps(jobs, indent=2, sort_keys=True))
             return
@@ -87,8 +98,8 @@ class Command(BaseCommand):
                 job["name"],
                 job["group"],
                 job["schedule"] or "-",
-                _state(job),
-                job["next_due"] or "-",
+                job["state"],
+                zoned(job["next_due"], ZoneInfo(django_settings.TIME_ZONE)),
                 job["last_status"] or "-",
                 str(job["consecutive_failures"]),
             ]
@@ -134,7 +145,7 @@ class Command(BaseCommand):
         raise SystemExit(2)
 
     def _outcome(self, run: JobRun) -> None:
-        took = f" in {run.duration:.2f}s" if run.duration is not None else ""
+        took = f" in {duration_text(run.duration)}" if run.duration is not None else ""
         if run.status == JobRun.Status.SUCCEEDED:
             self.stdout.write(f"{run.job} succeeded on {run.node}{took}")
             return
@@ -143,14 +154,6 @@ class Command(BaseCommand):
             f"{run.job} {run.status.replace('_', ' ')} on {run.node}{took}"
             + (f": {error}" if error else "")
         )
-
-
-def _state(job: dict) -> str:
-    if job["retired"]:
-        return "retired"
-    if job["paused"]:
-        return f"paused ({job['paused_reason']})" if job["paused_reason"] else "paused"
-    return "run requested" if job["run_requested"] else "active"
 
 
 def _live_leader(job_name: str) -> str | None:

@@ -1,6 +1,8 @@
-"""Three bad declarations (each must become one coordination.E001 line) and a good one."""
+"""Four bad declarations (each must become one coordination.E001 line) and a good one."""
 
-from plugins.sdk import JobContext, cron, daily, hourly, plugin_job
+from datetime import timedelta
+
+from plugins.sdk import JobContext, cron, daily, every, hourly, plugin_job
 
 
 @plugin_job(schedule=cron("61 * * * *"))
@@ -16,6 +18,11 @@ def unknown_zone(ctx: JobContext) -> None:
 @plugin_job(schedule=daily(at="25:99"))
 def no_such_time(ctx: JobContext) -> None:
     """Never scheduled: 25:99 is not a time of day."""
+
+
+@plugin_job(schedule=every(timedelta(days=3_000_000)))
+def beyond_the_calendar(ctx: JobContext) -> None:
+    """Never scheduled: its first slot after now would fall after the year 9999."""
 
 
 @plugin_job(schedule=hourly(minute=5))
