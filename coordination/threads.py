@@ -85,11 +85,22 @@ class JobThreads:
         self._idle = 0
         self._waiting = 0
         self._count = 0
+        self._closed = False
 
     def submit(self, func: Callable[[], None]) -> threading.Event:
-        """Run ``func`` on an idle thread (or a new one); return an event set when it is done."""
+        """Run ``func`` on an idle thread (or a new one); return an event set when it is done.
+
+        After :meth:`shutdown` (a run that outlived the grace period still records its end),
+        ``func`` runs on a thread of its own that closes its connection and ends after it.
+        """
         done = threading.Event()
         with self._lock:
+            if self._closed:
+                name = f"{self.prefix}-after-shutdown"
+                threading.Thread(
+                    target=self._run_once, args=(func, done), name=name, daemon=True
+                ).start()
+                return done
             self._waiting += 1
             spawn = self._waiting > self._idle and self._count < self.max_threads
             if spawn:
@@ -123,9 +134,20 @@ class JobThreads:
                     self._idle += 1
                 done.set()
 
+    def _run_once(self, func: Callable[[], None], done: threading.Event) -> None:
+        try:
+            with between_runs():
+                func()
+        except Exception:
+            logger.exception("%s: a job run failed outside its own error handling", self.prefix)
+        finally:
+            connection.close()
+            done.set()
+
     def shutdown(self) -> None:
         """Let idle threads close their connections and end; busy ones end after their run."""
         with self._lock:
+            self._closed = True
             count = self._count
         for _ in range(count):
             self._tasks.put((None, None))

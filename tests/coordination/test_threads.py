@@ -1,9 +1,12 @@
 """Job threads keep their database connection between runs, and drop it once the server has."""
 
+import threading
+
 import pytest
 from django.db import connection
 
 from coordination.threads import JobThreads
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,3 +49,22 @@ def test_a_connection_the_server_ended_is_replaced_before_the_next_run():
         assert second[0] != first
     finally:
         threads.shutdown()
+
+
+def test_a_run_submitted_after_shutdown_runs_then_its_thread_closes_its_connection_and_ends():
+    threads = JobThreads("late")
+    run(threads, session_id)
+    threads.shutdown()
+    seen = []
+
+    def late_finish():
+        session_id()
+        seen.append(threading.current_thread())
+
+    assert threads.submit(late_finish).wait(10)
+    (thread,) = seen
+    thread.join(10)
+    assert not thread.is_alive(), "a thread started after shutdown must end after its run"
+    wait_until(
+        lambda: not any(t.name.startswith("late-") and t.is_alive() for t in threading.enumerate())
+    )
