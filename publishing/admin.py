@@ -204,7 +204,8 @@ class PostAdmin(admin.ModelAdmin):
         "updated_at_local",
     ]
     readonly_fields = system_fields
-    # The fieldsets show the form's own hidden ``version`` field; the model's is never edited.
+    # The fieldsets show the form's own hidden ``version`` and ``opened`` fields; the model's
+    # version is never edited.
     exclude = ["version"]
 
     # --- permissions ------------------------------------------------------------------
@@ -272,7 +273,7 @@ class PostAdmin(admin.ModelAdmin):
             publishing_fields.append("target_status")
         publishing_fields += ["publish_at", "unpublish_at"]
         return [
-            (None, {"fields": ["title", "slug", "body", "version"]}),
+            (None, {"fields": ["title", "slug", "body", "version", "opened"]}),
             (
                 _("Publishing"),
                 {

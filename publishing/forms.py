@@ -15,9 +15,11 @@ from django.utils.translation import gettext_lazy as _
 
 from coordination.clock import database_now
 from publishing.conf import settings
+from publishing.exceptions import EditConflict
 from publishing.models import Post
 from publishing.rendering import RenderError, render_markdown
 from publishing.services import can_publish, edit_conflict
+from publishing.stale_forms import MergingFormMixin
 from publishing.validation import schedule_problems, wall_time_problem
 
 S = Post.Status
@@ -169,29 +171,48 @@ class WallTimeField(forms.SplitDateTimeField):
         raise ValidationError(problem, code="wall_time")
 
 
+def _submitted_version(data) -> int | None:
+    value = data.get("version", "")
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
 def _same_second(submitted: datetime | None, stored: datetime | None) -> bool:
     if submitted is None or stored is None:
         return submitted is stored
     return submitted == stored.replace(microsecond=0) or submitted == stored
 
 
-class PostAdminForm(forms.ModelForm):
+def post_values(post: Post) -> dict:
+    """Return the values of ``post`` that its form edits and merges, and its status."""
+    return {name: getattr(post, name) for name in (*PostAdminForm.merge_fields, "status")}
+
+
+class PostAdminForm(MergingFormMixin, forms.ModelForm):
     """Validates what the editor asks for; the admin carries it out through the services.
 
     ``user`` is set on the form class by :meth:`PostAdmin.get_form`. Users without the
     publish permission get no ``target_status`` field and no time fields: they draft only.
 
-    ``version`` (hidden) is the post's version when the form was loaded. A form submitted after
-    someone else changed the post is refused as a whole with one message saying who changed it
-    and when (:attr:`conflict`), the editor's text kept; the admin passes the version on to the
-    services, which check it again under the row lock. The choices and checks below are those
-    of the status the form was loaded with, which the matching version guarantees.
+    ``version`` (hidden) is the post's version when the form was loaded, ``opened`` (hidden,
+    signed) the values it was loaded with. A form submitted after someone else changed the
+    post saves nothing: it comes back merged with their change (:mod:`publishing.stale_forms`)
+    with one message saying who changed it and when (:attr:`conflict`), and the current
+    version, so that saving the merged form is the editor's decision. The admin passes the
+    version on to the services, which check it again under the row lock. The choices and
+    checks below are those of the status the form was loaded with, which the matching version
+    guarantees.
     """
 
     target_status = forms.ChoiceField(label=_("Set status to"), required=False)
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    opened = forms.CharField(widget=forms.HiddenInput, required=False)
 
     user = None
+    merge_fields = ("title", "slug", "body", "publish_at", "unpublish_at")
+    status_labels = dict(S.choices)
+    stale = None
+    opened_base = None
+    merge_report = None
 
     class Meta:
         model = Post
@@ -202,7 +223,9 @@ class PostAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.current_status = self.instance.status if self.instance.pk else S.DRAFT
         self.fields["version"].initial = self.instance.version
-        self.conflict = self._conflict() if self.is_bound and self.instance.pk else None
+        self.conflict, stale = (None, None)
+        if self.is_bound and self.instance.pk:
+            self.conflict, stale = self._conflict()
         if self.user is None or not can_publish(self.user):
             # Drafting only: whatever such a user submits for the status is not even read.
             self.fields.pop("target_status", None)
@@ -218,62 +241,67 @@ class PostAdminForm(forms.ModelForm):
                     "help": base,
                     "zone": zone,
                 }
-        for name in ("publish_at", "unpublish_at"):
-            if name in self.fields and self.instance.pk:
-                self.fields[name].stored = getattr(self.instance, name)
         if self.current_status == S.PUBLISHED and "publish_at" in self.fields:
             # It is live: when it was planned to go live is history now.
             self.fields["publish_at"].disabled = True
-
-    def _conflict(self) -> str | None:
-        """Return why this submission is stale (None when it was made against this version)."""
-        try:
-            submitted = int(self.data.get("version", ""))
-        except ValueError:
-            return str(
-                _(
-                    "This form carries no version of the post (it was opened before an update "
-                    "of the site). Nothing was saved: reload the post and make your change again."
-                )
+        if self.instance.pk:
+            self.start_merge(
+                post=self.instance.pk,
+                version=self.instance.version,
+                current=post_values(self.instance),
+                stale=stale,
+                submitted=_submitted_version(self.data) if self.is_bound else None,
             )
+
+    def was_disabled(self, name: str, base: dict) -> bool:
+        return name == "publish_at" and base.get("status") == S.PUBLISHED
+
+    def status_allowed(self, status: str) -> bool:
+        return status in dict(TARGETS[self.current_status])
+
+    def _conflict(self) -> tuple[str | None, EditConflict | None]:
+        """Return why this submission is stale, and the conflict to merge (None, None if not).
+
+        Only a conflict the editor may go on with is merged: one who may not edit the post
+        any more is told so, and their form keeps its version so it cannot be saved.
+        """
+        submitted = _submitted_version(self.data)
+        if submitted is None:
+            message = _(
+                "This form carries no version of the post (it was opened before an update "
+                "of the site). Nothing was saved: reload the post and make your change again."
+            )
+            return str(message), None
         conflict = edit_conflict(self.instance, submitted)
         if conflict is None:
-            return None
+            return None, None
         if self.user is not None and not self._may_edit_now():
-            return str(
-                _(
-                    "%(conflict)s Nothing was saved, and you cannot edit it now: changing a "
-                    "scheduled or published post needs the “Can schedule and publish posts” "
-                    "permission. Your text is still in the form below; copy what you need."
-                )
-                % {"conflict": conflict}
+            message = _(
+                "%(conflict)s Nothing was saved, and you cannot edit it now: changing a "
+                "scheduled or published post needs the “Can schedule and publish posts” "
+                "permission. Your text is still in the form below; copy what you need."
             )
-        # Show the post's current state and version: saving again keeps the editor's text
-        # deliberately, and a status they did not choose is not turned into a transition.
-        data = self.data.copy()
-        data["version"] = str(self.instance.version)
-        data["target_status"] = self.current_status
-        self.data = data
-        return str(
-            _(
-                "%(conflict)s Nothing was saved. Your text is still in the form below: check it "
-                "against their change, then save again to keep it."
-            )
-            % {"conflict": conflict}
+            return str(message % {"conflict": conflict}), None
+        message = _(
+            "%(conflict)s Nothing was saved. Their change and yours are merged in the form "
+            "below: check it, then save to keep it."
         )
+        return str(message % {"conflict": conflict}), conflict
 
     def _may_edit_now(self) -> bool:
         return self.current_status not in (S.SCHEDULED, S.PUBLISHED) or can_publish(self.user)
 
     def full_clean(self):
-        """Validate, except that a stale submission reports only the conflict.
+        """Validate, except that a stale submission is merged and reports only the conflict.
 
         Checked against the post as it is now, a stale form's other errors ("not one of the
         available choices", "must be in the future") would only describe the colleague's
         change in confusing terms.
         """
         super().full_clean()
-        if self.conflict is not None:
+        if self.stale is not None:
+            self.merge_stale(self.conflict)
+        elif self.conflict is not None:
             self._errors = ErrorDict()
             self.cleaned_data = {}
             self.add_error(None, self.conflict)
@@ -283,6 +311,7 @@ class PostAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        self.apply_picks(cleaned)
         if "target_status" not in self.fields:
             return cleaned
         target = cleaned.get("target_status") or self.current_status
