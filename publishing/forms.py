@@ -379,27 +379,63 @@ def check_body(body: str) -> str:
     return body
 
 
-class RevisionForm(forms.Form):
+class RevisionForm(MergingFormMixin, forms.Form):
     """A live post's new title and body, and when they go live (in the editor's zone).
 
-    ``version`` (hidden) is the post's version when the page was loaded; the admin passes it
-    to :func:`publishing.services.schedule_revision`, which refuses the revision if the post
-    changed meanwhile (another revision scheduled, a direct edit).
+    ``current`` is what the page starts from: the pending revision's title, body and time, or
+    the live post's title and body. ``version`` (hidden) is the post's version when the page
+    was loaded and ``opened`` (hidden, signed) what it showed; a submission made against an
+    older version is merged with the change made since (another revision scheduled, a direct
+    edit, a revision switched in by the scheduler) and shown again, like the post form's
+    (:mod:`publishing.stale_forms`). The admin passes the version on to
+    :func:`publishing.services.schedule_revision`, which checks it again under the row lock.
     """
 
     title = forms.CharField(label=_("Title"), max_length=200)
     body = forms.CharField(label=_("Body"), widget=forms.Textarea(attrs={"rows": 16}))
     publish_at = WallTimeField(label=_("Goes live at"))
     version = forms.IntegerField(widget=forms.HiddenInput)
+    opened = forms.CharField(widget=forms.HiddenInput, required=False)
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    merge_fields = ("title", "body", "publish_at")
+    stale = None
+    opened_base = None
+    merge_report = None
+
+    def __init__(self, data=None, *, post: Post, current: dict, **kwargs):
+        initial = {"title": current["title"], "body": current["body"], "version": post.version}
+        if current["publish_at"] is not None:
+            initial["publish_at"] = timezone.localtime(current["publish_at"])
+        super().__init__(data, initial=initial, **kwargs)
         self.fields["publish_at"].help_text = _(
             "The public site shows the current version until then. Time zone: %(zone)s."
         ) % {"zone": timezone.get_current_timezone_name()}
-        self.fields["publish_at"].stored = self.get_initial_for_field(
-            self.fields["publish_at"], "publish_at"
+        submitted = _submitted_version(self.data) if self.is_bound else None
+        self.stale = edit_conflict(post, submitted) if submitted is not None else None
+        self.start_merge(
+            post=post.pk,
+            version=post.version,
+            current=current,
+            stale=self.stale,
+            submitted=submitted,
         )
+
+    def full_clean(self):
+        """Validate; a stale submission is merged instead and reports only the conflict."""
+        super().full_clean()
+        if self.stale is not None:
+            message = _(
+                "%(conflict)s Nothing was scheduled. Their change and yours are merged in the "
+                "form below: check it, then schedule to keep it."
+            )
+            self.merge_stale(str(message % {"conflict": self.stale}))
+
+    def clean(self):
+        cleaned = super().clean()
+        self.apply_picks(cleaned)
+        if "publish_at" not in self.errors and cleaned.get("publish_at") is None:
+            self.add_error("publish_at", _("Choose when the revision goes live."))
+        return cleaned
 
     def clean_body(self) -> str:
         return check_body(self.cleaned_data["body"])
