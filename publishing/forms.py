@@ -301,6 +301,9 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
         super().full_clean()
         if self.stale is not None:
             self.merge_stale(self.conflict)
+            # Cleaning copied the editor's values onto the post; the page shows it as it is.
+            for name, value in self.merge_current.items():
+                setattr(self.instance, name, value)
         elif self.conflict is not None:
             self._errors = ErrorDict()
             self.cleaned_data = {}

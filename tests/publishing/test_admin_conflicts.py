@@ -248,6 +248,7 @@ def test_a_colleagues_title_and_my_body_are_merged_and_saving_writes_both(as_edi
     assert (merged["title"], merged["body"]) == ("Opening hours (summer)", TYPED)
     box = merge_box(response.content.decode())
     assert "Taken from the change by bob" in box and "Opening hours (summer)" in box
+    assert response.context["original"].title == "Opening hours (summer)", "the post as it is"
 
     assert as_editor.post(change_url(post), merged).status_code == 302
     post.refresh_from_db()
