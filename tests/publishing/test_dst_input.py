@@ -152,7 +152,7 @@ def test_a_typed_folded_time_offers_both_instants_and_takes_the_one_chosen(as_ed
     assert "set your time zone" not in html
     assert fold_choices(html) == [FOLD_CEST.isoformat(), FOLD_CET.isoformat()]
     assert "02:30:00 CEST (00:30:00 UTC)" in html and "02:30:00 CET (01:30:00 UTC)" in html
-    assert "checked" not in html.split('name="publish_at_2"', 1)[1].split("</fieldset>")[0]
+    assert "checked" not in html.split('name="publish_at_2"', 1)[1].split("</div>")[0]
 
     data = {**form_data(response), "publish_at_2": FOLD_CET.isoformat()}
     assert as_editor.post(ADD_URL, data).status_code == 302
