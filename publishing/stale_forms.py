@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 
 from publishing.merge import merge, same
 from publishing.validation import TIME_LABELS
+from publishing.wall_time import fold_choice
 
 OPENED_SALT = "publishing.stale_forms.opened"
 TIME_FIELDS = tuple(TIME_LABELS)
@@ -269,7 +270,7 @@ class MergingFormMixin:
             parts = [
                 f"{local:%Y-%m-%d}" if local else "",
                 f"{local:%H:%M:%S}" if local else "",
-                value.isoformat() if value is not None else "",
+                fold_choice(value),
             ]
             for index, part in enumerate(parts):
                 data[f"{self.add_prefix(name)}_{index}"] = part
