@@ -365,3 +365,19 @@ def test_a_forged_base_is_not_used(as_editor, bob):
     box = merge_box(response.content.decode())
     assert "Keep theirs, by bob" in box
     assert form_data(response)["title"] == "Opening hours", "the editor's value, not guessed"
+
+
+def test_a_conflict_left_unchosen_stays_one_when_the_post_changes_again(as_editor, bob):
+    post = make_post(title="Opening hours", body="We open at 9.")
+    tab = open_tab(as_editor, post)
+    save_as(bob, post, title="Bob's title")
+    merged = form_data(as_editor.post(change_url(post), {**tab, "title": "My title"}))
+    save_as(bob, post, body="Bob's body")  # a second change before the editor chose
+    response = as_editor.post(change_url(post), merged)
+    html = response.content.decode()
+    assert "was changed by bob" in html
+    again = form_data(response)
+    assert (again["title"], again["body"]) == ("My title", "Bob's body")
+    assert 'name="keep_title"' in merge_box(html), "the title still needs a choice"
+    assert as_editor.post(change_url(post), again).status_code == 200
+    assert Post.objects.get(pk=post.pk).title == "Bob's title"

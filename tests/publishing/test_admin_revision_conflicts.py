@@ -134,3 +134,29 @@ def test_a_post_taken_down_meanwhile_keeps_the_editors_text_on_the_page(as_edito
     assert "is Unpublished now" in html and "Nothing was scheduled" in html
     assert TYPED in html
     assert not post.revisions.filter(status=R.SCHEDULED).exists()
+
+
+def test_a_conflict_found_only_under_the_row_lock_is_merged_too(as_editor, bob):
+    """A colleague's revision that lands after the form's check is caught by the services."""
+    from unittest import mock
+
+    from publishing import forms
+
+    post = live_post(title="Opening hours", body="We open at 9.")
+    schedule_as(bob, post, title="Summer hours", body="We open at 9.")
+    tab = open_page(as_editor, post)
+    schedule_as(bob, post, title="Summer opening hours", body="We open at 9.")
+    real = forms.edit_conflict
+    calls = []
+
+    def misses_the_first_time(current, expected):
+        calls.append(expected)
+        return None if len(calls) == 1 else real(current, expected)
+
+    with mock.patch.object(forms, "edit_conflict", side_effect=misses_the_first_time):
+        response = as_editor.post(revisions_url(post), {**tab, "body": TYPED})
+    assert len(calls) == 2, "the form was merged again after the services refused"
+    assert response.status_code == 200
+    merged = form_data(response, "revision_form")
+    assert (merged["title"], merged["body"]) == ("Summer opening hours", TYPED)
+    assert scheduled(post).title == "Summer opening hours"

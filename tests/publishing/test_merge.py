@@ -4,6 +4,8 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from publishing.merge import merge, same
 
@@ -93,3 +95,21 @@ def test_a_fold_change_alone_is_a_change():
     )
     assert result.values["publish_at"] is FOLD_CET
     assert result.theirs == ("publish_at",)
+
+
+values = st.one_of(st.none(), st.sampled_from(["a", "b", "c"]))
+
+
+@settings(max_examples=300)
+@given(base=values, theirs=values, mine=values)
+def test_properties_of_one_field(base, theirs, mine):
+    result = merge(base={"f": base}, theirs={"f": theirs}, mine={"f": mine}, fields=["f"])
+    merged = result.values["f"]
+    if mine == base:
+        assert merged == theirs, "an untouched field follows the colleague"
+    if theirs == base:
+        assert merged == mine, "a field the colleague left alone keeps the editor's value"
+    # A conflict is exactly: all three differ.
+    assert bool(result.conflicts) == (len({base, theirs, mine}) == 3)
+    # Nothing is invented: the merged value is one of the two sides.
+    assert merged in (theirs, mine)
