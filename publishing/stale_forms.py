@@ -111,10 +111,9 @@ class MergingFormMixin:
             if self.is_bound
             else None
         )
-        if not self.is_bound or stale is not None or self.opened_base is None:
-            # An unbound form opens the current values; a stale one is given them after
-            # the merge. A bound form with no readable base keeps the current values too.
-            self.fields["opened"].initial = sign_opened(post=post, version=version, values=current)
+        # What an unbound form shows; a bound one shows the base it was submitted with, and a
+        # stale one is given a new base by merge_stale().
+        self.fields["opened"].initial = sign_opened(post=post, version=version, values=current)
         base = self.opened_base.values if self.opened_base else current
         for name in TIME_FIELDS:
             if name in self.fields:
