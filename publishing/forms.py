@@ -5,6 +5,7 @@ from datetime import datetime
 from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.utils import ErrorDict
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -20,28 +21,86 @@ from publishing.wall_time import WallTimeField
 
 S = Post.Status
 
-# The statuses an editor can move a post to from each status (the first keeps it as it is).
+# The statuses an editor can move a post to from each status: the first keeps it as it is
+# (the form's plain Save), the others are the publishing panel's buttons, with their labels.
 TARGETS: dict[str, list[tuple[str, str]]] = {
     S.DRAFT: [
-        (S.DRAFT, _("Draft")),
-        (S.SCHEDULED, _("Scheduled: publish at the time below")),
-        (S.PUBLISHED, _("Published: publish now")),
+        (S.DRAFT, _("Keep as a draft")),
+        (S.SCHEDULED, _("Schedule")),
+        (S.PUBLISHED, _("Publish now")),
     ],
     S.SCHEDULED: [
-        (S.SCHEDULED, _("Scheduled: publish at the time below")),
-        (S.DRAFT, _("Draft: cancel the schedule")),
-        (S.PUBLISHED, _("Published: publish now")),
+        (S.SCHEDULED, _("Keep scheduled")),
+        (S.PUBLISHED, _("Publish now")),
+        (S.DRAFT, _("Unschedule")),
     ],
     S.PUBLISHED: [
-        (S.PUBLISHED, _("Published")),
-        (S.UNPUBLISHED, _("Unpublished: take it down now")),
+        (S.PUBLISHED, _("Keep live")),
+        (S.UNPUBLISHED, _("Take down")),
     ],
     S.UNPUBLISHED: [
-        (S.UNPUBLISHED, _("Unpublished")),
-        (S.SCHEDULED, _("Scheduled: publish again at the time below")),
-        (S.PUBLISHED, _("Published: publish again now")),
+        (S.UNPUBLISHED, _("Keep taken down")),
+        (S.SCHEDULED, _("Schedule")),
+        (S.PUBLISHED, _("Publish now")),
     ],
 }
+
+ACTION_HELP = {
+    S.DRAFT: _(
+        "Each button saves your changes first. Schedule: it goes live at the publish time "
+        "above. Publish now: it goes live at once."
+    ),
+    S.SCHEDULED: _(
+        "Each button saves your changes first. To move the publish time, change it above and save."
+    ),
+    S.PUBLISHED: _(
+        "Take down saves your changes and hides the post from the public at once. A new "
+        "text that goes live later is a revision."
+    ),
+    S.UNPUBLISHED: _(
+        "Each button saves your changes first. Schedule: it goes live again at the publish "
+        "time above."
+    ),
+}
+
+#: The name of the panel's buttons; their value is the status to move to.
+ACTION_BUTTON = "_publishing_action"
+
+
+class PublishingActionsWidget(forms.Widget):
+    """The publishing panel's buttons: one per status the post can move to from its own.
+
+    A button submits the whole form (the content is saved first) with its status under
+    :data:`ACTION_BUTTON`. The field's value also travels in a hidden input, so that a form
+    shown again (a merge of a stale submission) keeps the action the editor chose, and the
+    plain Save carries it out; a button pressed wins over it.
+    """
+
+    template_name = "admin/publishing/widgets/publishing_actions.html"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        self.current = S.DRAFT
+        self.revisions_url = ""
+
+    def get_context(self, name, value, attrs):
+        context = super().get_context(name, value, attrs)
+        targets = dict(TARGETS[self.current])
+        chosen = value if value in targets and value != self.current else None
+        context["widget"].update(
+            action_name=ACTION_BUTTON,
+            buttons=[
+                {"value": target, "label": label, "default": target == S.SCHEDULED}
+                for target, label in TARGETS[self.current][1:]
+            ],
+            chosen=targets.get(chosen) if chosen else None,
+            revisions_url=self.revisions_url if self.current == S.PUBLISHED else "",
+            uses_times=any(t == S.SCHEDULED for t, _label in TARGETS[self.current][1:]),
+        )
+        return context
+
+    def value_from_datadict(self, data, files, name):
+        return data.get(ACTION_BUTTON) or data.get(name)
 
 
 def _submitted_version(data) -> int | None:
@@ -76,7 +135,9 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
     guarantees.
     """
 
-    target_status = forms.ChoiceField(label=_("Set status to"), required=False)
+    target_status = forms.ChoiceField(
+        label=_("Actions"), required=False, widget=PublishingActionsWidget
+    )
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
     opened = forms.CharField(widget=forms.HiddenInput, required=False)
 
@@ -106,6 +167,12 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
             field = self.fields["target_status"]
             field.choices = TARGETS[self.current_status]
             field.initial = self.current_status
+            field.widget.current = self.current_status
+            field.help_text = ACTION_HELP[self.current_status]
+            if self.instance.pk:
+                field.widget.revisions_url = reverse(
+                    "admin:publishing_post_revisions", args=[self.instance.pk]
+                )
         zone = timezone.get_current_timezone_name()
         for name in ("publish_at", "unpublish_at"):
             if name in self.fields:

@@ -55,6 +55,16 @@ def local_time(value: datetime | None) -> str:
     return f"{local.year:04d}-{local:%m-%d %H:%M:%S} {local.tzname() or ''}".rstrip()
 
 
+def actor_name(event: PublishEvent) -> str:
+    """Return who acted, as an editor reads it: the user's name, ``Scheduler (node vm:11206)``
+    for the scheduler, or ``system``; never a bare node name."""
+    if event.user_id is not None and event.user is not None:
+        return event.user.get_username()
+    if event.node:
+        return _("Scheduler (node %(node)s)") % {"node": event.node}
+    return _("system")
+
+
 def _when(data: dict, key: str) -> str:
     """Return the time stored under ``key`` in the viewer's zone; ``none`` if cleared."""
     value = data.get(key)

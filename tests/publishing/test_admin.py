@@ -267,7 +267,7 @@ def test_the_list_shows_when_a_post_went_live_and_how_late(as_editor):
     lateness = post.events.get().lateness
     assert lateness >= 2.5
     listing = as_editor.get(LIST_URL).content.decode()
-    assert f"{lateness:.2f} s late" in listing
+    assert f"{lateness:.1f} s late" in listing
 
 
 # --- the permission ---------------------------------------------------------------------

@@ -35,8 +35,7 @@ def test_a_stale_live_tab_cannot_republish_a_post_a_colleague_took_down(
     try:
         mine.goto(url)
         theirs.goto(url)
-        theirs.select_option("#id_target_status", S.UNPUBLISHED)
-        theirs.click("input[name=_save]")
+        theirs.click("button[name=_publishing_action][value=unpublished]")
         theirs.wait_for_selector(".messagelist .success")
         assert Post.objects.get(pk=post.pk).status == S.UNPUBLISHED
 
