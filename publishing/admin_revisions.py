@@ -19,11 +19,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from coordination.clock import database_now
 from publishing import selectors, services
 from publishing.diffs import revision_diff
 from publishing.exceptions import EditConflict, InvalidSchedule, PublishingError
 from publishing.forms import PreviewLinkForm, RevisionForm
 from publishing.models import Post, PostRevision
+from publishing.words import moment_text, relative_text
 
 S = Post.Status
 R = PostRevision.Status
@@ -141,13 +143,15 @@ def _schedule(request, post: Post, form: RevisionForm):
     except PublishingError as exc:
         form.add_error(None, str(exc))
         raise _NotScheduled from exc
+    now = database_now()
     messages.success(
         request,
-        _("Revision %(number)s of “%(title)s” goes live at %(when)s.")
+        _("Revision %(number)s of “%(title)s” goes live %(when)s, %(relative)s.")
         % {
             "number": revision.number,
             "title": post,
-            "when": timezone.localtime(revision.publish_at).strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "when": moment_text(revision.publish_at, timezone.get_current_timezone(), now),
+            "relative": relative_text(revision.publish_at, now),
         },
     )
     return HttpResponseRedirect(revisions_url(post))

@@ -173,14 +173,6 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
                 field.widget.revisions_url = reverse(
                     "admin:publishing_post_revisions", args=[self.instance.pk]
                 )
-        zone = timezone.get_current_timezone_name()
-        for name in ("publish_at", "unpublish_at"):
-            if name in self.fields:
-                base = self.fields[name].help_text
-                self.fields[name].help_text = _("%(help)s Time zone: %(zone)s.") % {
-                    "help": base,
-                    "zone": zone,
-                }
         if self.current_status == S.PUBLISHED and "publish_at" in self.fields:
             # It is live: when it was planned to go live is history now.
             self.fields["publish_at"].disabled = True
@@ -351,8 +343,8 @@ class RevisionForm(MergingFormMixin, forms.Form):
             initial["publish_at"] = timezone.localtime(current["publish_at"])
         super().__init__(data, initial=initial, **kwargs)
         self.fields["publish_at"].help_text = _(
-            "The public site shows the current version until then. Time zone: %(zone)s."
-        ) % {"zone": timezone.get_current_timezone_name()}
+            "The public site shows the current version until then."
+        )
         submitted = _submitted_version(self.data) if self.is_bound else None
         self.stale = edit_conflict(post, submitted) if submitted is not None else None
         self.start_merge(

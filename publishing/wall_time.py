@@ -15,6 +15,7 @@ from django.contrib.admin.widgets import (
 )
 from django.core.exceptions import ValidationError
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from publishing.validation import wall_time_problem
 
@@ -44,9 +45,14 @@ def fold_choice(value: datetime | None) -> str:
     return value.astimezone(UTC).isoformat()
 
 
-def _reading_label(instant: datetime, zone) -> str:
+def _reading_label(instant: datetime, zone, first: bool) -> str:
     local = instant.astimezone(zone)
-    return f"{local:%H:%M:%S} {local.tzname()} ({instant.astimezone(UTC):%H:%M:%S} UTC)"
+    when = (
+        _("the first time, before the clocks go back")
+        if first
+        else _("the second time, after the clocks go back")
+    )
+    return f"{local:%H:%M:%S} {local.tzname()}, {when}"
 
 
 class WallTimeWidget(AdminSplitDateTime):
@@ -76,6 +82,10 @@ class WallTimeWidget(AdminSplitDateTime):
 
     def get_context(self, name, value, attrs):
         context = super().get_context(name, value, attrs)
+        context["zone_name"] = timezone.get_current_timezone_name()
+        for subwidget in context["widget"]["subwidgets"][:2]:
+            if subwidget["attrs"].get("id"):
+                subwidget["attrs"]["aria-describedby"] = f"{subwidget['attrs']['id']}_format"
         values = value if isinstance(value, (list, tuple)) else self.decompress(value)
         chosen = _instant(values[2] if len(values) > 2 else "")
         zone = timezone.get_current_timezone()
@@ -87,7 +97,7 @@ class WallTimeWidget(AdminSplitDateTime):
             context["fold_readings"] = [
                 {
                     "value": reading.isoformat(),
-                    "label": _reading_label(reading, zone),
+                    "label": _reading_label(reading, zone, first=index == 0),
                     "checked": chosen is not None and chosen == reading,
                     "id": f"{context['widget']['attrs'].get('id', name)}_fold_{index}",
                 }

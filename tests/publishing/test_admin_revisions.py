@@ -72,7 +72,7 @@ def test_an_editor_schedules_a_revision_in_their_own_zone(as_editor, editor, set
     revision = post.revisions.get(status=R.SCHEDULED)
     assert revision.publish_at == datetime(2099, 7, 1, 12, tzinfo=UTC), "14:00 CEST"
     page = as_editor.get(revisions_url(post)).content.decode()
-    assert "goes live at 2099-07-01 14:00:00 CEST" in page
+    assert "goes live Wed 1 Jul 2099, 14:00 CEST, in " in page
     assert "Times are in Europe/Berlin" in page
 
 

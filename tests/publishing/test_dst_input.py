@@ -151,7 +151,8 @@ def test_a_typed_folded_time_offers_both_instants_and_takes_the_one_chosen(as_ed
     assert "Which one: 02:30 CEST or 02:30 CET? Choose it below." in html
     assert "set your time zone" not in html
     assert fold_choices(html) == [FOLD_CEST.isoformat(), FOLD_CET.isoformat()]
-    assert "02:30:00 CEST (00:30:00 UTC)" in html and "02:30:00 CET (01:30:00 UTC)" in html
+    assert "02:30:00 CEST, the first time, before the clocks go back" in html
+    assert "02:30:00 CET, the second time, after the clocks go back" in html
     assert "checked" not in html.split('name="publish_at_2"', 1)[1].split("</div>")[0]
 
     data = {**form_data(response), "publish_at_2": FOLD_CET.isoformat()}

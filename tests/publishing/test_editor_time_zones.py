@@ -57,7 +57,7 @@ def test_an_editor_sees_the_post_list_form_and_history_in_their_own_zone(tokyo_e
 
     page = tokyo_editor.get(change_url(post))
     html = page.content.decode()
-    assert "Time zone: Asia/Tokyo." in html, "the publish fields' help text names the zone"
+    assert "HH:MM, 24-hour clock, Asia/Tokyo" in html, "the time inputs name the zone"
     assert "Times are in Asia/Tokyo." in html
     assert "When (Asia/Tokyo)" in html, "the publish history names its zone"
     data = form_data(page)
