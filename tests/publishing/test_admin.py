@@ -92,8 +92,9 @@ def test_editor_schedules_in_their_time_zone(as_editor, editor):
     assert (event.kind, event.user) == (K.SCHEDULED, editor)
 
     listing = as_editor.get(LIST_URL).content.decode()
-    assert "Scheduled for (Europe/Berlin)" in listing
-    assert "2099-07-01 14:00:00 CEST" in listing
+    assert "Scheduled for (Europe/<wbr>Berlin)" in listing
+    assert "2099-07-01 14:00:00 CEST" in listing, "the lineup, to the second"
+    assert '<td class="field-scheduled_for">2099-07-01 14:00 CEST</td>' in listing
     change_page = form_data(as_editor.get(change_url(post)))
     assert (change_page["publish_at_0"], change_page["publish_at_1"]) == ("2099-07-01", "14:00:00")
 

@@ -1,5 +1,6 @@
-"""The publishing panel's words for each state of a post (a table), and what the post page
-offers whom: buttons for the actions a state allows, none to a drafter."""
+"""The publishing panel's words for each state of a post (a table), what the post page
+offers whom (buttons for the actions a state allows, none to a drafter), and how its history
+names the scheduler and a lateness under a second."""
 
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -7,9 +8,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.urls import reverse
 
+from publishing import services
 from publishing.admin_panel import PostState, state_text
-from publishing.models import Post
-from tests.publishing.conftest import form_data, future_post, make_post
+from publishing.models import Post, PublishEvent
+from tests.publishing.conftest import due_post, form_data, future_post, make_post
 
 S = Post.Status
 TOKYO = ZoneInfo("Asia/Tokyo")
@@ -105,3 +107,14 @@ def test_a_button_saves_the_text_stays_on_the_post_and_says_when_it_goes_out(as_
     )
     post.refresh_from_db()
     assert (post.title, post.status) == ("Opening hours (winter)", S.SCHEDULED)
+
+
+def test_the_history_names_the_scheduler_and_a_sub_second_lateness_is_on_time(as_editor):
+    post = due_post(seconds_ago=0.2)
+    assert services.publish_due(node="vm:11206").done == [post.pk]
+    PublishEvent.objects.filter(post=post).update(lateness=0.35)
+    html = as_editor.get(change_url(post)).content.decode()
+    history = html.split('id="events-group"', 1)[1]
+    assert "Scheduler (node vm:11206)" in history
+    assert "on time" in history
+    assert "0.35 s late" not in history
