@@ -276,8 +276,14 @@ class PostAdmin(admin.ModelAdmin):
     # --- the form ---------------------------------------------------------------------
     def get_fieldsets(self, request, obj=None):
         publishing_fields = ["publishing_state", "publish_at", "unpublish_at"]
+        description = _("Times are in %(zone)s.") % {"zone": _zone_name()}
         if self.has_publish_permission(request):
             publishing_fields.append("target_status")
+        else:
+            description += " " + _(
+                "Scheduling and publishing need the “Can schedule and publish posts” "
+                "permission: ask an editor who has it to schedule or publish this post."
+            )
         return [
             (None, {"fields": ["title", "slug", "body", "version", "opened"]}),
             (
@@ -285,7 +291,7 @@ class PostAdmin(admin.ModelAdmin):
                 {
                     "fields": publishing_fields,
                     "classes": ["publishing-panel"],
-                    "description": _("Times are in %(zone)s.") % {"zone": _zone_name()},
+                    "description": description,
                 },
             ),
             (

@@ -176,6 +176,9 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
         if self.current_status == S.PUBLISHED and "publish_at" in self.fields:
             # It is live: when it was planned to go live is history now.
             self.fields["publish_at"].disabled = True
+            self.fields["publish_at"].help_text = _(
+                "When it was planned to go live; it is live now (see Status above)."
+            )
         if self.instance.pk:
             self.start_merge(
                 post=self.instance.pk,

@@ -88,6 +88,7 @@ def test_a_drafter_sees_the_state_and_no_publishing_buttons(as_drafter):
     html = as_drafter.get(change_url(make_post())).content.decode()
     assert "Draft: the public does not see it" in html
     assert action_buttons(html) == []
+    assert "ask an editor who has it to schedule or publish this post" in html
 
 
 def test_a_button_saves_the_text_stays_on_the_post_and_says_when_it_goes_out(as_editor):
