@@ -381,3 +381,20 @@ def test_a_conflict_left_unchosen_stays_one_when_the_post_changes_again(as_edito
     assert 'name="keep_title"' in merge_box(html), "the title still needs a choice"
     assert as_editor.post(change_url(post), again).status_code == 200
     assert Post.objects.get(pk=post.pk).title == "Bob's title"
+
+
+def test_a_panel_button_pressed_on_a_stale_tab_is_kept_and_the_merged_forms_save_does_it(
+    as_editor, bob
+):
+    post = make_post(title="Opening hours")
+    tab = open_tab(as_editor, post)
+    save_as(bob, post, title="Opening hours (summer)")
+    response = as_editor.post(change_url(post), {**tab, "_publishing_action": S.PUBLISHED})
+    html = response.content.decode()
+    assert "Your choice “Publish now” is kept: Save carries it out" in html
+    merged = form_data(response)
+    assert merged["target_status"] == S.PUBLISHED
+    assert Post.objects.get(pk=post.pk).status == S.DRAFT, "nothing was done yet"
+    assert as_editor.post(change_url(post), merged).status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.status) == ("Opening hours (summer)", S.PUBLISHED)
