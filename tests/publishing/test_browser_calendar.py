@@ -42,7 +42,7 @@ def test_an_editor_who_picks_tokyo_sees_jst_and_the_calendar_moves(
 
         page.goto(f"{live_server.url}{reverse('admin:publishing_post_changelist')}")
         assert "Scheduled for (Asia/Tokyo)" in page.text_content("#result_list thead")
-        assert "2099-01-19 01:00:00 JST" in page.inner_text("#result_list")
+        assert "2099-01-19 01:00 JST" in page.inner_text("#result_list")
 
         page.goto(week)
         assert "Times in Asia/Tokyo" in page.inner_text("#calendar .summary")
