@@ -10,12 +10,14 @@ from functools import partial
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.options import IS_POPUP_VAR
 from django.contrib.admin.views.main import ChangeList
-from django.urls import path
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.functional import lazy
 from django.utils.html import format_html
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -24,6 +26,7 @@ from coordination.admin_paging import CappedCountPaginator
 from coordination.clock import database_now
 from publishing import selectors, services
 from publishing.admin_calendar import calendar_view
+from publishing.admin_panel import PostState, is_late, outcome_text, state_text
 from publishing.admin_revisions import (
     compare_view,
     preview_view,
@@ -31,9 +34,10 @@ from publishing.admin_revisions import (
     revisions_view,
 )
 from publishing.exceptions import EditConflict, PublishingError
-from publishing.forms import PostAdminForm
-from publishing.history import describe, local_time
+from publishing.forms import ACTION_BUTTON, PostAdminForm
+from publishing.history import actor_name, describe, local_time
 from publishing.models import Post, PostRevision, PublishEvent
+from publishing.words import lateness_text
 
 S = Post.Status
 
@@ -42,6 +46,7 @@ BADGE_COLOURS = {
     S.SCHEDULED: "#1f6feb",
     S.PUBLISHED: "#1a7f37",
     S.UNPUBLISHED: "#57606a",
+    "late": "#9a6700",
     "failed": "#cf222e",
 }
 
@@ -50,23 +55,22 @@ def _zone_name() -> str:
     return timezone.get_current_timezone_name()
 
 
-def lateness_text(seconds: float | None) -> str:
-    """Return a lateness in words: ``on time``, ``0.35 s late``, ``4 min late``."""
-    if seconds is None:
-        return ""
-    if seconds < 0.005:
-        return "on time"
-    if seconds < 10:
-        return f"{seconds:.2f} s late"
-    if seconds < 120:
-        return f"{seconds:.0f} s late"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min late"
-    return f"{seconds / 3600:.1f} h late"
-
-
 def _with_zone(text: str):
     return lazy(lambda: f"{text} ({_zone_name()})", str)()
+
+
+def _column_with_zone(text: str):
+    """Return a list column's header naming the zone, breakable after a "/" in its name.
+
+    "(Asia/Tokyo)" would otherwise be the narrowest a time column can be, and four of them
+    push the post list's last column out of view at 1,400 px.
+    """
+
+    def header():
+        zone = format_html("{}", _zone_name()).replace("/", "/<wbr>")
+        return format_html("{} ({})", text, mark_safe(zone))
+
+    return lazy(header, SafeString)()
 
 
 class FailedFilter(admin.SimpleListFilter):
@@ -109,7 +113,8 @@ class EventWindowFilter(admin.SimpleListFilter):
 
 
 class PostChangeList(ChangeList):
-    """The post list: rows without their bodies, and the lateness of the page's posts only.
+    """The post list: rows without their bodies, the lateness of the page's posts only, and
+    which of them are late (scheduled, their time passed), as the calendar shows them.
 
     The lateness of each post's last scheduled publish is read for the page's posts in one
     query after the page is chosen, not as a subquery of the list's queryset, which the
@@ -124,8 +129,10 @@ class PostChangeList(ChangeList):
         super().get_results(request)
         self.result_list = list(self.result_list)
         lateness = selectors.last_publish_lateness([post.pk for post in self.result_list])
+        now = database_now()
         for post in self.result_list:
             post.last_publish_lateness = lateness.get(post.pk)
+            post.is_late = is_late(post.status, post.publish_at, now)
 
 
 class PublishEventInline(admin.TabularInline):
@@ -160,7 +167,7 @@ class PublishEventInline(admin.TabularInline):
 
     @admin.display(description=_("By"))
     def actor(self, event: PublishEvent) -> str:
-        return event.actor
+        return actor_name(event)
 
     @admin.display(description=_("Lateness"))
     def how_late(self, event: PublishEvent) -> str:
@@ -181,7 +188,7 @@ class PostAdmin(admin.ModelAdmin):
         "went_live",
         "unpublish_time",
         "author",
-        "updated_at_local",
+        "updated",
     ]
     list_filter = ["status", FailedFilter]
     search_fields = ["title", "slug", "body"]
@@ -195,7 +202,7 @@ class PostAdmin(admin.ModelAdmin):
     inlines = [PublishEventInline]
     actions = ["publish_now_action", "cancel_schedule_action", "unpublish_action"]
     system_fields = [
-        "status_badge",
+        "publishing_state",
         "published_at_local",
         "publish_lateness",
         "last_error",
@@ -204,7 +211,8 @@ class PostAdmin(admin.ModelAdmin):
         "updated_at_local",
     ]
     readonly_fields = system_fields
-    # The fieldsets show the form's own hidden ``version`` field; the model's is never edited.
+    # The fieldsets show the form's own hidden ``version`` and ``opened`` fields; the model's
+    # version is never edited.
     exclude = ["version"]
 
     # --- permissions ------------------------------------------------------------------
@@ -267,17 +275,23 @@ class PostAdmin(admin.ModelAdmin):
 
     # --- the form ---------------------------------------------------------------------
     def get_fieldsets(self, request, obj=None):
-        publishing_fields = ["status_badge"]
+        publishing_fields = ["publishing_state", "publish_at", "unpublish_at"]
+        description = _("Times are in %(zone)s.") % {"zone": _zone_name()}
         if self.has_publish_permission(request):
             publishing_fields.append("target_status")
-        publishing_fields += ["publish_at", "unpublish_at"]
+        else:
+            description += " " + _(
+                "Scheduling and publishing need the “Can schedule and publish posts” "
+                "permission: ask an editor who has it to schedule or publish this post."
+            )
         return [
-            (None, {"fields": ["title", "slug", "body", "version"]}),
+            (None, {"fields": ["title", "slug", "body", "version", "opened"]}),
             (
                 _("Publishing"),
                 {
                     "fields": publishing_fields,
-                    "description": _("Times are in %(zone)s.") % {"zone": _zone_name()},
+                    "classes": ["publishing-panel"],
+                    "description": description,
                 },
             ),
             (
@@ -352,6 +366,7 @@ class PostAdmin(admin.ModelAdmin):
         publish_at = form.cleaned_data.get("publish_at")
         unpublish_at = form.cleaned_data.get("unpublish_at")
         versioned = {"user": user, "expected_version": obj.version}
+        done = True
         try:
             if target == S.SCHEDULED and before != S.SCHEDULED:
                 services.schedule_post(
@@ -369,10 +384,59 @@ class PostAdmin(admin.ModelAdmin):
                 services.set_unpublish_at(post=obj, unpublish_at=unpublish_at, **versioned)
             elif target == S.UNPUBLISHED and before == S.PUBLISHED:
                 services.unpublish_now(post=obj, **versioned)
+            else:
+                done = False
         except EditConflict:
             raise
         except PublishingError as exc:
             self.message_user(request, str(exc), messages.ERROR)
+        else:
+            if done and (target != before or obj.status == S.SCHEDULED):
+                request.publishing_outcome = self._outcome(obj)
+
+    def _outcome(self, post: Post) -> str:
+        post.refresh_from_db()
+        return outcome_text(
+            str(post),
+            self._state(post),
+            zone=timezone.get_current_timezone(),
+            now=database_now(),
+        )
+
+    def _state(self, post: Post) -> PostState:
+        taken_down = None
+        if post.pk and post.status == S.UNPUBLISHED:
+            taken_down = (
+                post.events.filter(kind=PublishEvent.Kind.UNPUBLISHED)
+                .order_by("-at", "-id")
+                .values_list("at", flat=True)
+                .first()
+            )
+        return PostState.of(post, taken_down_at=taken_down)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        return self._response_after_action(request, obj) or super().response_add(
+            request, obj, post_url_continue
+        )
+
+    def response_change(self, request, obj):
+        return self._response_after_action(request, obj) or super().response_change(request, obj)
+
+    def _response_after_action(self, request, obj):
+        """Say what a publishing action did, and stay on the post after a panel button.
+
+        The message names when the post goes out, in the editor's zone, instead of Django's
+        "was changed successfully"; a plain Save still goes where Django's would.
+        """
+        outcome = getattr(request, "publishing_outcome", None)
+        if outcome is None or IS_POPUP_VAR in request.POST:
+            return None
+        self.message_user(request, outcome, messages.SUCCESS)
+        if ACTION_BUTTON in request.POST or "_continue" in request.POST:
+            return HttpResponseRedirect(reverse("admin:publishing_post_change", args=[obj.pk]))
+        if "_addanother" in request.POST:
+            return HttpResponseRedirect(reverse("admin:publishing_post_add"))
+        return self.response_post_save_change(request, obj)
 
     # --- the list ---------------------------------------------------------------------
     def get_queryset(self, request):
@@ -450,35 +514,48 @@ class PostAdmin(admin.ModelAdmin):
     @admin.display(description=_("Status"), ordering="status")
     def status_badge(self, post: Post) -> str:
         if post.is_failed:
-            key, label = "failed", _("Scheduled — publish failed")
+            key, label = "failed", _("Late — publish failed")
+        elif getattr(post, "is_late", False):
+            key, label = "late", _("Late")
         else:
             key, label = post.status, post.get_status_display()
         return format_html(
             '<span class="post-status post-status-{}" style="display:inline-block;'
-            "padding:1px 8px;border-radius:10px;color:#fff;background:{};white-space:nowrap"
+            "padding:1px 7px;border-radius:10px;color:#fff;background:{};white-space:nowrap"
             '" title="{}">{}</span>',
             key,
             BADGE_COLOURS[key],
-            post.last_error,
+            post.last_error
+            or (_("Its time has passed; not published yet") if key == "late" else ""),
             label,
         )
 
-    @admin.display(description=_with_zone("Scheduled for"), ordering="publish_at")
+    @admin.display(description=_("Status"))
+    def publishing_state(self, post: Post) -> str:
+        if post.pk is None:
+            text = _("Draft: not saved yet; the public does not see it")
+        else:
+            text = state_text(
+                self._state(post), zone=timezone.get_current_timezone(), now=database_now()
+            )
+        return format_html('<strong class="publishing-state">{}</strong>', text)
+
+    @admin.display(description=_column_with_zone("Scheduled for"), ordering="publish_at")
     def scheduled_for(self, post: Post) -> str:
         if post.status != S.SCHEDULED:
             return "—"
-        return local_time(post.publish_at)
+        return local_time(post.publish_at, seconds=False)
 
-    @admin.display(description=_with_zone("Went live"), ordering="published_at")
+    @admin.display(description=_column_with_zone("Went live"), ordering="published_at")
     def went_live(self, post: Post) -> str:
         if post.published_at is None or post.status not in (S.PUBLISHED, S.UNPUBLISHED):
             return "—"
         late = lateness_text(getattr(post, "last_publish_lateness", None))
-        return f"{local_time(post.published_at)} · {late or _('by hand')}"
+        return f"{local_time(post.published_at, seconds=False)} · {late or _('by hand')}"
 
-    @admin.display(description=_with_zone("Unpublish at"), ordering="unpublish_at")
+    @admin.display(description=_column_with_zone("Unpublish at"), ordering="unpublish_at")
     def unpublish_time(self, post: Post) -> str:
-        return local_time(post.unpublish_at) if post.unpublish_at else "—"
+        return local_time(post.unpublish_at, seconds=False) if post.unpublish_at else "—"
 
     @admin.display(description=_with_zone("Went live at"))
     def published_at_local(self, post: Post) -> str:
@@ -497,9 +574,13 @@ class PostAdmin(admin.ModelAdmin):
     def created_at_local(self, post: Post) -> str:
         return local_time(post.created_at) if post.pk else "—"
 
-    @admin.display(description=_with_zone("Updated"), ordering="updated_at")
+    @admin.display(description=_with_zone("Updated"))
     def updated_at_local(self, post: Post) -> str:
         return local_time(post.updated_at) if post.pk else "—"
+
+    @admin.display(description=_column_with_zone("Updated"), ordering="updated_at")
+    def updated(self, post: Post) -> str:
+        return local_time(post.updated_at, seconds=False)
 
     # --- actions ----------------------------------------------------------------------
     def _run_action(self, request, queryset, action, done_text: str) -> None:
@@ -564,6 +645,10 @@ class PublishEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description=_with_zone("Details"))
     def details(self, event: PublishEvent) -> str:
         return describe(event)
+
+    @admin.display(description=_("By"))
+    def actor(self, event: PublishEvent) -> str:
+        return actor_name(event)
 
     @admin.display(description=_("Post"), ordering="post__title")
     def post_name(self, event: PublishEvent) -> str:

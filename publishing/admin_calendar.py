@@ -73,7 +73,8 @@ def _item(entry: calendar.Entry, zone, with_date: bool = False) -> dict:
         classes.append("late")
     return {
         "classes": " ".join(classes),
-        "time": local.strftime("%Y-%m-%d %H:%M" if with_date else "%H:%M"),
+        # Each time names its zone's abbreviation too: it changes on a day the clocks do.
+        "time": local.strftime("%Y-%m-%d %H:%M %Z" if with_date else "%H:%M %Z"),
         "iso": local.isoformat(),
         "kind": KIND_LABELS[entry.kind],
         "title": entry.title or _("(untitled)"),

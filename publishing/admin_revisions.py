@@ -19,11 +19,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from coordination.clock import database_now
 from publishing import selectors, services
 from publishing.diffs import revision_diff
 from publishing.exceptions import EditConflict, InvalidSchedule, PublishingError
 from publishing.forms import PreviewLinkForm, RevisionForm
 from publishing.models import Post, PostRevision
+from publishing.words import moment_text, relative_text
 
 S = Post.Status
 R = PostRevision.Status
@@ -47,14 +49,20 @@ def _submitted_version(request) -> int | None:
     return int(value) if value.isdigit() else None
 
 
-def _initial(post: Post) -> dict:
-    """Start the form from the pending revision (to change it) or else the live version."""
+def current_revision_values(post: Post) -> dict:
+    """Return what the schedule form starts from: the pending revision, or the live text."""
     pending = selectors.pending_revision(post)
     source = pending or post
-    initial = {"title": source.title, "body": source.body, "version": post.version}
-    if pending is not None and pending.publish_at is not None:
-        initial["publish_at"] = timezone.localtime(pending.publish_at)
-    return initial
+    return {
+        "title": source.title,
+        "body": source.body,
+        "publish_at": pending.publish_at if pending is not None else None,
+    }
+
+
+def _revision_form(request, post: Post) -> RevisionForm:
+    data = request.POST if request.method == "POST" else None
+    return RevisionForm(data, post=post, current=current_revision_values(post))
 
 
 def revisions_view(model_admin, request, object_id):
@@ -62,17 +70,33 @@ def revisions_view(model_admin, request, object_id):
     post = _post(model_admin, request, object_id)
     may_publish = services.can_publish(request.user)
     form = None
-    if post.status == S.PUBLISHED and may_publish:
-        if request.method == "POST":
-            form = RevisionForm(request.POST)
-            if form.is_valid():
-                response = _schedule(request, post, form)
-                if response is not None:
-                    return response
-        else:
-            form = RevisionForm(initial=_initial(post))
-    elif request.method == "POST":
+    if request.method == "POST" and not may_publish:
         raise PermissionDenied
+    if post.status == S.PUBLISHED and may_publish:
+        form = _revision_form(request, post)
+        if form.is_bound and form.is_valid():
+            try:
+                return _schedule(request, post, form)
+            except EditConflict:
+                # A change landed between the form's check and the row lock: nothing was
+                # written; merge the submission with it like any stale one.
+                post = _post(model_admin, request, object_id)
+                form = _revision_form(request, post)
+                form.is_valid()
+            except _NotScheduled:
+                pass
+    elif request.method == "POST":
+        # Taken down since the page was opened: keep the editor's text on the page to copy.
+        form = _revision_form(request, post)
+        form.is_valid()
+        form.add_error(
+            None,
+            _(
+                "“%(title)s” is %(status)s now: revisions are scheduled for live posts only. "
+                "Nothing was scheduled; copy your text from below and edit the post itself."
+            )
+            % {"title": post, "status": post.get_status_display()},
+        )
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
@@ -91,8 +115,15 @@ def revisions_view(model_admin, request, object_id):
     return TemplateResponse(request, "admin/publishing/post/revisions.html", context)
 
 
+class _NotScheduled(Exception):
+    """The services refused the revision; the form holds why."""
+
+
 def _schedule(request, post: Post, form: RevisionForm):
-    """Schedule the form's revision; return a redirect, or None to show the form again."""
+    """Schedule the form's revision and redirect; raise :class:`EditConflict` when stale.
+
+    Other refusals are put on the form and raise :class:`_NotScheduled` to show it again.
+    """
     data = form.cleaned_data
     try:
         revision = services.schedule_revision(
@@ -103,33 +134,24 @@ def _schedule(request, post: Post, form: RevisionForm):
             user=request.user,
             expected_version=data["version"],
         )
-    except EditConflict as conflict:
-        # Keep the editor's text; saving again (now against the current version) is a choice.
-        form.data = form.data.copy()
-        form.data["version"] = str(conflict.version)
-        form.add_error(
-            None,
-            _(
-                "%(conflict)s Nothing was scheduled. Your text is still below: check it against "
-                "their change, then schedule again to keep it."
-            )
-            % {"conflict": conflict},
-        )
-        return None
+    except EditConflict:
+        raise
     except InvalidSchedule as exc:
         for field, message in exc.errors.items():
             form.add_error(field if field in form.fields else None, message)
-        return None
+        raise _NotScheduled from exc
     except PublishingError as exc:
         form.add_error(None, str(exc))
-        return None
+        raise _NotScheduled from exc
+    now = database_now()
     messages.success(
         request,
-        _("Revision %(number)s of “%(title)s” goes live at %(when)s.")
+        _("Revision %(number)s of “%(title)s” goes live %(when)s, %(relative)s.")
         % {
             "number": revision.number,
             "title": post,
-            "when": timezone.localtime(revision.publish_at).strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "when": moment_text(revision.publish_at, timezone.get_current_timezone(), now),
+            "relative": relative_text(revision.publish_at, now),
         },
     )
     return HttpResponseRedirect(revisions_url(post))

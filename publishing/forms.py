@@ -5,57 +5,107 @@ from datetime import datetime
 from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.utils import ErrorDict
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from coordination.clock import database_now
 from publishing.conf import settings
+from publishing.exceptions import EditConflict
 from publishing.models import Post
 from publishing.rendering import RenderError, render_markdown
 from publishing.services import can_publish, edit_conflict
-from publishing.validation import schedule_problems, wall_time_problem
+from publishing.stale_forms import MergingFormMixin
+from publishing.validation import schedule_problems
+from publishing.wall_time import WallTimeField
 
 S = Post.Status
 
-# The statuses an editor can move a post to from each status (the first keeps it as it is).
+# The statuses an editor can move a post to from each status: the first keeps it as it is
+# (the form's plain Save), the others are the publishing panel's buttons, with their labels.
 TARGETS: dict[str, list[tuple[str, str]]] = {
     S.DRAFT: [
-        (S.DRAFT, _("Draft")),
-        (S.SCHEDULED, _("Scheduled: publish at the time below")),
-        (S.PUBLISHED, _("Published: publish now")),
+        (S.DRAFT, _("Keep as a draft")),
+        (S.SCHEDULED, _("Schedule")),
+        (S.PUBLISHED, _("Publish now")),
     ],
     S.SCHEDULED: [
-        (S.SCHEDULED, _("Scheduled: publish at the time below")),
-        (S.DRAFT, _("Draft: cancel the schedule")),
-        (S.PUBLISHED, _("Published: publish now")),
+        (S.SCHEDULED, _("Keep scheduled")),
+        (S.PUBLISHED, _("Publish now")),
+        (S.DRAFT, _("Unschedule")),
     ],
     S.PUBLISHED: [
-        (S.PUBLISHED, _("Published")),
-        (S.UNPUBLISHED, _("Unpublished: take it down now")),
+        (S.PUBLISHED, _("Keep live")),
+        (S.UNPUBLISHED, _("Take down")),
     ],
     S.UNPUBLISHED: [
-        (S.UNPUBLISHED, _("Unpublished")),
-        (S.SCHEDULED, _("Scheduled: publish again at the time below")),
-        (S.PUBLISHED, _("Published: publish again now")),
+        (S.UNPUBLISHED, _("Keep taken down")),
+        (S.SCHEDULED, _("Schedule")),
+        (S.PUBLISHED, _("Publish now")),
     ],
 }
 
+ACTION_HELP = {
+    S.DRAFT: _(
+        "Each button saves your changes first. Schedule: it goes live at the publish time "
+        "above. Publish now: it goes live at once."
+    ),
+    S.SCHEDULED: _(
+        "Each button saves your changes first. To move the publish time, change it above and save."
+    ),
+    S.PUBLISHED: _(
+        "Take down saves your changes and hides the post from the public at once. A new "
+        "text that goes live later is a revision."
+    ),
+    S.UNPUBLISHED: _(
+        "Each button saves your changes first. Schedule: it goes live again at the publish "
+        "time above."
+    ),
+}
 
-class WallTimeField(forms.SplitDateTimeField):
-    """A date and a time read in the current (the editor's) zone, refusing DST gaps and folds.
+#: The name of the panel's buttons; their value is the status to move to.
+ACTION_BUTTON = "_publishing_action"
 
-    Django's own field refuses them too, but only says the time "may be ambiguous or may not
-    exist"; :func:`publishing.validation.wall_time_problem` says which, and what to enter.
+
+class PublishingActionsWidget(forms.Widget):
+    """The publishing panel's buttons: one per status the post can move to from its own.
+
+    A button submits the whole form (the content is saved first) with its status under
+    :data:`ACTION_BUTTON`. The field's value also travels in a hidden input, so that a form
+    shown again (a merge of a stale submission) keeps the action the editor chose, and the
+    plain Save carries it out; a button pressed wins over it.
     """
 
-    def compress(self, data_list):
-        if data_list and all(part not in self.empty_values for part in data_list):
-            problem = wall_time_problem(
-                datetime.combine(*data_list), timezone.get_current_timezone()
-            )
-            if problem:
-                raise ValidationError(problem, code="wall_time")
-        return super().compress(data_list)
+    template_name = "admin/publishing/widgets/publishing_actions.html"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs)
+        self.current = S.DRAFT
+        self.revisions_url = ""
+
+    def get_context(self, name, value, attrs):
+        context = super().get_context(name, value, attrs)
+        targets = dict(TARGETS[self.current])
+        chosen = value if value in targets and value != self.current else None
+        context["widget"].update(
+            action_name=ACTION_BUTTON,
+            buttons=[
+                {"value": target, "label": label, "default": target == S.SCHEDULED}
+                for target, label in TARGETS[self.current][1:]
+            ],
+            chosen=targets.get(chosen) if chosen else None,
+            revisions_url=self.revisions_url if self.current == S.PUBLISHED else "",
+            uses_times=any(t == S.SCHEDULED for t, _label in TARGETS[self.current][1:]),
+        )
+        return context
+
+    def value_from_datadict(self, data, files, name):
+        return data.get(ACTION_BUTTON) or data.get(name)
+
+
+def _submitted_version(data) -> int | None:
+    value = data.get("version", "")
+    return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
 def _same_second(submitted: datetime | None, stored: datetime | None) -> bool:
@@ -64,23 +114,39 @@ def _same_second(submitted: datetime | None, stored: datetime | None) -> bool:
     return submitted == stored.replace(microsecond=0) or submitted == stored
 
 
-class PostAdminForm(forms.ModelForm):
+def post_values(post: Post) -> dict:
+    """Return the values of ``post`` that its form edits and merges, and its status."""
+    return {name: getattr(post, name) for name in (*PostAdminForm.merge_fields, "status")}
+
+
+class PostAdminForm(MergingFormMixin, forms.ModelForm):
     """Validates what the editor asks for; the admin carries it out through the services.
 
     ``user`` is set on the form class by :meth:`PostAdmin.get_form`. Users without the
     publish permission get no ``target_status`` field and no time fields: they draft only.
 
-    ``version`` (hidden) is the post's version when the form was loaded. A form submitted after
-    someone else changed the post is refused as a whole with one message saying who changed it
-    and when (:attr:`conflict`), the editor's text kept; the admin passes the version on to the
-    services, which check it again under the row lock. The choices and checks below are those
-    of the status the form was loaded with, which the matching version guarantees.
+    ``version`` (hidden) is the post's version when the form was loaded, ``opened`` (hidden,
+    signed) the values it was loaded with. A form submitted after someone else changed the
+    post saves nothing: it comes back merged with their change (:mod:`publishing.stale_forms`)
+    with one message saying who changed it and when (:attr:`conflict`), and the current
+    version, so that saving the merged form is the editor's decision. The admin passes the
+    version on to the services, which check it again under the row lock. The choices and
+    checks below are those of the status the form was loaded with, which the matching version
+    guarantees.
     """
 
-    target_status = forms.ChoiceField(label=_("Set status to"), required=False)
+    target_status = forms.ChoiceField(
+        label=_("Actions"), required=False, widget=PublishingActionsWidget
+    )
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    opened = forms.CharField(widget=forms.HiddenInput, required=False)
 
     user = None
+    merge_fields = ("title", "slug", "body", "publish_at", "unpublish_at")
+    status_labels = dict(S.choices)
+    stale = None
+    opened_base = None
+    merge_report = None
 
     class Meta:
         model = Post
@@ -91,7 +157,9 @@ class PostAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.current_status = self.instance.status if self.instance.pk else S.DRAFT
         self.fields["version"].initial = self.instance.version
-        self.conflict = self._conflict() if self.is_bound and self.instance.pk else None
+        self.conflict, stale = (None, None)
+        if self.is_bound and self.instance.pk:
+            self.conflict, stale = self._conflict()
         if self.user is None or not can_publish(self.user):
             # Drafting only: whatever such a user submits for the status is not even read.
             self.fields.pop("target_status", None)
@@ -99,67 +167,79 @@ class PostAdminForm(forms.ModelForm):
             field = self.fields["target_status"]
             field.choices = TARGETS[self.current_status]
             field.initial = self.current_status
-        zone = timezone.get_current_timezone_name()
-        for name in ("publish_at", "unpublish_at"):
-            if name in self.fields:
-                base = self.fields[name].help_text
-                self.fields[name].help_text = _("%(help)s Time zone: %(zone)s.") % {
-                    "help": base,
-                    "zone": zone,
-                }
+            field.widget.current = self.current_status
+            field.help_text = ACTION_HELP[self.current_status]
+            if self.instance.pk:
+                field.widget.revisions_url = reverse(
+                    "admin:publishing_post_revisions", args=[self.instance.pk]
+                )
         if self.current_status == S.PUBLISHED and "publish_at" in self.fields:
             # It is live: when it was planned to go live is history now.
             self.fields["publish_at"].disabled = True
-
-    def _conflict(self) -> str | None:
-        """Return why this submission is stale (None when it was made against this version)."""
-        try:
-            submitted = int(self.data.get("version", ""))
-        except ValueError:
-            return str(
-                _(
-                    "This form carries no version of the post (it was opened before an update "
-                    "of the site). Nothing was saved: reload the post and make your change again."
-                )
+            self.fields["publish_at"].help_text = _(
+                "When it was planned to go live; it is live now (see Status above)."
             )
+        if self.instance.pk:
+            self.start_merge(
+                post=self.instance.pk,
+                version=self.instance.version,
+                current=post_values(self.instance),
+                stale=stale,
+                submitted=_submitted_version(self.data) if self.is_bound else None,
+            )
+
+    def was_disabled(self, name: str, base: dict) -> bool:
+        return name == "publish_at" and base.get("status") == S.PUBLISHED
+
+    def status_allowed(self, status: str) -> bool:
+        return status in dict(TARGETS[self.current_status])
+
+    def _conflict(self) -> tuple[str | None, EditConflict | None]:
+        """Return why this submission is stale, and the conflict to merge (None, None if not).
+
+        Only a conflict the editor may go on with is merged: one who may not edit the post
+        any more is told so, and their form keeps its version so it cannot be saved.
+        """
+        submitted = _submitted_version(self.data)
+        if submitted is None:
+            message = _(
+                "This form carries no version of the post (it was opened before an update "
+                "of the site). Nothing was saved: reload the post and make your change again."
+            )
+            return str(message), None
         conflict = edit_conflict(self.instance, submitted)
         if conflict is None:
-            return None
+            return None, None
         if self.user is not None and not self._may_edit_now():
-            return str(
-                _(
-                    "%(conflict)s Nothing was saved, and you cannot edit it now: changing a "
-                    "scheduled or published post needs the “Can schedule and publish posts” "
-                    "permission. Your text is still in the form below; copy what you need."
-                )
-                % {"conflict": conflict}
+            message = _(
+                "%(conflict)s Nothing was saved, and you cannot edit it now: changing a "
+                "scheduled or published post needs the “Can schedule and publish posts” "
+                "permission. Your text is still in the form below; copy what you need."
             )
-        # Show the post's current state and version: saving again keeps the editor's text
-        # deliberately, and a status they did not choose is not turned into a transition.
-        data = self.data.copy()
-        data["version"] = str(self.instance.version)
-        data["target_status"] = self.current_status
-        self.data = data
-        return str(
-            _(
-                "%(conflict)s Nothing was saved. Your text is still in the form below: check it "
-                "against their change, then save again to keep it."
-            )
-            % {"conflict": conflict}
+            return str(message % {"conflict": conflict}), None
+        message = _(
+            "%(conflict)s Nothing was saved. Their change and yours are merged in the form "
+            "below: check it, then save to keep it."
         )
+        return str(message % {"conflict": conflict}), conflict
 
     def _may_edit_now(self) -> bool:
         return self.current_status not in (S.SCHEDULED, S.PUBLISHED) or can_publish(self.user)
 
     def full_clean(self):
-        """Validate, except that a stale submission reports only the conflict.
+        """Validate, except that a stale submission is merged and reports only the conflict.
 
         Checked against the post as it is now, a stale form's other errors ("not one of the
         available choices", "must be in the future") would only describe the colleague's
         change in confusing terms.
         """
         super().full_clean()
-        if self.conflict is not None:
+        if self.stale is not None:
+            self.merge_stale(self.conflict)
+            # Cleaning copied the editor's values onto the post; the page shows it as it is.
+            for name, value in self.merge_current.items():
+                setattr(self.instance, name, value)
+        elif self.conflict is not None:
             self._errors = ErrorDict()
             self.cleaned_data = {}
             self.add_error(None, self.conflict)
@@ -169,6 +249,7 @@ class PostAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        self.apply_picks(cleaned)
         if "target_status" not in self.fields:
             return cleaned
         target = cleaned.get("target_status") or self.current_status
@@ -236,24 +317,63 @@ def check_body(body: str) -> str:
     return body
 
 
-class RevisionForm(forms.Form):
+class RevisionForm(MergingFormMixin, forms.Form):
     """A live post's new title and body, and when they go live (in the editor's zone).
 
-    ``version`` (hidden) is the post's version when the page was loaded; the admin passes it
-    to :func:`publishing.services.schedule_revision`, which refuses the revision if the post
-    changed meanwhile (another revision scheduled, a direct edit).
+    ``current`` is what the page starts from: the pending revision's title, body and time, or
+    the live post's title and body. ``version`` (hidden) is the post's version when the page
+    was loaded and ``opened`` (hidden, signed) what it showed; a submission made against an
+    older version is merged with the change made since (another revision scheduled, a direct
+    edit, a revision switched in by the scheduler) and shown again, like the post form's
+    (:mod:`publishing.stale_forms`). The admin passes the version on to
+    :func:`publishing.services.schedule_revision`, which checks it again under the row lock.
     """
 
     title = forms.CharField(label=_("Title"), max_length=200)
     body = forms.CharField(label=_("Body"), widget=forms.Textarea(attrs={"rows": 16}))
     publish_at = WallTimeField(label=_("Goes live at"))
     version = forms.IntegerField(widget=forms.HiddenInput)
+    opened = forms.CharField(widget=forms.HiddenInput, required=False)
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    merge_fields = ("title", "body", "publish_at")
+    stale = None
+    opened_base = None
+    merge_report = None
+
+    def __init__(self, data=None, *, post: Post, current: dict, **kwargs):
+        initial = {"title": current["title"], "body": current["body"], "version": post.version}
+        if current["publish_at"] is not None:
+            initial["publish_at"] = timezone.localtime(current["publish_at"])
+        super().__init__(data, initial=initial, **kwargs)
         self.fields["publish_at"].help_text = _(
-            "The public site shows the current version until then. Time zone: %(zone)s."
-        ) % {"zone": timezone.get_current_timezone_name()}
+            "The public site shows the current version until then."
+        )
+        submitted = _submitted_version(self.data) if self.is_bound else None
+        self.stale = edit_conflict(post, submitted) if submitted is not None else None
+        self.start_merge(
+            post=post.pk,
+            version=post.version,
+            current=current,
+            stale=self.stale,
+            submitted=submitted,
+        )
+
+    def full_clean(self):
+        """Validate; a stale submission is merged instead and reports only the conflict."""
+        super().full_clean()
+        if self.stale is not None:
+            message = _(
+                "%(conflict)s Nothing was scheduled. Their change and yours are merged in the "
+                "form below: check it, then schedule to keep it."
+            )
+            self.merge_stale(str(message % {"conflict": self.stale}))
+
+    def clean(self):
+        cleaned = super().clean()
+        self.apply_picks(cleaned)
+        if "publish_at" not in self.errors and cleaned.get("publish_at") is None:
+            self.add_error("publish_at", _("Choose when the revision goes live."))
+        return cleaned
 
     def clean_body(self) -> str:
         return check_body(self.cleaned_data["body"])

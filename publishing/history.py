@@ -43,16 +43,28 @@ def stored_time(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat()
 
 
-def local_time(value: datetime | None) -> str:
+def local_time(value: datetime | None, *, seconds: bool = True) -> str:
     """Return ``value`` in the current time zone as ``2030-06-01 14:00:00 CEST``.
 
+    ``seconds=False`` gives ``2030-06-01 14:00 CEST``, for the post list's narrow columns.
     Formatted directly rather than by ``date_format``: the admin's lists show hundreds of
     times a page, and this is a tenth of the cost for the same text.
     """
     if value is None:
         return "—"
     local = timezone.localtime(value)
-    return f"{local.year:04d}-{local:%m-%d %H:%M:%S} {local.tzname() or ''}".rstrip()
+    clock = f"{local:%H:%M:%S}" if seconds else f"{local:%H:%M}"
+    return f"{local.year:04d}-{local:%m-%d} {clock} {local.tzname() or ''}".rstrip()
+
+
+def actor_name(event: PublishEvent) -> str:
+    """Return who acted, as an editor reads it: the user's name, ``Scheduler (node vm:11206)``
+    for the scheduler, or ``system``; never a bare node name."""
+    if event.user_id is not None and event.user is not None:
+        return event.user.get_username()
+    if event.node:
+        return _("Scheduler (node %(node)s)") % {"node": event.node}
+    return _("system")
 
 
 def _when(data: dict, key: str) -> str:

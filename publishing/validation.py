@@ -170,8 +170,8 @@ def wall_time_problem(value: datetime, zone: tzinfo) -> str | None:
     return (
         f"{_clock(value)} happens twice on {day} in {name} (clocks go back by {shift}): first "
         f"at {_clock(value)} {earlier.tzname()} ({_clock(earlier.astimezone(UTC))} UTC), then "
-        f"at {_clock(value)} {later.tzname()} ({_clock(later.astimezone(UTC))} UTC). To pick "
-        f"one, choose a time {shift} away or set your time zone to UTC and enter it there."
+        f"at {_clock(value)} {later.tzname()} ({_clock(later.astimezone(UTC))} UTC). Which one: "
+        f"{_clock(value)} {earlier.tzname()} or {_clock(value)} {later.tzname()}? Choose it below."
     )
 
 

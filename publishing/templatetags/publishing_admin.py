@@ -1,7 +1,8 @@
 """Admin widgets: the "no scheduler is running" banner and the lineup of scheduled posts.
 
-Template tags rather than a context processor, so the admin index and the post list can show
-them without project settings knowing about this app.
+Template tags rather than a context processor, so that project settings need not know about
+this app: the project's admin ``base_site.html`` puts the banner on every admin page, and its
+``index.html`` and the post list show the lineup.
 """
 
 from django import template
@@ -30,6 +31,8 @@ def scheduler_banner(context) -> dict:
     failed = selectors.failed_posts()[: FAILED_COUNT_CAP + 1].count()
     return {
         "show": True,
+        # Only a superuser is told the operator's command; an editor is told whom to tell.
+        "operator": context["request"].user.is_superuser,
         "scheduler_alive": any_live_node(),
         # Counted up to a cap: with 100,000 posts scheduled, an exact count reads them all.
         "failed_count": min(failed, FAILED_COUNT_CAP),

@@ -21,7 +21,11 @@ K = PublishEvent.Kind
 ADD_URL = reverse("admin:publishing_post_add")
 LIST_URL = reverse("admin:publishing_post_changelist")
 INDEX_URL = reverse("admin:index")
-BANNER = "Scheduled posts will not be published: no scheduler is running."
+BANNER = (
+    "No scheduler is running: scheduled posts will not go out until the scheduler is back. "
+    "Tell your site's operator."
+)
+OPERATOR_HINT = "python manage.py runscheduler"
 
 
 def change_url(post: Post) -> str:
@@ -68,7 +72,7 @@ def test_editor_creates_a_draft(as_editor, editor):
 @override_settings(TIME_ZONE="Europe/Berlin")
 def test_editor_schedules_in_their_time_zone(as_editor, editor):
     add_page = as_editor.get(ADD_URL).content.decode()
-    assert "Time zone: Europe/Berlin" in add_page
+    assert "HH:MM, 24-hour clock, Europe/Berlin" in add_page
     response = submit(
         as_editor,
         ADD_URL,
@@ -88,8 +92,9 @@ def test_editor_schedules_in_their_time_zone(as_editor, editor):
     assert (event.kind, event.user) == (K.SCHEDULED, editor)
 
     listing = as_editor.get(LIST_URL).content.decode()
-    assert "Scheduled for (Europe/Berlin)" in listing
-    assert "2099-07-01 14:00:00 CEST" in listing
+    assert "Scheduled for (Europe/<wbr>Berlin)" in listing
+    assert "2099-07-01 14:00:00 CEST" in listing, "the lineup, to the second"
+    assert '<td class="field-scheduled_for">2099-07-01 14:00 CEST</td>' in listing
     change_page = form_data(as_editor.get(change_url(post)))
     assert (change_page["publish_at_0"], change_page["publish_at_1"]) == ("2099-07-01", "14:00:00")
 
@@ -267,7 +272,7 @@ def test_the_list_shows_when_a_post_went_live_and_how_late(as_editor):
     lateness = post.events.get().lateness
     assert lateness >= 2.5
     listing = as_editor.get(LIST_URL).content.decode()
-    assert f"{lateness:.2f} s late" in listing
+    assert f"{lateness:.1f} s late" in listing
 
 
 # --- the permission ---------------------------------------------------------------------
@@ -324,11 +329,30 @@ def test_drafters_see_scheduled_posts_read_only(as_drafter):
 # --- the scheduler banner and the lineup ------------------------------------------------
 
 
-@pytest.mark.parametrize("url", [INDEX_URL, LIST_URL])
-def test_banner_shows_while_no_scheduler_is_alive(as_editor, url):
-    assert BANNER in as_editor.get(url).content.decode()
+EDITOR_PAGES = {
+    "index": lambda post: INDEX_URL,
+    "list": lambda post: LIST_URL,
+    "calendar": lambda post: reverse("admin:publishing_post_calendar"),
+    "add": lambda post: ADD_URL,
+    "change": change_url,
+    "revisions": lambda post: reverse("admin:publishing_post_revisions", args=[post.pk]),
+}
+
+
+@pytest.mark.parametrize("page", EDITOR_PAGES)
+def test_banner_shows_on_every_editor_page_while_no_scheduler_is_alive(as_editor, page):
+    url = EDITOR_PAGES[page](make_post(status=S.PUBLISHED))
+    html = as_editor.get(url).content.decode()
+    assert html.count(BANNER) == 1
+    assert OPERATOR_HINT not in html, "an editor is told whom to tell, not the command"
     live_node()
     assert BANNER not in as_editor.get(url).content.decode()
+
+
+def test_a_superuser_is_also_told_the_operators_command(admin_client):
+    html = admin_client.get(LIST_URL).content.decode()
+    assert BANNER in html
+    assert f"<code>{OPERATOR_HINT}</code>" in html
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from coordination.clock import database_now
 from publishing import services
 from publishing.admin import local_time
 from publishing.models import Post
-from tests.publishing.conftest import form_data, future_post, make_post
+from tests.publishing.conftest import due_post, form_data, future_post, make_due, make_post
 
 pytestmark = pytest.mark.django_db
 
@@ -218,3 +218,183 @@ def test_the_conflict_page_shows_the_history_that_explains_it(as_editor, bob):
     html = as_editor.post(change_url(post), {**tab, "title": TYPED}).content.decode()
     history = html[html.index("Publish history") :]
     assert "Unpublished" in history and ">bob<" in history
+
+
+# --- a stale form is merged with the colleague's change -------------------------------------
+
+
+def save_as(user, post: Post, **values) -> Post:
+    """Save a colleague's change of the post's content through the services."""
+    current = Post.objects.get(pk=post.pk)
+    for name, value in values.items():
+        setattr(current, name, value)
+    return services.save_post(post=current, user=user, expected_version=current.version)
+
+
+def merge_box(html: str) -> str:
+    assert 'id="merge"' in html, "the merge is shown"
+    return html[html.index('id="merge"') : html.index("</div>\n", html.index("Nothing is saved"))]
+
+
+def test_a_colleagues_title_and_my_body_are_merged_and_saving_writes_both(as_editor, bob):
+    post = make_post(title="Opening hours", body="We open at 9.")
+    tab = open_tab(as_editor, post)
+    save_as(bob, post, title="Opening hours (summer)")
+    before = snapshot(post)
+    response = as_editor.post(change_url(post), {**tab, "body": TYPED})
+    assert_conflict(response, post, "bob")
+    assert snapshot(post) == before, "nothing is saved before the editor sees the merge"
+    merged = form_data(response)
+    assert (merged["title"], merged["body"]) == ("Opening hours (summer)", TYPED)
+    box = merge_box(response.content.decode())
+    assert "Taken from the change by bob" in box and "Opening hours (summer)" in box
+    assert response.context["original"].title == "Opening hours (summer)", "the post as it is"
+
+    assert as_editor.post(change_url(post), merged).status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.body) == ("Opening hours (summer)", TYPED)
+
+
+@pytest.mark.parametrize("keep", ["theirs", "mine"])
+def test_a_title_both_changed_is_shown_side_by_side_and_saved_only_once_chosen(
+    as_editor, bob, keep
+):
+    post = make_post(title="Opening hours", body="We open at 9.")
+    tab = open_tab(as_editor, post)
+    save_as(bob, post, title="Bob's title")
+    response = as_editor.post(
+        change_url(post), {**tab, "title": "My title", "body": "We open at 10."}
+    )
+    box = merge_box(response.content.decode())
+    assert "Keep theirs, by bob" in box and "Bob&#x27;s title" in box
+    assert "Keep yours" in box and "My title" in box
+    merged = form_data(response)
+    assert (merged["title"], merged["body"]) == ("My title", "We open at 10.")
+    assert "keep_title" not in merged, "nothing is chosen for the editor"
+
+    # Saving without choosing saves nothing and asks again.
+    before = snapshot(post)
+    refused = as_editor.post(change_url(post), merged)
+    assert refused.status_code == 200
+    assert "Choose which title to keep: theirs or yours." in refused.content.decode()
+    assert snapshot(post) == before
+
+    chosen = {**form_data(refused), "keep_title": keep}
+    assert as_editor.post(change_url(post), chosen).status_code == 302
+    post.refresh_from_db()
+    expected = {"theirs": "Bob's title", "mine": "My title"}[keep]
+    assert (post.title, post.body) == (expected, "We open at 10.")
+
+
+def test_a_change_both_made_alike_is_no_conflict(as_editor, bob):
+    post = make_post(title="Opening hours")
+    tab = open_tab(as_editor, post)
+    save_as(bob, post, title="Opening times")
+    response = as_editor.post(change_url(post), {**tab, "title": "Opening times"})
+    assert "both changed" not in merge_box(response.content.decode())
+    assert as_editor.post(change_url(post), form_data(response)).status_code == 302
+
+
+def test_my_status_choice_survives_a_colleagues_title_change(as_editor, bob):
+    post = make_post(title="Opening hours")
+    tab = open_tab(as_editor, post)
+    save_as(bob, post, title="Opening hours (summer)")
+    response = as_editor.post(change_url(post), {**tab, "target_status": S.PUBLISHED})
+    merged = form_data(response)
+    assert (merged["title"], merged["target_status"]) == ("Opening hours (summer)", S.PUBLISHED)
+    assert Post.objects.get(pk=post.pk).status == S.DRAFT
+    assert as_editor.post(change_url(post), merged).status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.status) == ("Opening hours (summer)", S.PUBLISHED)
+
+
+def test_a_scheduled_revision_switched_in_while_open_counts_as_theirs(as_editor, editor):
+    post = make_post(status=S.PUBLISHED, title="Opening hours", body="We open at 9.")
+    revision = services.schedule_revision(
+        post=post,
+        title="Opening hours (summer)",
+        body="We open at 9.",
+        publish_at=database_now() + timedelta(hours=1),
+        user=editor,
+    )
+    tab = open_tab(as_editor, post)
+    make_due(revision)
+    assert services.switch_due_revisions(node="node-a").done
+    response = as_editor.post(change_url(post), {**tab, "body": TYPED})
+    assert_conflict(response, post, "the scheduler (node-a)")
+    merged = form_data(response)
+    assert (merged["title"], merged["body"]) == ("Opening hours (summer)", TYPED)
+    assert as_editor.post(change_url(post), merged).status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.body, post.status) == ("Opening hours (summer)", TYPED, S.PUBLISHED)
+
+
+def test_published_by_the_job_while_open_counts_as_theirs_and_says_what_cannot_be_kept(
+    as_editor,
+):
+    post = due_post(seconds_ago=1, title="Launch day")
+    tab = open_tab(as_editor, post)
+    later = database_now() + timedelta(days=3)
+    assert services.publish_due(node="node-a").done == [post.pk]
+    before = snapshot(post)
+    response = as_editor.post(
+        change_url(post),
+        {**tab, "body": TYPED, "publish_at_0": f"{later:%Y-%m-%d}", "publish_at_1": "10:00:00"},
+    )
+    assert_conflict(response, post, "the scheduler (node-a)")
+    assert snapshot(post) == before
+    box = merge_box(response.content.decode())
+    assert "Your publish time (" in box and "cannot be kept" in box
+    assert "both changed" not in box
+    assert "Status: Published" in box
+    merged = form_data(response)
+    assert (merged["body"], merged["target_status"]) == (TYPED, S.PUBLISHED)
+    assert as_editor.post(change_url(post), merged).status_code == 302
+    post.refresh_from_db()
+    assert (post.body, post.status, post.publish_at) == (TYPED, S.PUBLISHED, before["publish_at"])
+
+
+def test_a_forged_base_is_not_used(as_editor, bob):
+    """The opened values are signed: an edited copy counts as no base, and every difference
+    between the editor's form and the post is shown side by side."""
+    post = make_post(title="Opening hours", body="We open at 9.")
+    tab = open_tab(as_editor, post)
+    save_as(bob, post, title="Bob's title")
+    forged = tab["opened"][:-3] + ("abc" if not tab["opened"].endswith("abc") else "xyz")
+    response = as_editor.post(change_url(post), {**tab, "opened": forged, "body": TYPED})
+    box = merge_box(response.content.decode())
+    assert "Keep theirs, by bob" in box
+    assert form_data(response)["title"] == "Opening hours", "the editor's value, not guessed"
+
+
+def test_a_conflict_left_unchosen_stays_one_when_the_post_changes_again(as_editor, bob):
+    post = make_post(title="Opening hours", body="We open at 9.")
+    tab = open_tab(as_editor, post)
+    save_as(bob, post, title="Bob's title")
+    merged = form_data(as_editor.post(change_url(post), {**tab, "title": "My title"}))
+    save_as(bob, post, body="Bob's body")  # a second change before the editor chose
+    response = as_editor.post(change_url(post), merged)
+    html = response.content.decode()
+    assert "was changed by bob" in html
+    again = form_data(response)
+    assert (again["title"], again["body"]) == ("My title", "Bob's body")
+    assert 'name="keep_title"' in merge_box(html), "the title still needs a choice"
+    assert as_editor.post(change_url(post), again).status_code == 200
+    assert Post.objects.get(pk=post.pk).title == "Bob's title"
+
+
+def test_a_panel_button_pressed_on_a_stale_tab_is_kept_and_the_merged_forms_save_does_it(
+    as_editor, bob
+):
+    post = make_post(title="Opening hours")
+    tab = open_tab(as_editor, post)
+    save_as(bob, post, title="Opening hours (summer)")
+    response = as_editor.post(change_url(post), {**tab, "_publishing_action": S.PUBLISHED})
+    html = response.content.decode()
+    assert "Your choice “Publish now” is kept: Save carries it out" in html
+    merged = form_data(response)
+    assert merged["target_status"] == S.PUBLISHED
+    assert Post.objects.get(pk=post.pk).status == S.DRAFT, "nothing was done yet"
+    assert as_editor.post(change_url(post), merged).status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.status) == ("Opening hours (summer)", S.PUBLISHED)

@@ -72,7 +72,7 @@ def test_an_editor_schedules_a_revision_in_their_own_zone(as_editor, editor, set
     revision = post.revisions.get(status=R.SCHEDULED)
     assert revision.publish_at == datetime(2099, 7, 1, 12, tzinfo=UTC), "14:00 CEST"
     page = as_editor.get(revisions_url(post)).content.decode()
-    assert "goes live at 2099-07-01 14:00:00 CEST" in page
+    assert "goes live Wed 1 Jul 2099, 14:00 CEST, in " in page
     assert "Times are in Europe/Berlin" in page
 
 
@@ -101,9 +101,10 @@ def test_a_stale_page_is_refused_and_keeps_the_editors_text(as_editor, editor):
     assert "was changed by editor" in page and "Nothing was scheduled" in page
     assert 'value="Mine"' in page
     assert post.revisions.get(status=R.SCHEDULED).title == "Theirs"
-    # Scheduling again from the page shown (now against the current version) is deliberate.
+    # Both changed the title and the time: scheduling again keeps what the editor chooses.
     data = form_data_of_page(page)
     data.update(publish_at_0="2099-01-01", publish_at_1="12:00:00")
+    data.update(keep_title="mine", keep_publish_at="mine")
     assert as_editor.post(revisions_url(post), data).status_code == 302
     assert post.revisions.get(status=R.SCHEDULED).title == "Mine"
 

@@ -42,11 +42,10 @@ def test_editor_schedules_a_post_and_it_appears_on_the_public_index(
         page.fill("#id_title", "Hello from the browser")
         page.fill("#id_slug", "hello-from-the-browser")
         page.fill("#id_body", "Scheduled *in a real browser*.")
-        page.select_option("#id_target_status", "scheduled")
         when = timezone.localtime(database_now() + timedelta(seconds=6))
         page.fill("#id_publish_at_0", when.strftime("%Y-%m-%d"))
         page.fill("#id_publish_at_1", when.strftime("%H:%M:%S"))
-        page.click("input[name=_save]")
+        page.click("button[name=_publishing_action][value=scheduled]")
         page.wait_for_selector(".messagelist .success")
 
         page.goto(f"{live_server.url}/")

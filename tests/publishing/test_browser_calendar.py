@@ -42,7 +42,7 @@ def test_an_editor_who_picks_tokyo_sees_jst_and_the_calendar_moves(
 
         page.goto(f"{live_server.url}{reverse('admin:publishing_post_changelist')}")
         assert "Scheduled for (Asia/Tokyo)" in page.text_content("#result_list thead")
-        assert "2099-01-19 01:00:00 JST" in page.inner_text("#result_list")
+        assert "2099-01-19 01:00 JST" in page.inner_text("#result_list")
 
         page.goto(week)
         assert "Times in Asia/Tokyo" in page.inner_text("#calendar .summary")
@@ -61,7 +61,7 @@ def test_an_editor_who_picks_tokyo_sees_jst_and_the_calendar_moves(
         page.keyboard.press("Enter")
         page.wait_for_selector("#post_form")
         assert page.input_value("#id_publish_at_1") == "01:00:00"
-        assert "Time zone: Asia/Tokyo." in page.inner_text("#post_form")
+        assert "HH:MM, 24-hour clock, Asia/Tokyo" in page.inner_text("#post_form")
     except BaseException:
         screenshot(page, request.node.name)
         raise

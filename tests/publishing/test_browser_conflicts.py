@@ -35,8 +35,7 @@ def test_a_stale_live_tab_cannot_republish_a_post_a_colleague_took_down(
     try:
         mine.goto(url)
         theirs.goto(url)
-        theirs.select_option("#id_target_status", S.UNPUBLISHED)
-        theirs.click("input[name=_save]")
+        theirs.click("button[name=_publishing_action][value=unpublished]")
         theirs.wait_for_selector(".messagelist .success")
         assert Post.objects.get(pk=post.pk).status == S.UNPUBLISHED
 
@@ -97,3 +96,86 @@ def test_a_tab_open_while_the_scheduler_publishes_gets_the_conflict_not_an_inval
     finally:
         if scheduler is not None:
             scheduler.stop()
+
+
+@pytest.fixture
+def bob(db):
+    """A second staff user who may publish: the colleague in the other browser."""
+    from django.contrib.auth.models import Permission, User
+
+    user = User.objects.create_user("bob", "bob@example.com", "pw", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="publishing"))
+    return user
+
+
+def test_saving_after_a_conflict_keeps_the_colleagues_title_and_my_body(
+    live_server, editor, bob, browser, request
+):
+    post = make_post(title="Opening hours", body="We open at 9.")
+    url = f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}"
+    mine = signed_in(browser, live_server, "editor", "pw")
+    theirs = signed_in(browser, live_server, "bob", "pw")
+    try:
+        mine.goto(url)
+        theirs.goto(url)
+        theirs.fill("#id_title", "Opening hours (summer)")
+        theirs.click("input[name=_save]")
+        theirs.wait_for_selector(".messagelist .success")
+
+        mine.fill("#id_body", TYPED)
+        mine.click("input[name=_save]")
+        message = conflict_text(mine)
+        assert "“Opening hours (summer)” was changed by bob at " in message
+        assert "Nothing was saved. Their change and yours are merged" in message
+        assert mine.input_value("#id_title") == "Opening hours (summer)", "their title"
+        assert mine.input_value("#id_body") == TYPED, "my body"
+        assert "Taken from the change by bob" in mine.locator("#merge").inner_text()
+        screenshot(mine, "merge-their-title-my-body")
+        assert Post.objects.get(pk=post.pk).body == "We open at 9.", "nothing saved yet"
+
+        # Saving again, as the message invites, writes both changes.
+        mine.click("input[name=_save]")
+        mine.wait_for_selector(".messagelist .success")
+        current = Post.objects.get(pk=post.pk)
+        assert (current.title, current.body) == ("Opening hours (summer)", TYPED)
+    except BaseException:
+        screenshot(mine, f"{request.node.name}-mine")
+        screenshot(theirs, f"{request.node.name}-theirs")
+        raise
+
+
+def test_a_title_both_changed_is_chosen_side_by_side(live_server, editor, bob, browser, request):
+    post = make_post(title="Opening hours", body="We open at 9.")
+    url = f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}"
+    mine = signed_in(browser, live_server, "editor", "pw")
+    theirs = signed_in(browser, live_server, "bob", "pw")
+    try:
+        mine.goto(url)
+        theirs.goto(url)
+        theirs.fill("#id_title", "Opening hours in summer")
+        theirs.click("input[name=_save]")
+        theirs.wait_for_selector(".messagelist .success")
+
+        mine.fill("#id_title", "Summer opening hours")
+        mine.fill("#id_body", TYPED)
+        mine.click("input[name=_save]")
+        conflict_text(mine)
+        box = mine.locator("#merge-title")
+        assert "Opening hours in summer" in box.locator(".merge-theirs").inner_text()
+        assert "Summer opening hours" in box.locator(".merge-mine").inner_text()
+        screenshot(mine, "merge-both-changed-the-title")
+
+        # Saving without choosing saves nothing and asks which.
+        mine.click("input[name=_save]")
+        assert "Choose which title to keep: theirs or yours." in conflict_text(mine)
+        assert Post.objects.get(pk=post.pk).title == "Opening hours in summer"
+
+        mine.check("#merge-title input[value=theirs]")
+        mine.click("input[name=_save]")
+        mine.wait_for_selector(".messagelist .success")
+        current = Post.objects.get(pk=post.pk)
+        assert (current.title, current.body) == ("Opening hours in summer", TYPED)
+    except BaseException:
+        screenshot(mine, f"{request.node.name}-mine")
+        screenshot(theirs, f"{request.node.name}-theirs")
+        raise

@@ -23,8 +23,7 @@ def test_a_hostile_body_saved_in_the_admin_is_shown_on_the_public_page(
         page.fill("#id_title", "A hostile body")
         page.fill("#id_slug", "a-hostile-body")
         page.fill("#id_body", HOSTILE)
-        page.select_option("#id_target_status", "published")
-        page.click("input[name=_save]")
+        page.click("button[name=_publishing_action][value=published]")
         page.wait_for_selector(".messagelist .success")
 
         page.goto(f"{live_server.url}/")

@@ -31,7 +31,7 @@ def test_an_editor_schedules_a_revision_and_the_live_page_switches(
         page.fill("#id_publish_at_1", when.strftime("%H:%M:%S"))
         page.click("input[name=_schedule]")
         page.wait_for_selector(".messagelist .success")
-        assert "goes live at" in page.inner_text(".messagelist")
+        assert "goes live" in page.inner_text(".messagelist .success")
         assert "Scheduled" in page.inner_text("#revision-2")
         screenshot(page, "revision-scheduled")
 

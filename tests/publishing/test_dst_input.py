@@ -5,6 +5,7 @@ in a spring-forward gap or an autumn fold is an error naming the zone and what t
 never silently shifted by an hour.
 """
 
+import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -14,7 +15,7 @@ from django.urls import reverse
 
 from publishing.models import Post
 from publishing.validation import wall_time_problem
-from tests.publishing.conftest import form_data
+from tests.publishing.conftest import form_data, make_post
 
 S = Post.Status
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -34,7 +35,7 @@ def test_a_time_in_the_autumn_fold_happens_twice_and_both_are_named():
     assert problem is not None
     assert problem.startswith("02:30 happens twice on 2026-10-25 in Europe/Berlin (clocks go back")
     assert "first at 02:30 CEST (00:30 UTC), then at 02:30 CET (01:30 UTC)" in problem
-    assert "choose a time 1 h away or set your time zone to UTC" in problem
+    assert problem.endswith("Which one: 02:30 CEST or 02:30 CET? Choose it below.")
 
 
 def test_a_half_hour_shift_is_described_as_such():
@@ -91,3 +92,91 @@ def test_the_suggested_time_is_accepted(as_editor):
     assert Post.objects.get(slug="clock-change").publish_at == datetime(
         2099, 3, 29, 1, 30, tzinfo=UTC
     )
+
+
+# --- a time stored in a fold, and choosing between a fold's two instants -------------------
+
+FOLD_CEST = datetime(2099, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST in Berlin
+FOLD_CET = datetime(2099, 10, 25, 1, 30, tzinfo=UTC)  # 02:30 CET, an hour later
+
+
+def change_url(post: Post) -> str:
+    return reverse("admin:publishing_post_change", args=[post.pk])
+
+
+def fold_choices(html: str) -> list[str]:
+    return re.findall(r'<input type="radio" name="publish_at_2"[^>]*value="([^"]+)"', html)
+
+
+@pytest.mark.django_db
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_a_live_post_whose_publish_time_is_in_a_fold_can_be_saved(as_editor):
+    post = make_post(
+        status=S.PUBLISHED, publish_at=datetime(2026, 10, 25, 0, 30, tzinfo=UTC), title="Old"
+    )
+    data = form_data(as_editor.get(change_url(post)))
+    response = as_editor.post(change_url(post), {**data, "title": "New title"})
+    assert response.status_code == 302, response.content.decode()[:3000]
+    post.refresh_from_db()
+    assert (post.title, post.publish_at) == ("New title", datetime(2026, 10, 25, 0, 30, tzinfo=UTC))
+
+
+@pytest.mark.django_db
+@override_settings(TIME_ZONE="Europe/Berlin")
+@pytest.mark.parametrize("stored", [FOLD_CEST, FOLD_CET], ids=["CEST", "CET"])
+@pytest.mark.parametrize("with_choice", [True, False], ids=["as-shown", "without-the-choice"])
+def test_a_scheduled_post_keeps_its_folded_time_when_saved_unchanged(
+    as_editor, stored, with_choice
+):
+    post = make_post(status=S.SCHEDULED, publish_at=stored, body="Before")
+    page = as_editor.get(change_url(post))
+    html = page.content.decode()
+    assert fold_choices(html) == [FOLD_CEST.isoformat(), FOLD_CET.isoformat()]
+    assert f'value="{stored.isoformat()}" checked' in html, "the stored instant is chosen"
+    data = form_data(page)
+    assert (data["publish_at_0"], data["publish_at_1"]) == ("2099-10-25", "02:30:00")
+    if not with_choice:
+        del data["publish_at_2"]  # a form from before the choice existed, or a script
+    response = as_editor.post(change_url(post), {**data, "body": "After"})
+    assert response.status_code == 302, response.content.decode()[:3000]
+    post.refresh_from_db()
+    assert (post.body, post.publish_at) == ("After", stored)
+
+
+@pytest.mark.django_db
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_a_typed_folded_time_offers_both_instants_and_takes_the_one_chosen(as_editor):
+    response = schedule(as_editor, "2099-10-25", "02:30:00")
+    html = response.content.decode()
+    assert "Which one: 02:30 CEST or 02:30 CET? Choose it below." in html
+    assert "set your time zone" not in html
+    assert fold_choices(html) == [FOLD_CEST.isoformat(), FOLD_CET.isoformat()]
+    assert "02:30:00 CEST, the first time, before the clocks go back" in html
+    assert "02:30:00 CET, the second time, after the clocks go back" in html
+    assert "checked" not in html.split('name="publish_at_2"', 1)[1].split("</div>")[0]
+
+    data = {**form_data(response), "publish_at_2": FOLD_CET.isoformat()}
+    assert as_editor.post(ADD_URL, data).status_code == 302
+    assert Post.objects.get(slug="clock-change").publish_at == FOLD_CET
+
+
+@pytest.mark.django_db
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_the_other_reading_of_a_stored_folded_time_can_be_chosen(as_editor):
+    post = make_post(status=S.SCHEDULED, publish_at=FOLD_CEST)
+    data = form_data(as_editor.get(change_url(post)))
+    response = as_editor.post(change_url(post), {**data, "publish_at_2": FOLD_CET.isoformat()})
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert Post.objects.get(pk=post.pk).publish_at == FOLD_CET
+
+
+@pytest.mark.django_db
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_a_choice_made_for_another_time_does_not_decide_a_new_folded_time(as_editor):
+    """The stored instant's choice names its own wall time; a newly typed fold is asked about."""
+    post = make_post(status=S.SCHEDULED, publish_at=datetime(2099, 10, 25, 0, 45, tzinfo=UTC))
+    data = form_data(as_editor.get(change_url(post)))
+    response = as_editor.post(change_url(post), {**data, "publish_at_1": "02:30:00"})
+    assert response.status_code == 200
+    assert "Which one: 02:30 CEST or 02:30 CET?" in response.content.decode()
+    assert Post.objects.get(pk=post.pk).publish_at == datetime(2099, 10, 25, 0, 45, tzinfo=UTC)
