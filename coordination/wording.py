@@ -66,13 +66,21 @@ def lateness_text(seconds: float | None) -> str:
     return f"{duration_text(seconds)} late"
 
 
-def local_time(instant: datetime | None, zone: tzinfo | None = None) -> str:
+def local_time(
+    instant: datetime | None, zone: tzinfo | None = None, *, seconds: bool = True
+) -> str:
     """Return ``instant`` as ``2026-12-01 23:00:00 CET`` in ``zone`` (default: the current
-    zone, the editor's in the admin), always with the zone's name; ``None`` as :data:`NONE`."""
+    zone, the editor's in the admin), always with the zone's name; ``None`` as :data:`NONE`.
+
+    ``seconds=False`` gives ``2026-12-01 23:00 CET``, for narrow list columns. Formatted
+    directly rather than by ``date_format``: admin lists show hundreds of times a page, and
+    this is a tenth of the cost for the same text.
+    """
     if instant is None:
         return NONE
     local = timezone.localtime(instant, zone)
-    return f"{local.year:04d}-{local:%m-%d %H:%M:%S} {local.tzname() or ''}".rstrip()
+    clock = f"{local:%H:%M:%S}" if seconds else f"{local:%H:%M}"
+    return f"{local.year:04d}-{local:%m-%d} {clock} {local.tzname() or ''}".rstrip()
 
 
 def scheduler_text(node: str | None) -> str:

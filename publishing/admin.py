@@ -24,6 +24,7 @@ from django.utils.translation import ngettext
 from coordination.admin import ReadOnlyAdminMixin
 from coordination.admin_paging import CappedCountPaginator
 from coordination.clock import database_now
+from coordination.wording import lateness_text
 from publishing import selectors, services
 from publishing.admin_calendar import calendar_view
 from publishing.admin_panel import PostState, is_late, outcome_text, state_text
@@ -37,7 +38,6 @@ from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
 from publishing.history import actor_name, describe, local_time
 from publishing.models import Post, PostRevision, PublishEvent
-from publishing.words import lateness_text
 
 S = Post.Status
 
@@ -550,8 +550,9 @@ class PostAdmin(admin.ModelAdmin):
     def went_live(self, post: Post) -> str:
         if post.published_at is None or post.status not in (S.PUBLISHED, S.UNPUBLISHED):
             return "—"
-        late = lateness_text(getattr(post, "last_publish_lateness", None))
-        return f"{local_time(post.published_at, seconds=False)} · {late or _('by hand')}"
+        lateness = getattr(post, "last_publish_lateness", None)
+        late = _("by hand") if lateness is None else lateness_text(lateness)
+        return f"{local_time(post.published_at, seconds=False)} · {late}"
 
     @admin.display(description=_column_with_zone("Unpublish at"), ordering="unpublish_at")
     def unpublish_time(self, post: Post) -> str:
@@ -568,7 +569,7 @@ class PostAdmin(admin.ModelAdmin):
         event = post.events.filter(kind=PublishEvent.Kind.PUBLISHED).order_by("-at", "-id").first()
         if event is None:
             return "—"
-        return lateness_text(event.lateness) or _("published by hand")
+        return _("published by hand") if event.lateness is None else lateness_text(event.lateness)
 
     @admin.display(description=_with_zone("Created"))
     def created_at_local(self, post: Post) -> str:
