@@ -43,9 +43,7 @@ def old_zone_names() -> dict[str, str]:
     data = resources.files("tzdata").joinpath("zoneinfo", "tzdata.zi").read_text()
     links = (line.split() for line in data.splitlines() if line.startswith("L "))
     return {
-        alias: target
-        for _, target, alias in links
-        if target in offered and alias not in offered
+        alias: target for _, target, alias in links if target in offered and alias not in offered
     }
 
 
