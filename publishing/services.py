@@ -34,6 +34,7 @@ from django.urls import reverse
 from coordination.clock import database_now
 from coordination.metrics import observe_publish_lateness
 from coordination.services import request_wakeup
+from coordination.wording import scheduler_text
 from publishing import previews
 from publishing.conf import settings
 from publishing.exceptions import (
@@ -151,7 +152,7 @@ def _editor_name(user) -> str:
 
 
 def _scheduler_name(node: str) -> str:
-    return (f"the scheduler ({node})" if node else "the scheduler")[:200]
+    return (scheduler_text(node) if node else "Scheduler")[:200]
 
 
 def _next_version() -> F:

@@ -169,9 +169,9 @@ def wall_time_problem(value: datetime, zone: tzinfo) -> str | None:
     earlier, later = sorted((first, second), key=lambda t: t.astimezone(UTC))
     return (
         f"{_clock(value)} happens twice on {day} in {name} (clocks go back by {shift}): first "
-        f"at {_clock(value)} {earlier.tzname()} ({_clock(earlier.astimezone(UTC))} UTC), then "
-        f"at {_clock(value)} {later.tzname()} ({_clock(later.astimezone(UTC))} UTC). Which one: "
-        f"{_clock(value)} {earlier.tzname()} or {_clock(value)} {later.tzname()}? Choose it below."
+        f"at {_clock(value)} {earlier.tzname()}, then again {shift} later at "
+        f"{_clock(value)} {later.tzname()}. Which one: {_clock(value)} {earlier.tzname()} or "
+        f"{_clock(value)} {later.tzname()}? Choose it below."
     )
 
 

@@ -152,7 +152,7 @@ def test_published_by_the_scheduler_while_open_is_a_conflict_not_an_invalid_choi
     assert services.publish_due(node="node-a").done == [post.pk]
     before = snapshot(post)
     response = as_editor.post(change_url(post), {**tab, "title": TYPED})
-    assert_conflict(response, post, "the scheduler (node-a)")
+    assert_conflict(response, post, "Scheduler (node node-a)")
     assert snapshot(post) == before
 
 
@@ -168,7 +168,7 @@ def test_unpublished_by_the_scheduler_while_open_is_a_conflict_not_a_past_time(a
     Post.objects.filter(pk=post.pk).update(unpublish_at=database_now() - timedelta(seconds=1))
     assert services.unpublish_due(node="node-b").done == [post.pk]
     response = as_editor.post(change_url(post), {**tab, "title": TYPED})
-    assert_conflict(response, post, "the scheduler (node-b)")
+    assert_conflict(response, post, "Scheduler (node node-b)")
     assert Post.objects.get(pk=post.pk).status == S.UNPUBLISHED
 
 
@@ -321,7 +321,7 @@ def test_a_scheduled_revision_switched_in_while_open_counts_as_theirs(as_editor,
     make_due(revision)
     assert services.switch_due_revisions(node="node-a").done
     response = as_editor.post(change_url(post), {**tab, "body": TYPED})
-    assert_conflict(response, post, "the scheduler (node-a)")
+    assert_conflict(response, post, "Scheduler (node node-a)")
     merged = form_data(response)
     assert (merged["title"], merged["body"]) == ("Opening hours (summer)", TYPED)
     assert as_editor.post(change_url(post), merged).status_code == 302
@@ -341,7 +341,7 @@ def test_published_by_the_job_while_open_counts_as_theirs_and_says_what_cannot_b
         change_url(post),
         {**tab, "body": TYPED, "publish_at_0": f"{later:%Y-%m-%d}", "publish_at_1": "10:00:00"},
     )
-    assert_conflict(response, post, "the scheduler (node-a)")
+    assert_conflict(response, post, "Scheduler (node node-a)")
     assert snapshot(post) == before
     box = merge_box(response.content.decode())
     assert "Your publish time (" in box and "cannot be kept" in box

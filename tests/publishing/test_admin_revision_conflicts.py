@@ -112,7 +112,7 @@ def test_a_revision_the_scheduler_switched_in_meanwhile_counts_as_theirs(as_edit
     assert services.switch_due_revisions(node="node-a").done
     response = as_editor.post(revisions_url(post), {**tab, "body": TYPED})
     html = response.content.decode()
-    assert "was changed by the scheduler (node-a)" in html
+    assert "was changed by Scheduler (node node-a)" in html
     merged = form_data(response, "revision_form")
     # The switched-in revision's time has passed; the page has no pending time any more.
     assert (merged["title"], merged["body"]) == ("Summer hours", TYPED)

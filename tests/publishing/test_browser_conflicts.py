@@ -82,7 +82,7 @@ def test_a_tab_open_while_the_scheduler_publishes_gets_the_conflict_not_an_inval
         mine.fill("#id_body", TYPED)
         mine.click("input[name=_save]")
         message = conflict_text(mine)
-        assert "was changed by the scheduler (browser-conflicts) at " in message
+        assert "was changed by Scheduler (node browser-conflicts) at " in message
         assert "it is now Published." in message
         assert "Select a valid choice" not in mine.content()
         assert mine.input_value("#id_title") == "Launch day!"

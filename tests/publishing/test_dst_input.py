@@ -34,7 +34,7 @@ def test_a_time_in_the_autumn_fold_happens_twice_and_both_are_named():
     problem = wall_time_problem(datetime(2026, 10, 25, 2, 30), BERLIN)
     assert problem is not None
     assert problem.startswith("02:30 happens twice on 2026-10-25 in Europe/Berlin (clocks go back")
-    assert "first at 02:30 CEST (00:30 UTC), then at 02:30 CET (01:30 UTC)" in problem
+    assert "first at 02:30 CEST, then again 1 h later at 02:30 CET" in problem
     assert problem.endswith("Which one: 02:30 CEST or 02:30 CET? Choose it below.")
 
 

@@ -131,11 +131,11 @@ def test_the_job_switches_a_due_revision_exactly_once(editor):
     assert post.body_html == "<p><strong>New</strong> body.</p>\n"
     assert post.excerpt == "New body."
     assert post.version == version + 1
-    assert post.updated_by == "the scheduler (node-r)"
+    assert post.updated_by == "Scheduler (node node-r)"
     assert post.status == S.PUBLISHED
     assert revision.status == R.PUBLISHED
     assert revision.published_at >= revision.publish_at, "never early"
-    assert revision.closed_by == "the scheduler (node-r)"
+    assert revision.closed_by == "Scheduler (node node-r)"
     event = post.events.get(kind=K.REVISION_PUBLISHED)
     assert (event.node, event.data) == ("node-r", {"revision": 2})
     assert event.get_kind_display() == "Revision published"

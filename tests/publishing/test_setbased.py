@@ -38,7 +38,7 @@ def test_a_batch_publishes_each_post_once_with_its_version_and_lateness():
         post.refresh_from_db()
         assert post.status == S.PUBLISHED
         assert post.version == versions[post.pk] + 1
-        assert post.updated_by == "the scheduler (node-s)"
+        assert post.updated_by == "Scheduler (node node-s)"
         event = post.events.get()
         assert (event.kind, event.node, event.data) == (K.PUBLISHED, "node-s", {})
         expected = (post.published_at - post.publish_at).total_seconds()

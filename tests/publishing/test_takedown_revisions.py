@@ -90,7 +90,7 @@ def test_the_publish_job_taking_a_post_down_at_its_time_supersedes_its_revision(
         pending.refresh_from_db()
         assert pending.status == R.SUPERSEDED
         assert pending.note == "the post was taken down at its unpublish time"
-        assert pending.closed_by == "the scheduler (node-down)"
+        assert pending.closed_by == "Scheduler (node node-down)"
         assert pending.closed_at == post.updated_at
     events = post.events.filter(kind=K.REVISION_SUPERSEDED).order_by("data__revision")
     assert [(e.node, e.user, e.data) for e in events] == [

@@ -74,11 +74,11 @@ def test_the_publish_jobs_set_based_updates_add_one():
     failed = due_post(title="")
     services.publish_due(node="node-a")
     assert (version(published), version(failed)) == (2, 2)
-    assert Post.objects.get(pk=published.pk).updated_by == "the scheduler (node-a)"
+    assert Post.objects.get(pk=published.pk).updated_by == "Scheduler (node node-a)"
     Post.objects.filter(pk=published.pk).update(unpublish_at=database_now())
     services.unpublish_due(node="node-b")
     assert version(published) == 3
-    assert Post.objects.get(pk=published.pk).updated_by == "the scheduler (node-b)"
+    assert Post.objects.get(pk=published.pk).updated_by == "Scheduler (node node-b)"
 
 
 # --- a stale version is refused and nothing is written ----------------------------------
