@@ -23,6 +23,7 @@ from publishing import selectors, services
 from publishing.diffs import revision_diff
 from publishing.exceptions import EditConflict, InvalidSchedule, PublishingError
 from publishing.forms import PreviewLinkForm, RevisionForm
+from publishing.live_spans import live_spans
 from publishing.models import Post, PostRevision
 
 S = Post.Status
@@ -73,13 +74,22 @@ def revisions_view(model_admin, request, object_id):
             form = RevisionForm(initial=_initial(post))
     elif request.method == "POST":
         raise PermissionDenied
+    revisions = list(selectors.revisions_of(post))
+    spans = live_spans(
+        revisions,
+        post_is_live=post.status == S.PUBLISHED,
+        live_title=post.title,
+        live_body=post.body,
+    )
+    for revision in revisions:
+        revision.live_span = spans.get(revision.number)
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
         "original": post,
         "title": _("Revisions of “%(title)s”") % {"title": post},
         "zone_name": timezone.get_current_timezone_name(),
-        "revisions": list(selectors.revisions_of(post)),
+        "revisions": revisions,
         "form": form,
         "may_publish": may_publish,
         "may_preview": services.can_preview(request.user),
