@@ -140,7 +140,7 @@ def test_cancel_and_restore_buttons(as_editor, editor):
     assert form_data_of(page)["title"] == "Original", "the form starts from the draft"
 
 
-def test_compare_shows_an_escaped_line_diff(as_editor, editor):
+def test_compare_shows_an_escaped_word_diff(as_editor, editor):
     post = live_post(title="Old", body="Same line.\nOld line.")
     services.schedule_revision(
         post=post,
