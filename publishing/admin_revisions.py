@@ -43,8 +43,9 @@ def revisions_url(post: Post) -> str:
     return reverse("admin:publishing_post_revisions", args=[post.pk])
 
 
-def _submitted_version(request) -> int | None:
-    value = request.POST.get("version", "")
+def _submitted_version(request_or_data) -> int | None:
+    data = getattr(request_or_data, "POST", request_or_data)
+    value = data.get("version", "")
     return int(value) if value.isdigit() else None
 
 
@@ -208,7 +209,12 @@ def _preview_key(post: Post) -> str:
 
 
 def preview_view(model_admin, request, object_id, action: str):
-    """Make a preview link (shown once, on the revisions page) or revoke all of them."""
+    """Make a preview link (shown once, on the revisions page) or revoke all of them.
+
+    Revoking asks first: anything but a POST with ``confirmed=yes`` shows the confirmation.
+    """
+    if action == "revoke" and not (request.method == "POST" and request.POST.get("confirmed")):
+        return _revoke_confirmation(model_admin, request, _post(model_admin, request, object_id))
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     post = _post(model_admin, request, object_id)
@@ -237,3 +243,18 @@ def preview_view(model_admin, request, object_id, action: str):
     except PermissionDenied as exc:
         messages.error(request, str(exc))
     return HttpResponseRedirect(revisions_url(post) + "#preview")
+
+
+def _revoke_confirmation(model_admin, request, post: Post):
+    """Ask before every preview link of ``post`` stops working (a page, no JavaScript needed)."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "original": post,
+        "title": _("Revoke all preview links of “%(title)s”?") % {"title": post},
+        "version": _submitted_version(request.POST if request.method == "POST" else request.GET),
+        "revisions_url": revisions_url(post),
+        "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
+        "list_url": reverse("admin:publishing_post_changelist"),
+    }
+    return TemplateResponse(request, "admin/publishing/post/preview_revoke.html", context)
