@@ -186,6 +186,7 @@ def compare_view(model_admin, request, object_id):
         messages.error(request, _("Choose two different revisions of this post to compare."))
         return HttpResponseRedirect(revisions_url(post))
     old, new = found[numbers[0]], found[numbers[1]]
+    live_number = selectors.live_revision_number(post)
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
@@ -194,6 +195,8 @@ def compare_view(model_admin, request, object_id):
         % {"old": old.number, "new": new.number},
         "old": old,
         "new": new,
+        "old_label": _revision_label(old, live_number),
+        "new_label": _revision_label(new, live_number),
         "lines": revision_diff(
             old_title=old.title, old_body=old.body, new_title=new.title, new_body=new.body
         ),
@@ -202,6 +205,15 @@ def compare_view(model_admin, request, object_id):
         "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
     }
     return TemplateResponse(request, "admin/publishing/post/revision_compare.html", context)
+
+
+def _revision_label(revision: PostRevision, live_number: int | None) -> str:
+    """Name where a revision is for the compare page: live now, was live, or its status."""
+    if revision.number == live_number:
+        return _("live now")
+    if revision.status == R.PUBLISHED:
+        return _("was live")
+    return revision.get_status_display().lower()
 
 
 def _preview_key(post: Post) -> str:

@@ -274,12 +274,12 @@ def preview_page(*, post_id: int, generation: int) -> PreviewPage | None:
         post.published_at,
         label,
         live_url=post.get_absolute_url(),
-        live_is_revision=_live_revision_number(post) not in (None, 1),
+        live_is_revision=live_revision_number(post) not in (None, 1),
     )
 
 
-def _live_revision_number(post: Post) -> int | None:
-    """Return the number of the revision live now on ``post`` (a live one), or None."""
+def live_revision_number(post: Post) -> int | None:
+    """Return the number of the revision live now on ``post``, or None (see live_spans)."""
     last = (
         PostRevision.objects.filter(post=post, status=PostRevision.Status.PUBLISHED)
         .order_by("-published_at", "-number")
@@ -287,6 +287,9 @@ def _live_revision_number(post: Post) -> int | None:
         .first()
     )
     spans = live_spans(
-        [last] if last else [], post_is_live=True, live_title=post.title, live_body=post.body
+        [last] if last else [],
+        post_is_live=post.status == Post.Status.PUBLISHED,
+        live_title=post.title,
+        live_body=post.body,
     )
     return next((number for number, span in spans.items() if span.live_now), None)

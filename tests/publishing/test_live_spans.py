@@ -112,3 +112,20 @@ def test_the_revisions_page_says_which_revision_is_live_now(as_editor, editor):
     earlier_row = html[html.index('id="revision-1"') :]
     assert "Live now" in live_row and "Went live" not in live_row
     assert "Was live from" in earlier_row and "Live now" not in earlier_row
+
+
+@pytest.mark.django_db
+def test_the_compare_page_says_which_revision_is_live_now(as_editor, editor):
+    post = live_post(title="T", body="first")
+    revision = services.schedule_revision(
+        post=post,
+        title="T",
+        body="second",
+        publish_at=datetime(2099, 1, 1, tzinfo=UTC),
+        user=editor,
+    )
+    make_due(revision)
+    run_publish_job()
+    url = reverse("admin:publishing_post_revision_compare", args=[post.pk])
+    html = as_editor.get(url, {"a": 1, "b": 2}).content.decode()
+    assert "Changes from revision 1 (was live) to revision 2 (live now)" in html
