@@ -3,7 +3,9 @@
 Django's ``/admin/r/<content type>/<id>/`` redirects any staff user to any object's
 ``get_absolute_url()``, so staff without access to posts could list draft slugs by id. This
 view answers only for objects of a registered model that the user may view, and is the same
-404 for "no such object" and "not yours to see".
+404 for "no such object" and "not yours to see". A model admin with an
+``off_site_response(request, obj)`` method decides where objects with no public page go (it
+returns None for the others).
 """
 
 from django.contrib import admin
@@ -24,4 +26,6 @@ def view_on_site(request, content_type_id, object_id):
     obj = model_admin.get_object(request, object_id)
     if obj is None or not model_admin.has_view_or_change_permission(request, obj):
         raise Http404("No such object.")
-    return shortcut(request, content_type_id, object_id)
+    off_site = getattr(model_admin, "off_site_response", None)
+    response = off_site(request, obj) if off_site is not None else None
+    return response or shortcut(request, content_type_id, object_id)

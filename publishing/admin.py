@@ -34,6 +34,7 @@ from publishing.admin_revisions import (
     revision_action_view,
     revisions_view,
 )
+from publishing.admin_view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
 from publishing.history import actor_name, describe, local_time
@@ -441,6 +442,9 @@ class PostAdmin(admin.ModelAdmin):
     # --- the list ---------------------------------------------------------------------
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("author")
+
+    # "View on site" of a post that is not live (instatic.view_on_site asks for it).
+    off_site_response = staticmethod(off_site_response)
 
     def get_urls(self):
         calendar = path(

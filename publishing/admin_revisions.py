@@ -24,6 +24,7 @@ from publishing import selectors, services
 from publishing.diffs import revision_diff
 from publishing.exceptions import EditConflict, InvalidSchedule, PublishingError
 from publishing.forms import PreviewLinkForm, RevisionForm
+from publishing.live_spans import live_spans
 from publishing.models import Post, PostRevision
 from publishing.words import moment_text, relative_text
 
@@ -44,8 +45,9 @@ def revisions_url(post: Post) -> str:
     return reverse("admin:publishing_post_revisions", args=[post.pk])
 
 
-def _submitted_version(request) -> int | None:
-    value = request.POST.get("version", "")
+def _submitted_version(request_or_data) -> int | None:
+    data = getattr(request_or_data, "POST", request_or_data)
+    value = data.get("version", "")
     return int(value) if value.isdigit() else None
 
 
@@ -97,13 +99,22 @@ def revisions_view(model_admin, request, object_id):
             )
             % {"title": post, "status": post.get_status_display()},
         )
+    revisions = list(selectors.revisions_of(post))
+    spans = live_spans(
+        revisions,
+        post_is_live=post.status == S.PUBLISHED,
+        live_title=post.title,
+        live_body=post.body,
+    )
+    for revision in revisions:
+        revision.live_span = spans.get(revision.number)
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
         "original": post,
         "title": _("Revisions of “%(title)s”") % {"title": post},
         "zone_name": timezone.get_current_timezone_name(),
-        "revisions": list(selectors.revisions_of(post)),
+        "revisions": revisions,
         "form": form,
         "may_publish": may_publish,
         "may_preview": services.can_preview(request.user),
@@ -197,6 +208,7 @@ def compare_view(model_admin, request, object_id):
         messages.error(request, _("Choose two different revisions of this post to compare."))
         return HttpResponseRedirect(revisions_url(post))
     old, new = found[numbers[0]], found[numbers[1]]
+    live_number = selectors.live_revision_number(post)
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
@@ -205,6 +217,8 @@ def compare_view(model_admin, request, object_id):
         % {"old": old.number, "new": new.number},
         "old": old,
         "new": new,
+        "old_label": _revision_label(old, live_number),
+        "new_label": _revision_label(new, live_number),
         "lines": revision_diff(
             old_title=old.title, old_body=old.body, new_title=new.title, new_body=new.body
         ),
@@ -215,12 +229,26 @@ def compare_view(model_admin, request, object_id):
     return TemplateResponse(request, "admin/publishing/post/revision_compare.html", context)
 
 
+def _revision_label(revision: PostRevision, live_number: int | None) -> str:
+    """Name where a revision is for the compare page: live now, was live, or its status."""
+    if revision.number == live_number:
+        return _("live now")
+    if revision.status == R.PUBLISHED:
+        return _("was live")
+    return revision.get_status_display().lower()
+
+
 def _preview_key(post: Post) -> str:
     return f"publishing:preview-link:{post.pk}"
 
 
 def preview_view(model_admin, request, object_id, action: str):
-    """Make a preview link (shown once, on the revisions page) or revoke all of them."""
+    """Make a preview link (shown once, on the revisions page) or revoke all of them.
+
+    Revoking asks first: anything but a POST with ``confirmed=yes`` shows the confirmation.
+    """
+    if action == "revoke" and not (request.method == "POST" and request.POST.get("confirmed")):
+        return _revoke_confirmation(model_admin, request, _post(model_admin, request, object_id))
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     post = _post(model_admin, request, object_id)
@@ -249,3 +277,18 @@ def preview_view(model_admin, request, object_id, action: str):
     except PermissionDenied as exc:
         messages.error(request, str(exc))
     return HttpResponseRedirect(revisions_url(post) + "#preview")
+
+
+def _revoke_confirmation(model_admin, request, post: Post):
+    """Ask before every preview link of ``post`` stops working (a page, no JavaScript needed)."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "original": post,
+        "title": _("Revoke all preview links of “%(title)s”?") % {"title": post},
+        "version": _submitted_version(request.POST if request.method == "POST" else request.GET),
+        "revisions_url": revisions_url(post),
+        "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
+        "list_url": reverse("admin:publishing_post_changelist"),
+    }
+    return TemplateResponse(request, "admin/publishing/post/preview_revoke.html", context)

@@ -1,22 +1,27 @@
-"""Line diffs of two revisions' titles and bodies, for the admin's compare page.
+"""What changed between two revisions' titles and bodies, for the admin's compare page.
 
-Plain text in, plain text out: the template escapes every line (a body's raw HTML is shown as
-text, never run). Three lines of context around changes, in unified-diff hunks.
+Plain text in, plain text out: the template escapes every piece (a body's raw HTML is shown
+as text, never run). The diff reads like the text itself: unchanged lines as they are (three
+around each change; longer stretches are counted in a ``gap`` row), and a changed line paired
+with the line that replaced it, marked word by word (``changed`` rows of ``same``, ``removed``
+and ``added`` segments). A line with no counterpart, or rewritten so thoroughly that marking
+its words would mark nearly all of them, is a whole ``removed`` or ``added`` row.
 
-The work is bounded for the largest bodies the editor accepts (``INSTATIC_POST_BODY_MAX_CHARS``):
-:mod:`difflib` alone takes time quadratic in the lines that differ (45 s for two 200,000-
-character bodies of 30,000 short lines). So the lines both sides share at the start and the
-end are set aside first; what is left is anchored on lines that occur once on each side, in
-the longest run of them in the same order (as in patience diff, O(n log n)); only the gaps
-between anchors are aligned by :mod:`difflib`, and a gap of more than
-:data:`MAX_ALIGNED_LINES` is shown as removed, then added. At most :data:`MAX_SHOWN_LINES`
-lines are returned, and bodies are compared up to :data:`MAX_COMPARED_CHARS` characters; when
-any bound applies the diff says "too large to compare in full" in a ``hunk`` line, which the
-page shows like the hunk headers.
+The work is bounded for the largest bodies the editor accepts (``INSTATIC_POST_BODY_MAX_CHARS``).
+Lines are aligned first: :mod:`difflib` alone takes time quadratic in the lines that differ
+(45 s for two 200,000-character bodies of 30,000 short lines), so the lines both sides share
+at the start and the end are set aside first; what is left is anchored on lines that occur
+once on each side, in the longest run of them in the same order (as in patience diff,
+O(n log n)); only the gaps between anchors are aligned by :mod:`difflib`, and a gap of more
+than :data:`MAX_ALIGNED_LINES` is shown as removed, then added. Words are marked within the
+changed line pairs while a :class:`WordBudget` lasts. At most :data:`MAX_SHOWN_LINES` rows are
+returned, and bodies are compared up to :data:`MAX_COMPARED_CHARS` characters; when any bound
+applies the diff starts with a ``note`` row saying "too large to compare in full" and why.
 """
 
 import bisect
 import difflib
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -24,20 +29,43 @@ CONTEXT_LINES = 3
 #: Lines (both sides together) of one gap between anchors that difflib aligns; a gap of n
 #: lines costs it up to n² steps, so the whole diff costs at most this many per line.
 MAX_ALIGNED_LINES = 200
-#: Lines of a diff returned at most: the page renders each one.
+#: Rows of a diff returned at most: the page renders each one.
 MAX_SHOWN_LINES = 2000
 #: Characters of each body compared at most (above the editor's limit for a post's body).
 MAX_COMPARED_CHARS = 250_000
+#: Cost (tokens of the old line's changed middle times the new one's) of marking one line
+#: pair word by word, at most: two paragraphs of 300 changed words each.
+MAX_WORD_PAIR_COST = 90_000
+#: Cost of marking words in the whole diff, at most.
+MAX_WORD_COST = 400_000
 
 TOO_LARGE = "Too large to compare in full"
 
+#: A word or a punctuation mark with the spaces after it (or spaces alone, at the start).
+_TOKEN = re.compile(r"\w+\s*|[^\w\s]\s*|\s+")
+
 
 @dataclass(frozen=True)
-class DiffLine:
-    """One line of a diff; ``kind`` is ``added``, ``removed``, ``context`` or ``hunk``."""
+class Segment:
+    """A run of a changed line: ``same`` on both sides, ``removed`` or ``added``."""
 
     kind: str
     text: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a diff.
+
+    ``kind`` is ``same``, ``removed`` or ``added`` (a whole line, in ``text``), ``changed``
+    (a line pair, in ``segments``), ``gap`` (``skipped`` unchanged lines not shown) or
+    ``note`` (what a bound left out, in ``text``).
+    """
+
+    kind: str
+    text: str = ""
+    segments: tuple[Segment, ...] = ()
+    skipped: int = 0
 
 
 def _lines(title: str, body: str) -> list[str]:
@@ -85,7 +113,7 @@ def _gap_opcodes(old, new, i0, i1, j0, j1) -> tuple[list[tuple], bool]:
     if i1 - i0 == 1 and j1 - j0 == 1:  # the commonest gap: one line changed
         return [("equal" if old[i0] == new[j0] else "replace", i0, i1, j0, j1)], False
     if (i1 - i0) + (j1 - j0) > MAX_ALIGNED_LINES:
-        return [("replace", i0, i1, j0, j1)], True
+        return [("unaligned", i0, i1, j0, j1)], True
     matcher = difflib.SequenceMatcher(None, old[i0:i1], new[j0:j1], autojunk=False)
     return [
         (tag, i0 + a0, i0 + a1, j0 + b0, j0 + b1) for tag, a0, a1, b0, b1 in matcher.get_opcodes()
@@ -156,43 +184,149 @@ def _groups(codes: list[tuple], context: int) -> list[list[tuple]]:
     return groups
 
 
-def _range(start: int, stop: int) -> str:
-    """Return a hunk header's range as unified diffs write it (1-based; empty ones at 0)."""
-    length = stop - start
-    beginning = start + 1 if length else start
-    return str(beginning) if length == 1 else f"{beginning},{length}"
+@dataclass
+class WordBudget:
+    """What word-by-word marking may still cost in one diff, and whether a pair was refused.
+
+    difflib over a pair's tokens costs up to their counts multiplied (after the common start
+    and end are set aside), so that product is the cost: at most :data:`MAX_WORD_PAIR_COST`
+    for one pair and :data:`MAX_WORD_COST` for the whole diff.
+    """
+
+    left: int
+    exceeded: bool = False
+
+    def spend(self, cost: int) -> bool:
+        """Take ``cost`` from what is left and return True, or return False if past a bound."""
+        if cost > MAX_WORD_PAIR_COST or cost > self.left:
+            self.exceeded = True
+            return False
+        self.left -= cost
+        return True
 
 
-def _shown(old: list[str], new: list[str], groups: list[list[tuple]]) -> list[DiffLine]:
-    """Return the diff's lines, stopping once there are more than :data:`MAX_SHOWN_LINES`."""
-    lines: list[DiffLine] = []
+def _tokens(line: str) -> list[str]:
+    """Split a line into words and punctuation marks, each with the spaces after it."""
+    return _TOKEN.findall(line)
+
+
+def _word_segments(old: str, new: str, budget: WordBudget) -> tuple[Segment, ...] | None:
+    """Return ``old`` turned into ``new`` word by word, or None to show the lines whole.
+
+    None when the pair is past the bounds (see :class:`WordBudget`), or when fewer
+    than a third of the words are kept: marking nearly every word reads worse than the two
+    lines one after the other.
+    """
+    a, b = _tokens(old), _tokens(new)
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    middle_a, middle_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    cost = len(middle_a) * len(middle_b)
+    if not budget.spend(cost):
+        return None
+    parts: list[tuple[str, list[str]]] = [("same", a[:head])]
+    matcher = difflib.SequenceMatcher(None, middle_a, middle_b, autojunk=False)
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        if tag == "equal":
+            parts.append(("same", middle_a[a0:a1]))
+        else:
+            parts.append(("removed", middle_a[a0:a1]))
+            parts.append(("added", middle_b[b0:b1]))
+    parts.append(("same", a[len(a) - tail :]))
+    kept = sum(1 for kind, tokens in parts if kind == "same" for t in tokens if not t.isspace())
+    words = max(sum(1 for t in a if not t.isspace()), sum(1 for t in b if not t.isspace()))
+    if kept * 3 < words:
+        return None
+    segments: list[Segment] = []
+    for kind, tokens in _spaces_kept_plain(parts):
+        text = "".join(tokens)
+        if not text:
+            continue
+        if segments and segments[-1].kind == kind:
+            segments[-1] = Segment(kind, segments[-1].text + text)
+        else:
+            segments.append(Segment(kind, text))
+    return tuple(segments)
+
+
+def _spaces_kept_plain(parts: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+    """Move the spaces that end both a removed run and the added run after it out of them,
+    so a replaced word is marked without the space that follows it."""
+    out: list[tuple[str, list[str]]] = []
+    for n, (kind, tokens) in enumerate(parts):
+        out.append((kind, list(tokens)))
+        if kind != "added" or n == 0 or parts[n - 1][0] != "removed":
+            continue
+        removed, added = out[-2][1], out[-1][1]
+        if not removed or not added:
+            continue
+        last_old, last_new = removed[-1], added[-1]
+        space = last_old[len(last_old.rstrip()) :]
+        if space and last_new.endswith(space) and last_old.strip() and last_new.strip():
+            removed[-1], added[-1] = last_old[: -len(space)], last_new[: -len(space)]
+            out.append(("same", [space]))
+    return out
+
+
+def _changed_rows(removed: list[str], added: list[str], budget: WordBudget) -> list[Row]:
+    """Return the rows of a changed passage: line pairs word by word where they read well.
+
+    Lines are paired in order (the first removed with the first added, and so on); a pair
+    shown word by word is one ``changed`` row, any other pair a ``removed`` row then an
+    ``added`` one, so each side still reads in its own order.
+    """
+    rows: list[Row] = []
+    for old_line, new_line in zip(removed, added, strict=False):
+        segments = _word_segments(old_line, new_line, budget)
+        if segments is None:
+            rows += [Row("removed", old_line), Row("added", new_line)]
+        else:
+            rows.append(Row("changed", segments=segments))
+    rows += [Row("removed", line) for line in removed[len(added) :]]
+    rows += [Row("added", line) for line in added[len(removed) :]]
+    return rows
+
+
+def _rows(
+    old: list[str], new: list[str], groups: list[list[tuple]], budget: WordBudget
+) -> tuple[list[Row], bool]:
+    """Return the diff's rows (at most :data:`MAX_SHOWN_LINES` of text), and whether cut."""
+    rows: list[Row] = []
+    at = 0
     for group in groups:
-        first, last = group[0], group[-1]
-        header = f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@"
-        lines.append(DiffLine("hunk", header))
+        if group[0][1] > at:
+            rows.append(Row("gap", skipped=group[0][1] - at))
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
-                lines += [DiffLine("context", line) for line in old[i1:i2]]
+                rows += [Row("same", line) for line in old[i1:i2]]
+            elif tag == "unaligned":  # its lines were not paired, so neither are its words
+                rows += [Row("removed", line) for line in old[i1:i2]]
+                rows += [Row("added", line) for line in new[j1:j2]]
             else:
-                lines += [DiffLine("removed", line) for line in old[i1:i2]]
-                lines += [DiffLine("added", line) for line in new[j1:j2]]
-            if len(lines) > MAX_SHOWN_LINES:
-                return lines
-    return lines
+                rows += _changed_rows(old[i1:i2], new[j1:j2], budget)
+            if len(rows) > MAX_SHOWN_LINES:
+                return rows[:MAX_SHOWN_LINES], True
+        at = group[-1][2]
+    if groups and at < len(old):
+        rows.append(Row("gap", skipped=len(old) - at))
+    return rows, False
 
 
 def _compared(body: str) -> tuple[str, bool]:
     return (body[:MAX_COMPARED_CHARS], True) if len(body) > MAX_COMPARED_CHARS else (body, False)
 
 
-def revision_diff(
-    *, old_title: str, old_body: str, new_title: str, new_body: str
-) -> list[DiffLine]:
+def revision_diff(*, old_title: str, old_body: str, new_title: str, new_body: str) -> list[Row]:
     """Return the changes from the old title and body to the new ones (empty: identical)."""
     (old_body, old_cut), (new_body, new_cut) = _compared(old_body), _compared(new_body)
     old, new = _lines(old_title, old_body), _lines(new_title, new_body)
     codes, too_large = _opcodes(old, new)
-    lines = _shown(old, new, _groups(codes, CONTEXT_LINES))
+    budget = WordBudget(MAX_WORD_COST)
+    rows, cut = _rows(old, new, _groups(codes, CONTEXT_LINES), budget)
     notes = []
     if old_cut or new_cut:
         notes.append(f"only the first {MAX_COMPARED_CHARS:,} characters of each body are compared")
@@ -201,10 +335,14 @@ def revision_diff(
             f"changed passages of more than {MAX_ALIGNED_LINES} lines are shown as removed, "
             "then added"
         )
-    if len(lines) > MAX_SHOWN_LINES:
-        lines = lines[:MAX_SHOWN_LINES]
-        lines.append(DiffLine("hunk", f"… {TOO_LARGE.lower()}: the rest is not shown."))
+    if cut:
+        rows.append(Row("note", f"… {TOO_LARGE.lower()}: the rest is not shown."))
         notes.append(f"only the first {MAX_SHOWN_LINES:,} lines of the diff are shown")
+    if budget.exceeded:
+        notes.append(
+            "words are marked within changed lines up to a bound; past it, changed lines are "
+            "shown as removed, then added"
+        )
     if notes:
-        lines.insert(0, DiffLine("hunk", f"{TOO_LARGE}: {'; '.join(notes)}."))
-    return lines
+        rows.insert(0, Row("note", f"{TOO_LARGE}: {'; '.join(notes)}."))
+    return rows

@@ -7,6 +7,7 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Now
 
 from publishing.conf import settings
+from publishing.live_spans import live_spans
 from publishing.models import Post, PostRevision, PublishEvent
 
 
@@ -237,6 +238,10 @@ class PreviewPage:
     body_html: str
     published_at: datetime | None  # when it goes (or went) live, for the page's date line
     label: str
+    #: The public address when what is shown is what the site shows now, else None.
+    live_url: str | None = None
+    #: Whether what is live now is a revision that went live (not the post as first published).
+    live_is_revision: bool = False
 
 
 def preview_page(*, post_id: int, generation: int) -> PreviewPage | None:
@@ -248,7 +253,7 @@ def preview_page(*, post_id: int, generation: int) -> PreviewPage | None:
     """
     post = (
         Post.objects.filter(pk=post_id, preview_generation=generation)
-        .only("pk", "title", "body_html", "status", "publish_at", "published_at")
+        .only("pk", "slug", "title", "body", "body_html", "status", "publish_at", "published_at")
         .first()
     )
     if post is None:
@@ -260,6 +265,31 @@ def preview_page(*, post_id: int, generation: int) -> PreviewPage | None:
         else:
             label = f"revision {revision.number}, a draft"
         return PreviewPage(revision.title, revision.body_html, revision.publish_at, label)
-    when = post.published_at if post.status == Post.Status.PUBLISHED else post.publish_at
     label = post.get_status_display().lower()
-    return PreviewPage(post.title, post.body_html, when, label)
+    if post.status != Post.Status.PUBLISHED:
+        return PreviewPage(post.title, post.body_html, post.publish_at, label)
+    return PreviewPage(
+        post.title,
+        post.body_html,
+        post.published_at,
+        label,
+        live_url=post.get_absolute_url(),
+        live_is_revision=live_revision_number(post) not in (None, 1),
+    )
+
+
+def live_revision_number(post: Post) -> int | None:
+    """Return the number of the revision live now on ``post``, or None (see live_spans)."""
+    last = (
+        PostRevision.objects.filter(post=post, status=PostRevision.Status.PUBLISHED)
+        .order_by("-published_at", "-number")
+        .only("number", "status", "published_at", "title", "body")
+        .first()
+    )
+    spans = live_spans(
+        [last] if last else [],
+        post_is_live=post.status == Post.Status.PUBLISHED,
+        live_title=post.title,
+        live_body=post.body,
+    )
+    return next((number for number, span in spans.items() if span.live_now), None)

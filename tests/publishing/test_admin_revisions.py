@@ -141,7 +141,7 @@ def test_cancel_and_restore_buttons(as_editor, editor):
     assert form_data_of(page)["title"] == "Original", "the form starts from the draft"
 
 
-def test_compare_shows_an_escaped_line_diff(as_editor, editor):
+def test_compare_shows_an_escaped_word_diff(as_editor, editor):
     post = live_post(title="Old", body="Same line.\nOld line.")
     services.schedule_revision(
         post=post,
@@ -152,11 +152,11 @@ def test_compare_shows_an_escaped_line_diff(as_editor, editor):
     )
     url = reverse("admin:publishing_post_revision_compare", args=[post.pk])
     page = as_editor.get(url, {"a": 2, "b": 1}).content.decode()
-    assert '<div class="removed">Old line.</div>' in page
-    assert '<div class="added">&lt;script&gt;alert(1)&lt;/script&gt;</div>' in page
+    assert '<div class="removed"><del>Old line.</del></div>' in page
+    assert '<div class="added"><ins>&lt;script&gt;alert(1)&lt;/script&gt;</ins></div>' in page
     assert "<script>alert(1)" not in page
-    assert '<div class="context">Same line.</div>' in page
-    assert '<div class="removed">Title: Old</div>' in page
+    assert '<div class="same">Same line.</div>' in page
+    assert '<div class="changed">Title: <del>Old</del><ins>New</ins></div>' in page
     bad = as_editor.get(url, {"a": 1, "b": 1}, follow=True).content.decode()
     assert "Choose two different revisions" in bad
 
@@ -172,9 +172,34 @@ def test_a_preview_link_is_made_shown_once_and_revoked(as_editor, client):
     path = link.removeprefix("http://testserver")
     version = Post.objects.get(pk=post.pk).version
     revoke = reverse("admin:publishing_post_preview_revoke", args=[post.pk])
-    as_editor.post(revoke, {"version": version})
+    as_editor.post(revoke, {"version": version, "confirmed": "yes"})
     as_editor.logout()
     assert as_editor.get(path).status_code == 404
+
+
+def test_revoking_the_preview_links_asks_first(as_editor, editor, client):
+    post = make_post(title="Draft to share")
+    path = services.preview_url(post=post, user=editor, expires_in=timedelta(hours=1))
+    version = Post.objects.get(pk=post.pk).version
+    revoke = reverse("admin:publishing_post_preview_revoke", args=[post.pk])
+    assert f'action="{revoke}"' in as_editor.get(revisions_url(post)).content.decode()
+
+    for asked in (
+        as_editor.get(revoke, {"version": version}),
+        as_editor.post(revoke, {"version": version}),
+    ):
+        page = asked.content.decode()
+        assert asked.status_code == 200
+        assert "Revoke all preview links of “Draft to share”?" in page
+        assert (
+            'name="confirmed" value="yes"' in page and f'name="version" value="{version}"' in page
+        )
+        assert f'href="{revisions_url(post)}#preview"' in page, "a way back without JavaScript"
+        assert client.get(path).status_code == 200, "nothing is revoked before the editor confirms"
+
+    done = as_editor.post(revoke, {"version": version, "confirmed": "yes"}, follow=True)
+    assert "Every earlier preview link of this post is now dead." in done.content.decode()
+    assert client.get(path).status_code == 404
 
 
 def test_a_drafter_sees_revisions_but_cannot_schedule_or_cancel(as_drafter, editor):

@@ -48,10 +48,13 @@ def test_an_editor_schedules_a_revision_and_the_live_page_switches(
         screenshot(page, "revision-live")
 
         page.goto(f"{live_server.url}/admin/publishing/post/{post.pk}/revisions/")
-        assert "Went live" in page.inner_text("#revision-2")
+        assert "Live now" in page.inner_text("#revision-2")
+        assert "Was live from" in page.inner_text("#revision-1")
         page.click("input[value='Compare the two chosen revisions']")
-        added = page.locator("#diff .added")
-        assert added.nth(1).inner_text() == "The *second* version, with corrections."
+        changed = page.locator("#diff .changed")
+        assert changed.nth(1).inner_text() == "The *firstsecond* version, with corrections."
+        assert changed.nth(1).locator("del").all_inner_texts() == ["first"]
+        assert changed.nth(1).locator("ins").all_inner_texts() == ["second", ", with corrections"]
         screenshot(page, "revision-compare")
     except BaseException:
         screenshot(page, request.node.name)

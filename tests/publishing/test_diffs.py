@@ -6,7 +6,6 @@ differ by one line (measured in the same test, as a ratio), and says when it is 
 show in full.
 """
 
-import re
 import time
 from datetime import timedelta
 
@@ -19,36 +18,36 @@ from hypothesis import strategies as st
 from coordination.clock import database_now
 from publishing import diffs
 from publishing.conf import settings
-from publishing.diffs import DiffLine, revision_diff
+from publishing.diffs import Row, revision_diff
 from publishing.models import PostRevision
 from tests.publishing.conftest import live_post
 
-HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
-
-def patched(old: list[str], lines: list[DiffLine]) -> tuple[list[str], list[str]]:
-    """Apply ``lines`` (hunks checked against ``old``); return (old as read, new as made)."""
+def patched(old: list[str], rows: list[Row]) -> tuple[list[str], list[str]]:
+    """Apply ``rows`` (checked against ``old``); return (old as read, new as made)."""
     read, made, at = [], [], 0
-    for line in lines:
-        if line.kind == "hunk":
-            match = HUNK.fullmatch(line.text)
-            assert match, line
-            start, length = int(match[1]), int(match[2] if match[2] is not None else 1)
-            begin = start - 1 if length else start
-            read += old[at:begin]
-            made += old[at:begin]
-            at = begin
-        elif line.kind == "context":
-            assert old[at] == line.text
-            read.append(line.text)
-            made.append(line.text)
+    for row in rows:
+        if row.kind == "gap":
+            read += old[at : at + row.skipped]
+            made += old[at : at + row.skipped]
+            at += row.skipped
+        elif row.kind == "same":
+            assert old[at] == row.text
+            read.append(row.text)
+            made.append(row.text)
             at += 1
-        elif line.kind == "removed":
-            assert old[at] == line.text
-            read.append(line.text)
+        elif row.kind == "changed":
+            was = "".join(s.text for s in row.segments if s.kind != "added")
+            assert old[at] == was
+            read.append(was)
+            made.append("".join(s.text for s in row.segments if s.kind != "removed"))
             at += 1
-        else:
-            made.append(line.text)
+        elif row.kind == "removed":
+            assert old[at] == row.text
+            read.append(row.text)
+            at += 1
+        elif row.kind == "added":
+            made.append(row.text)
     return read + old[at:], made + old[at:]
 
 
@@ -64,50 +63,29 @@ def sides(old_body: str, new_body: str):
             "a\nb\nc",
             "a\nB\nc",
             [
-                ("hunk", "@@ -1,5 +1,5 @@"),
-                ("context", "Title: T"),
-                ("context", ""),
-                ("context", "a"),
+                ("same", "Title: T"),
+                ("same", ""),
+                ("same", "a"),
                 ("removed", "b"),
                 ("added", "B"),
-                ("context", "c"),
+                ("same", "c"),
             ],
         ),
-        (
-            "a",
-            "a\nb",
-            [
-                ("hunk", "@@ -1,3 +1,4 @@"),
-                *[("context", x) for x in ("Title: T", "", "a")],
-                ("added", "b"),
-            ],
-        ),  # noqa: E501
-        (
-            "a\nb",
-            "b",
-            [
-                ("hunk", "@@ -1,4 +1,3 @@"),
-                ("context", "Title: T"),
-                ("context", ""),
-                ("removed", "a"),
-                ("context", "b"),
-            ],
-        ),  # noqa: E501
+        ("a", "a\nb", [*[("same", x) for x in ("Title: T", "", "a")], ("added", "b")]),
+        ("a\nb", "b", [("same", "Title: T"), ("same", ""), ("removed", "a"), ("same", "b")]),
     ],
 )
-def test_small_diffs_read_as_unified_diffs(old, new, expected):
-    lines = revision_diff(old_title="T", old_body=old, new_title="T", new_body=new)
-    assert [(line.kind, line.text) for line in lines] == expected
+def test_small_diffs_show_each_line_once(old, new, expected):
+    rows = revision_diff(old_title="T", old_body=old, new_title="T", new_body=new)
+    assert [(row.kind, row.text) for row in rows] == expected
 
 
-def test_distant_changes_are_separate_hunks_with_three_lines_of_context():
+def test_distant_changes_keep_three_lines_of_context_and_count_the_rest():
     old = "\n".join(f"line {n}" for n in range(30))
     new = old.replace("line 2\n", "line two\n").replace("line 25", "line twenty-five")
-    lines = revision_diff(old_title="T", old_body=old, new_title="T", new_body=new)
-    assert [line.text for line in lines if line.kind == "hunk"] == [
-        "@@ -2,7 +2,7 @@",
-        "@@ -25,7 +25,7 @@",
-    ]
+    rows = revision_diff(old_title="T", old_body=old, new_title="T", new_body=new)
+    assert [row.skipped for row in rows if row.kind == "gap"] == [1, 16, 1]
+    assert sum(row.kind == "same" for row in rows) == 12
 
 
 @hypothesis_settings(max_examples=300)
@@ -132,7 +110,7 @@ def test_every_diff_turns_the_old_text_into_the_new(old, edits):
         old_title="T", old_body="\n".join(old), new_title="T", new_body="\n".join(new)
     )
     assert patched(old_lines, lines) == (old_lines, new_lines)
-    assert not lines or any(line.kind in ("added", "removed") for line in lines)
+    assert not lines or any(line.kind in ("added", "removed", "changed") for line in lines)
 
 
 def largest_bodies(every: int) -> tuple[str, str]:
@@ -145,7 +123,7 @@ def largest_bodies(every: int) -> tuple[str, str]:
     return old_body, new_body
 
 
-def timed(old: str, new: str) -> tuple[float, list[DiffLine]]:
+def timed(old: str, new: str) -> tuple[float, list[Row]]:
     start = time.perf_counter()
     lines = revision_diff(old_title="T", old_body=old, new_title="T", new_body=new)
     return time.perf_counter() - start, lines
@@ -158,11 +136,11 @@ def test_the_largest_bodies_compare_in_about_the_time_of_a_one_line_change():
     elapsed, lines = min((timed(*many_changes) for _ in range(3)), key=lambda run: run[0])
     assert elapsed < 30 * max(baseline, 0.005), (elapsed, baseline)
     assert len(lines) == diffs.MAX_SHOWN_LINES + 2
-    assert lines[0] == DiffLine(
-        "hunk", "Too large to compare in full: only the first 2,000 lines of the diff are shown."
+    assert lines[0] == Row(
+        "note", "Too large to compare in full: only the first 2,000 lines of the diff are shown."
     )
-    assert lines[-1] == DiffLine("hunk", "… too large to compare in full: the rest is not shown.")
-    read, _ = patched(sides(*many_changes)[0], [line for line in lines if line.kind != "hunk"])
+    assert lines[-1] == Row("note", "… too large to compare in full: the rest is not shown.")
+    read, _ = patched(sides(*many_changes)[0], [line for line in lines if line.kind != "note"])
     assert read == sides(*many_changes)[0], "what is shown is a correct start of the diff"
 
 
@@ -174,7 +152,7 @@ def test_a_long_changed_passage_is_shown_as_removed_then_added():
         "Too large to compare in full: changed passages of more than 200 lines are shown as "
         "removed, then added."
     )
-    kinds = [line.kind for line in lines[1:] if line.kind in ("added", "removed")]
+    kinds = [line.kind for line in lines[1:] if line.kind in ("added", "removed", "changed")]
     assert kinds == ["removed"] * 300 + ["added"] * 300
 
 
@@ -203,8 +181,8 @@ def test_bodies_longer_than_any_the_editor_accepts_are_compared_in_part():
     old = "x\n" * (diffs.MAX_COMPARED_CHARS // 2 + 10)
     lines = revision_diff(old_title="T", old_body=old, new_title="T", new_body=old + "tail")
     assert lines == [
-        DiffLine(
-            "hunk",
+        Row(
+            "note",
             "Too large to compare in full: only the first 250,000 characters of each body are "
             "compared.",
         )

@@ -1,7 +1,7 @@
 """Preview links: signed, expiring, revocable; the page is marked, not indexed, not cached;
 a bad link is the site's ordinary 404, byte for byte."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core import signing
@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied
 from coordination.clock import database_now
 from publishing import previews, services
 from publishing.models import Post, PublishEvent
-from tests.publishing.conftest import live_post, make_post
+from tests.publishing.conftest import live_post, make_due, make_post, run_publish_job
 
 pytestmark = pytest.mark.django_db
 
@@ -134,3 +134,32 @@ def test_the_link_survives_edits_and_shows_the_latest_text(client, editor):
     post.title = "Second draft"
     services.save_post(post=post, user=editor)
     assert "Second draft" in client.get(path).content.decode()
+
+
+def test_the_preview_of_a_revision_that_has_gone_live_says_so_and_links_the_page(client, editor):
+    post = live_post(title="Notes", slug="notes", body="first")
+    revision = services.schedule_revision(
+        post=post,
+        title="Notes",
+        body="second",
+        publish_at=datetime(2099, 1, 1, tzinfo=UTC),
+        user=editor,
+    )
+    path = services.preview_url(post=post, user=editor, expires_in=HOUR)
+    assert "not published: revision 2, scheduled" in client.get(path).content.decode()
+
+    make_due(revision)
+    run_publish_job()
+    page = client.get(path).content.decode()
+    assert "This revision is live now" in page
+    assert 'href="/posts/notes/"' in page
+    assert "not published" not in page
+
+
+def test_the_preview_of_a_live_post_says_it_is_live_now(client, editor):
+    post = live_post(title="Notes", slug="live-notes", body="only")
+    page = client.get(
+        services.preview_url(post=post, user=editor, expires_in=HOUR)
+    ).content.decode()
+    assert "This post is live now" in page and 'href="/posts/live-notes/"' in page
+    assert "not published" not in page

@@ -42,11 +42,11 @@ def test_view_on_site_does_not_reveal_a_draft_to_staff_without_view_permission(c
 
 
 def test_view_on_site_still_works_for_staff_who_may_view_the_post(client, editor):
-    draft = make_post(slug="visible-draft")
+    post = make_post(slug="visible-post", status=S.PUBLISHED)
     client.force_login(editor)
-    response = client.get(view_on_site_url(draft.pk))
+    response = client.get(view_on_site_url(post.pk))
     assert response.status_code == 302
-    assert response["Location"].endswith("/posts/visible-draft/")
+    assert response["Location"].endswith("/posts/visible-post/")
 
 
 def test_view_on_site_of_another_model_needs_its_view_permission(client):
