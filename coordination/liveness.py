@@ -389,6 +389,135 @@ def work_application_name(node_name: str) -> str:
     return f"{node_name}/work"[:63]
 
 
+#: How long a new leader waits for a killed node's last sessions to finish ending (its lock
+#: sessions are gone, a work session is still exiting) before leaving its runs to the lease.
+VANISH_WAIT = 0.25
+
+
+class Vanished:
+    """What the server's sessions say about a node process that still looks alive."""
+
+    GONE = "gone"  # none of its sessions is left: the process cannot be running
+    ENDING = "ending"  # no lock session left, some work session still exiting: look again
+    UNPROVEN = "unproven"  # it may be alive: leave its runs to the lease
+
+
+@dataclass(frozen=True)
+class SessionEvidence:
+    """A node process's sessions as the database server shows them right now."""
+
+    server_started: datetime
+    now: datetime
+    last_heartbeat: datetime
+    #: The server shows who opened each session (session mode; not behind a pooler).
+    identified: bool
+    recorded: bool  # MySQL: it recorded connections (always True on PostgreSQL)
+    lock_sessions: bool
+    any_sessions: bool
+
+
+def vanish_verdict(evidence: SessionEvidence, lease: timedelta) -> str:
+    """Decide whether a node process whose heartbeat is still within the lease is gone.
+
+    Only the server showing no session of the process proves it (a SIGKILL's kernel closes
+    every socket at once). Not proof: sessions the server cannot attribute (a pooler in
+    transaction mode, a MySQL process that recorded nothing); a heartbeat from before the
+    server's start (a restart ended every session, and live processes are reconnecting); a
+    heartbeat half a lease old or older (a live process cut off from the server stops
+    heartbeating first: its connections' own probes, ``tcp_user_timeout`` of half the lease,
+    end them no sooner, so sessions gone then may be a partition healing, not a death).
+    """
+    if not evidence.identified or not evidence.recorded:
+        return Vanished.UNPROVEN
+    if evidence.last_heartbeat <= evidence.server_started:
+        return Vanished.UNPROVEN
+    if evidence.now - evidence.last_heartbeat >= lease / 2:
+        return Vanished.UNPROVEN
+    if evidence.lock_sessions:
+        return Vanished.UNPROVEN
+    if evidence.any_sessions:
+        return Vanished.ENDING
+    return Vanished.GONE
+
+
+def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
+    """Return those of ``candidates`` (instance -> (node name, last heartbeat)) that are gone.
+
+    Waits up to ``VANISH_WAIT`` for a process whose lock sessions are gone while some work
+    session is still exiting (the server ends a killed client's sessions one by one).
+    """
+    reader = _SESSION_READERS.get(connection.vendor)
+    if reader is None or not candidates:
+        return set()
+    lease = _lease()
+    pending = dict(candidates)
+    gone: set[str] = set()
+    deadline = time.monotonic() + VANISH_WAIT
+    while True:
+        for instance, evidence in reader(pending).items():
+            verdict = vanish_verdict(evidence, lease)
+            if verdict == Vanished.GONE:
+                gone.add(instance)
+            if verdict != Vanished.ENDING:
+                del pending[instance]
+        if not pending or time.monotonic() >= deadline:
+            return gone
+        time.sleep(0.02)
+
+
+_SESSIONS_POSTGRESQL = """
+SELECT pg_postmaster_start_time(), STATEMENT_TIMESTAMP(),
+       ARRAY(SELECT application_name FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = ANY(%s))
+"""
+
+
+def _sessions_postgresql(candidates: dict[str, tuple[str, datetime]]) -> dict:
+    names = {
+        instance: (lock_application_name(node), work_application_name(node))
+        for instance, (node, _) in candidates.items()
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_SESSIONS_POSTGRESQL, ([n for pair in names.values() for n in pair],))
+        started, now, present = cursor.fetchone()
+    present = set(present)
+    # Behind PgBouncer in transaction mode sessions are pooled: their names say nothing.
+    identified = settings.LOCK_MODE != "transaction"
+    return {
+        instance: SessionEvidence(
+            server_started=started,
+            now=now,
+            last_heartbeat=candidates[instance][1],
+            identified=identified,
+            recorded=True,
+            lock_sessions=lock in present,
+            any_sessions=lock in present or work in present,
+        )
+        for instance, (lock, work) in names.items()
+    }
+
+
+def _sessions_mysql(candidates: dict[str, tuple[str, datetime]]) -> dict:
+    sessions = nodesessions.live_sessions(candidates)
+    with connection.cursor() as cursor:
+        started, now = nodesessions.server_started_at(cursor)
+    return {
+        instance: SessionEvidence(
+            server_started=_mysql_datetime(started),
+            now=_mysql_datetime(now),
+            last_heartbeat=candidates[instance][1],
+            identified=True,
+            recorded=recorded,
+            lock_sessions=lock,
+            any_sessions=anything,
+        )
+        for instance, (recorded, lock, anything) in sessions.items()
+    }
+
+
+_SESSION_READERS = {"postgresql": _sessions_postgresql, "mysql": _sessions_mysql}
+
+
 class DatabaseHealth:
     """Log one line when the database goes away and one when it is back, whoever notices."""
 
