@@ -391,7 +391,7 @@ def work_application_name(node_name: str) -> str:
 
 #: How long a new leader waits for a killed node's last sessions to finish ending (its lock
 #: sessions are gone, a work session is still exiting) before leaving its runs to the lease.
-VANISH_WAIT = 0.25
+VANISH_WAIT = 0.5
 
 
 class Vanished:
@@ -414,6 +414,22 @@ class SessionEvidence:
     recorded: bool  # MySQL: it recorded connections (always True on PostgreSQL)
     lock_sessions: bool
     any_sessions: bool
+
+    def describe(self, lease: timedelta) -> str:
+        """Say what the server showed, for the log line of a run left to the lease."""
+        age = (self.now - self.last_heartbeat).total_seconds()
+        sessions = "a lock session" if self.lock_sessions else "work sessions only"
+        return (
+            f"heartbeat {age:.1f}s old, lease {lease.total_seconds():g}s; "
+            + (sessions if self.any_sessions else "no session")
+            + ("" if self.identified else ", sessions not identified (lease mode)")
+            + ("" if self.recorded else ", no recorded connection")
+            + (
+                ", heartbeat before the server started"
+                if self.last_heartbeat <= self.server_started
+                else ""
+            )
+        )
 
 
 def vanish_verdict(evidence: SessionEvidence, lease: timedelta) -> str:
@@ -458,6 +474,12 @@ def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
             verdict = vanish_verdict(evidence, lease)
             if verdict == Vanished.GONE:
                 gone.add(instance)
+            elif verdict == Vanished.UNPROVEN or time.monotonic() >= deadline:
+                logger.info(
+                    "node %s may still be running its runs (%s): they wait for its lease",
+                    candidates[instance][0],
+                    evidence.describe(lease),
+                )
             if verdict != Vanished.ENDING:
                 del pending[instance]
         if not pending or time.monotonic() >= deadline:
