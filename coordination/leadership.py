@@ -45,7 +45,7 @@ def begin(group: str, *, node: str, instance: str, key: int, session_id: int | N
 
 
 def end(group: str, *, instance: str, reason: str, detail: str = "") -> None:
-    """Close ``instance``'s latest term of ``group`` with ``reason``.
+    """Close ``instance``'s latest term of ``group`` with ``reason``; it leads no more.
 
     Also corrects a term the next leader already closed as ``crashed``: this node is alive to
     say why it stopped leading. A database error is logged, not raised (the history is best
@@ -58,6 +58,9 @@ def end(group: str, *, instance: str, reason: str, detail: str = "") -> None:
 
 
 def _end(group: str, *, instance: str, reason: str, detail: str = "") -> None:
+    # It no longer leads: a row naming a live node that does not hold the lock would keep
+    # followers from asking the server who does (liveness: a frozen waiter granted the lock).
+    Leadership.objects.filter(group=group, instance=instance).delete()
     latest = (
         LeadershipTerm.objects.filter(group=group, instance=instance)
         .order_by("-started_at", "-id")
@@ -71,7 +74,6 @@ def _end(group: str, *, instance: str, reason: str, detail: str = "") -> None:
 def step_down(group: str, *, instance: str) -> None:
     """A clean release at shutdown: no current leader until a follower takes the lock."""
     with transaction.atomic():
-        Leadership.objects.filter(group=group, instance=instance).delete()
         _end(group, instance=instance, reason=EndReason.SHUTDOWN)
 
 

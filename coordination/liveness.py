@@ -1,4 +1,4 @@
-"""Node liveness: registration, the heartbeat thread, and removing a frozen leader.
+"""Node liveness: registration, the heartbeat thread, and removing a frozen lock holder.
 
 Every scheduler process heartbeats its node row (``INSTATIC_HEARTBEAT_INTERVAL``). A group
 leader whose node has not heartbeated for longer than the lease (``INSTATIC_LEASE``) is removed
@@ -8,6 +8,12 @@ commit): found by ``application_name`` on PostgreSQL, by the connection ids each
 records (``coordination.nodesessions``) on MySQL/MariaDB. On PostgreSQL and MySQL one statement
 both writes the heartbeat and reads the leaders (and, on MySQL, the groups' wake-up counters),
 which keeps an idle replica well under a statement a second.
+
+The leadership row is written by a node after the server granted it the lock, so it can name
+someone other than the holder: a follower frozen while it waited in the server is granted a
+dead leader's lock and never writes its row. So whenever a group this node follows has no live
+leader by its row, the follower also asks the server who holds the group's lock and removes a
+holder whose node has no live heartbeat, whatever the row says.
 """
 
 import json
@@ -18,12 +24,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import DatabaseError, InterfaceError, connection, transaction
+from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from coordination import alerts, leadership, nodesessions
 from coordination.conf import settings
-from coordination.locks import terminate_holder
+from coordination.locks import LockHolder, list_holders, terminate_holder
+from coordination.locks.postgresql import lock_application_name
 from coordination.models import Leadership, Node
 
 logger = logging.getLogger(__name__)
@@ -74,6 +82,107 @@ class LeaderView:
             or self.last_heartbeat is None
             or self.last_heartbeat < now - lease
         )
+
+
+@dataclass(frozen=True)
+class HolderView:
+    """A lock's holder as the database server reports it, with its node's liveness."""
+
+    group: str
+    key: int
+    pid: int | None
+    node: str
+    #: The holding process, where the server's records tell it (MySQL); ``None`` on
+    #: PostgreSQL, where a session is named after its node only.
+    instance: str | None
+    node_instance: str | None
+    last_heartbeat: datetime | None
+    stopped_at: datetime | None
+
+    def stale(self, now: datetime, lease: timedelta) -> bool:
+        """Return True if the holding process has no live heartbeat within the lease.
+
+        A holding process whose node row another process took over (a known instance that
+        is not the row's) is not heartbeating either: a name is only taken over once its
+        heartbeat is older than the lease.
+        """
+        return (
+            (self.instance is not None and self.instance != self.node_instance)
+            or self.stopped_at is not None
+            or self.last_heartbeat is None
+            or self.last_heartbeat < now - lease
+        )
+
+    def work_process(self) -> str | None:
+        """Return the instance whose work sessions are ended with the lock session, or None.
+
+        A known instance (MySQL) has its own recorded connections. On PostgreSQL work
+        sessions are found by node name, so only while the node row is still the holder's
+        own process (not stopped): a newer process of the same name must not lose its own.
+        """
+        if self.instance is not None:
+            return self.instance
+        if self.stopped_at is None:
+            return self.node_instance
+        return None
+
+
+def followed_without_live_leader(
+    followed: dict[str, int], leaders: list["LeaderView"], now: datetime, lease: timedelta
+) -> dict[str, int]:
+    """Return those of ``followed`` (group -> key) whose leadership row is missing or stale.
+
+    Only for these does a follower ask the server who holds the lock: while a group's row
+    names a live leader, its lock is that leader's, and an idle follower spends no statement.
+    """
+    rows = {leader.group: leader for leader in leaders}
+    return {
+        group: key
+        for group, key in followed.items()
+        if (row := rows.get(group)) is None or row.stale(now, lease)
+    }
+
+
+def holder_views(
+    holders: list[LockHolder], groups: dict[str, int], nodes: list[Node]
+) -> list[HolderView]:
+    """Join the lock holders of ``groups`` (group -> key) to their nodes' rows.
+
+    A holder that is not a scheduler's lock session, or whose node is unknown (or, with a
+    node name cut to fit PostgreSQL's ``application_name``, ambiguous), is left out: only a
+    scheduler that stopped heartbeating is ever removed.
+    """
+    by_key = {key: group for group, key in groups.items()}
+    views = []
+    for holder in holders:
+        group = by_key.get(holder.key)
+        if group is None or not holder.node:
+            continue
+        matches = [
+            node
+            for node in nodes
+            if node.name == holder.node
+            or (
+                holder.application_name
+                and lock_application_name(node.name) == holder.application_name
+            )
+        ]
+        if len({node.name for node in matches}) != 1:
+            continue
+        node = matches[0]
+        views.append(
+            HolderView(
+                group=group,
+                key=holder.key,
+                pid=holder.pid,
+                node=node.name,
+                instance=holder.instance,
+                node_instance=node.instance,
+                last_heartbeat=node.last_heartbeat,
+                stopped_at=node.stopped_at,
+            )
+        )
+    return views
 
 
 def _lease() -> timedelta:
@@ -252,7 +361,12 @@ _PULSES = {"postgresql": _pulse_postgresql, "mysql": _pulse_mysql}
 
 
 def terminate_node_work_sessions(leader: LeaderView) -> int:
-    """End a frozen leader's own work sessions so none of its transactions can commit.
+    """End a frozen leader's own work sessions so none of its transactions can commit."""
+    return terminate_work_sessions(leader.node, leader.instance)
+
+
+def terminate_work_sessions(node: str, instance: str) -> int:
+    """End the work sessions of ``node``'s process ``instance``; return how many ended.
 
     PostgreSQL finds them by ``application_name``; MySQL by the connection ids the process
     recorded. SQLite has no sessions to end.
@@ -263,16 +377,167 @@ def terminate_node_work_sessions(leader: LeaderView) -> int:
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND application_name = %s"
                 " AND pid <> pg_backend_pid()",
-                (work_application_name(leader.node),),
+                (work_application_name(node),),
             )
             return cursor.fetchone()[0]
     if connection.vendor == "mysql":
-        return nodesessions.kill(leader.instance)
+        return nodesessions.kill(instance)
     return 0
 
 
 def work_application_name(node_name: str) -> str:
     return f"{node_name}/work"[:63]
+
+
+#: How long a new leader waits for a killed node's last sessions to finish ending (its lock
+#: sessions are gone, a work session is still exiting) before leaving its runs to the lease.
+VANISH_WAIT = 0.5
+
+
+class Vanished:
+    """What the server's sessions say about a node process that still looks alive."""
+
+    GONE = "gone"  # none of its sessions is left: the process cannot be running
+    ENDING = "ending"  # no lock session left, some work session still exiting: look again
+    UNPROVEN = "unproven"  # it may be alive: leave its runs to the lease
+
+
+@dataclass(frozen=True)
+class SessionEvidence:
+    """A node process's sessions as the database server shows them right now."""
+
+    server_started: datetime
+    now: datetime
+    last_heartbeat: datetime
+    #: The server shows who opened each session (session mode; not behind a pooler).
+    identified: bool
+    recorded: bool  # MySQL: it recorded connections (always True on PostgreSQL)
+    lock_sessions: bool
+    any_sessions: bool
+
+    def describe(self, lease: timedelta) -> str:
+        """Say what the server showed, for the log line of a run left to the lease."""
+        age = (self.now - self.last_heartbeat).total_seconds()
+        sessions = "a lock session" if self.lock_sessions else "work sessions only"
+        return (
+            f"heartbeat {age:.1f}s old, lease {lease.total_seconds():g}s; "
+            + (sessions if self.any_sessions else "no session")
+            + ("" if self.identified else ", sessions not identified (lease mode)")
+            + ("" if self.recorded else ", no recorded connection")
+            + (
+                ", heartbeat before the server started"
+                if self.last_heartbeat <= self.server_started
+                else ""
+            )
+        )
+
+
+def vanish_verdict(evidence: SessionEvidence, lease: timedelta) -> str:
+    """Decide whether a node process whose heartbeat is still within the lease is gone.
+
+    Only the server showing no session of the process proves it (a SIGKILL's kernel closes
+    every socket at once). Not proof: sessions the server cannot attribute (a pooler in
+    transaction mode, a MySQL process that recorded nothing); a heartbeat from before the
+    server's start (a restart ended every session, and live processes are reconnecting); a
+    heartbeat half a lease old or older (a live process cut off from the server stops
+    heartbeating first: its connections' own probes, ``tcp_user_timeout`` of half the lease,
+    end them no sooner, so sessions gone then may be a partition healing, not a death).
+    """
+    if not evidence.identified or not evidence.recorded:
+        return Vanished.UNPROVEN
+    if evidence.last_heartbeat <= evidence.server_started:
+        return Vanished.UNPROVEN
+    if evidence.now - evidence.last_heartbeat >= lease / 2:
+        return Vanished.UNPROVEN
+    if evidence.lock_sessions:
+        return Vanished.UNPROVEN
+    if evidence.any_sessions:
+        return Vanished.ENDING
+    return Vanished.GONE
+
+
+def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
+    """Return those of ``candidates`` (instance -> (node name, last heartbeat)) that are gone.
+
+    Waits up to ``VANISH_WAIT`` for a process whose lock sessions are gone while some work
+    session is still exiting (the server ends a killed client's sessions one by one).
+    """
+    reader = _SESSION_READERS.get(connection.vendor)
+    if reader is None or not candidates:
+        return set()
+    lease = _lease()
+    pending = dict(candidates)
+    gone: set[str] = set()
+    deadline = time.monotonic() + VANISH_WAIT
+    while True:
+        for instance, evidence in reader(pending).items():
+            verdict = vanish_verdict(evidence, lease)
+            if verdict == Vanished.GONE:
+                gone.add(instance)
+            elif verdict == Vanished.UNPROVEN or time.monotonic() >= deadline:
+                logger.info(
+                    "node %s may still be running its runs (%s): they wait for its lease",
+                    candidates[instance][0],
+                    evidence.describe(lease),
+                )
+            if verdict != Vanished.ENDING:
+                del pending[instance]
+        if not pending or time.monotonic() >= deadline:
+            return gone
+        time.sleep(0.02)
+
+
+_SESSIONS_POSTGRESQL = """
+SELECT pg_postmaster_start_time(), STATEMENT_TIMESTAMP(),
+       ARRAY(SELECT application_name FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = ANY(%s))
+"""
+
+
+def _sessions_postgresql(candidates: dict[str, tuple[str, datetime]]) -> dict:
+    names = {
+        instance: (lock_application_name(node), work_application_name(node))
+        for instance, (node, _) in candidates.items()
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_SESSIONS_POSTGRESQL, ([n for pair in names.values() for n in pair],))
+        started, now, present = cursor.fetchone()
+    present = set(present)
+    # Behind PgBouncer in transaction mode sessions are pooled: their names say nothing.
+    identified = settings.LOCK_MODE != "transaction"
+    return {
+        instance: SessionEvidence(
+            server_started=started,
+            now=now,
+            last_heartbeat=candidates[instance][1],
+            identified=identified,
+            recorded=True,
+            lock_sessions=lock in present,
+            any_sessions=lock in present or work in present,
+        )
+        for instance, (lock, work) in names.items()
+    }
+
+
+def _sessions_mysql(candidates: dict[str, tuple[str, datetime]]) -> dict:
+    sessions = nodesessions.live_sessions(candidates)
+    with connection.cursor() as cursor:
+        started, now = nodesessions.server_started_at(cursor)
+    return {
+        instance: SessionEvidence(
+            server_started=_mysql_datetime(started),
+            now=_mysql_datetime(now),
+            last_heartbeat=candidates[instance][1],
+            identified=True,
+            recorded=recorded,
+            lock_sessions=lock,
+            any_sessions=anything,
+        )
+        for instance, (recorded, lock, anything) in sessions.items()
+    }
+
+
+_SESSION_READERS = {"postgresql": _sessions_postgresql, "mysql": _sessions_mysql}
 
 
 class DatabaseHealth:
@@ -356,6 +621,7 @@ class Heartbeat(threading.Thread):
         if beat.now is not None:
             self.scheduler.clock.sync(beat.now)
             self._remove_stale_leaders(beat.now, beat.leaders)
+            self._remove_stale_holders(beat.now, beat.leaders)
             self._watch_for_leaderless_groups(beat.now, beat.leaders)
 
     def _wake_leaders(self, wakeups: dict[str, int]) -> None:
@@ -397,21 +663,78 @@ class Heartbeat(threading.Thread):
             pid = terminate_holder(leader.key, pid=leader.session_id)
             if pid is None and not work:
                 continue
-            age = (now - leader.last_heartbeat).total_seconds() if leader.last_heartbeat else None
-            logger.warning(
-                "[%s] took over from stale node %s (no heartbeat for %s): terminated its lock "
-                "session %s and %d work session(s)",
-                loop.group.log_prefix,
-                leader.node,
-                f"{age:.1f}s" if age is not None else "ever",
-                pid,
-                work,
-            )
+            self._took_over(loop, leader.node, now, leader.last_heartbeat, pid, work)
             leadership.end(
                 leader.group,
                 instance=leader.instance,
                 reason=leadership.EndReason.FENCED,
                 detail=f"removed by {self.identity.name}: no heartbeat for "
-                + (f"{age:.1f}s" if age is not None else "ever"),
+                + _age_text(now, leader.last_heartbeat),
             )
             loop.request_maintenance()
+
+    def _remove_stale_holders(self, now: datetime, leaders: list[LeaderView]) -> None:
+        """Remove the server-side holder of a followed group's lock that stopped heartbeating.
+
+        Asked only for groups without a live leader by their row (a dead leader's lock may
+        have gone to a frozen waiter, which never writes its row). The holder's work sessions
+        end first, then its lock session, as for a frozen leader.
+        """
+        lease = _lease()
+        followed = {
+            loop.group.name: loop.lock.key
+            for loop in self.scheduler.loops
+            if not loop.leading and type(loop.lock).can_end_holders
+        }
+        groups = followed_without_live_leader(followed, leaders, now, lease)
+        if not groups:
+            return
+        holders = [
+            holder
+            for holder in list_holders(keys=list(groups.values()))
+            if holder.node and holder.instance != self.identity.instance
+        ]
+        if not holders:
+            return
+        names = Q()
+        for holder in holders:
+            names |= Q(name__startswith=holder.node)
+        views = holder_views(holders, groups, list(Node.objects.filter(names)))
+        rows = {leader.group: leader for leader in leaders}
+        for view in views:
+            if view.node == self.identity.name or not view.stale(now, lease):
+                continue
+            loop = self.scheduler.loop_for(view.group)
+            process = view.work_process()
+            work = terminate_work_sessions(view.node, process) if process else 0
+            pid = terminate_holder(view.key, pid=view.pid)
+            if pid is None and not work:
+                continue
+            self._took_over(loop, view.node, now, view.last_heartbeat, pid, work)
+            row = rows.get(view.group)
+            if row is not None and process is not None and row.instance == process:
+                leadership.end(
+                    view.group,
+                    instance=row.instance,
+                    reason=leadership.EndReason.FENCED,
+                    detail=f"removed by {self.identity.name}: no heartbeat for "
+                    + _age_text(now, view.last_heartbeat),
+                )
+            loop.request_maintenance()
+
+    def _took_over(self, loop, node: str, now: datetime, last_heartbeat, pid, work: int) -> None:
+        logger.warning(
+            "[%s] took over from stale node %s (no heartbeat for %s): terminated its lock "
+            "session %s and %d work session(s)",
+            loop.group.log_prefix,
+            node,
+            _age_text(now, last_heartbeat),
+            pid,
+            work,
+        )
+
+
+def _age_text(now: datetime, last_heartbeat: datetime | None) -> str:
+    if last_heartbeat is None:
+        return "ever"
+    return f"{(now - last_heartbeat).total_seconds():.1f}s"

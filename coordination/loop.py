@@ -737,6 +737,7 @@ class GroupLoop(threading.Thread):
                     "[%s] retired %d job(s) no live node declares", self.group.log_prefix, retired
                 )
         abandoned = ledger.abandon_orphans(list(declared))
+        abandoned += ledger.abandon_vanished(list(declared), instance=self.node.instance)
         if abandoned:
             logger.warning(
                 "[%s] marked %d run(s) of dead nodes as abandoned",

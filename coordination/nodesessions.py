@@ -157,3 +157,44 @@ def error_code(exc: BaseException) -> int | None:
         if args and isinstance(args[0], int):
             return args[0]
     return None
+
+
+def live_sessions(instances) -> dict[str, tuple[bool, bool, bool]]:
+    """Return, per instance: whether it recorded any connection, whether the server still shows
+    one of its lock connections, and whether it still shows any of its connections.
+
+    A recorded id counts only while the server shows it for the client address it had, as
+    for ``kill()``.
+    """
+    rows = list(
+        NodeSession.objects.filter(instance__in=list(instances)).values_list(
+            "instance", "role", "connection_id", "client"
+        )
+    )
+    found = {instance: (False, False, False) for instance in instances}
+    if not rows:
+        return found
+    ids = sorted({row[2] for row in rows})
+    with connection.cursor() as cursor:
+        # Pairs, not a map by id: an old record may carry an id the server now gives another
+        # client (ids start again after a restart).
+        cursor.execute(
+            "SELECT ID, COALESCE(HOST, '') FROM information_schema.PROCESSLIST"
+            f" WHERE ID IN ({', '.join(['%s'] * len(ids))}) AND ID <> CONNECTION_ID()",
+            ids,
+        )
+        live = {(row[0], row[1]) for row in cursor.fetchall()}
+    for instance, role, connection_id, client in rows:
+        _, lock, anything = found[instance]
+        up = (connection_id, client) in live
+        found[instance] = (True, lock or (up and role == NodeSession.Role.LOCK), anything or up)
+    return found
+
+
+def server_started_at(cursor):
+    """Return when the MySQL server started, and its time now (naive, the server's zone)."""
+    cursor.execute(
+        "SELECT NOW(6) - INTERVAL VARIABLE_VALUE SECOND, NOW(6)"
+        " FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"
+    )
+    return cursor.fetchone()

@@ -18,8 +18,11 @@ termination of the leader's database sessions, a database restart (PostgreSQL
 of one replica; run-now requests (sometimes followed by a SIGKILL of the leader); a catch-up of
 1,800 slots; ``runscheduler --once`` next to the replicas; termination of only the leader's lock
 session, and a database restart, while a slow claim-first run is in progress; a row lock held
-on a due post; SIGTERM of a lease-mode replica; and, with a standby, a failover (the primary
-stopped with ``-m immediate``, the standby promoted, the old primary rebuilt as the new standby).
+on a due post; SIGTERM of a lease-mode replica; two faults at once (the follower first in line
+for a group's lock frozen, then the group's leader SIGKILLed: the server grants the lock to the
+frozen waiter); a SIGKILL of the leader while the slow claim-first job runs on it; and, with a
+standby, a failover (the primary stopped with ``-m immediate``, the standby promoted, the old
+primary rebuilt as the new standby).
 
 Each replica lives in a network namespace this script creates, joined to the host by a veth
 pair whose host end carries a private address the database listens on; a partition takes that
@@ -32,8 +35,10 @@ has every slot exactly once (a missed one with its reason), every due post was p
 once and none early, every post went live within LATE_BOUND of its time unless a fault explains
 it, no cancelled post was published, every job is back on schedule soon after
 the last fault, nothing spins (ledger rows per minute, "already claimed elsewhere" lines), no job
-overlaps itself, every process not deliberately killed is running, and stopped processes exit
-as they should. It prints a table of faults (with the time until work resumed per fault kind:
+overlaps itself, every process not deliberately killed is running, stopped processes exit
+as they should, a group whose leader died while its first waiter was frozen leads again within
+the lease + 1 s, and a killed node's claim-first run is abandoned (its sessions gone) and its job
+runs again within 1 s. It prints a table of faults (with the time until work resumed per fault kind:
 a new leader, a served run-now request, a finished catch-up, a published post) and invariants,
 and exits non-zero if any invariant broke. The same seed gives the same fault plan.
 """
@@ -110,8 +115,25 @@ FAULT_SLACK = RETRY_MAX + LATE_BOUND
 # was picked for) and each database restart or failover; a run-now whose node was killed too.
 # The others leave publishing alone (a row lock explains the lateness of its own post only).
 PUBLISHING_DISRUPTIONS = frozenset(
-    {"kill", "freeze", "term", "session", "partition", "pgrestart", "pgrestart-busy", "failover"}
+    {
+        "kill",
+        "freeze",
+        "term",
+        "session",
+        "partition",
+        "pgrestart",
+        "pgrestart-busy",
+        "failover",
+        "doublefault",
+        "killrun",
+    }
 )
+# A frozen waiter granted a dead leader's lock is removed once its heartbeat is a lease old:
+# the group leads again within this long after the kill (the leadership row's time).
+DOUBLE_FAULT_BOUND = LEASE + 1.0
+# A killed node's claim-first run is abandoned (the server shows none of its sessions) and its
+# job free again within this long after the kill.
+KILLED_RUN_BOUND = 1.0
 # The editors' quiet spells: busy editing for this long (s) between two of them.
 QUIET_EVERY = (3.0, 6.0)
 LONE_LEAD = 2.0  # a lone post goes to PROBE_JOB's first slot at least this far (s) ahead
@@ -271,6 +293,7 @@ class Fault:
     exit_code: int | None = None
     exit_seconds: float | None = None
     rate: float | None = None  # publish runs per second (rowlock)
+    lead_gap: float | None = None  # seconds from the kill, database clock (doublefault, killrun)
     disrupts_publishing: bool = False  # may leave publishing leaderless (set by inject)
     post_id: int | None = None  # the post a rowlock held
 
@@ -978,6 +1001,135 @@ def fault_lockonly(soak: Soak) -> Fault:
     return fault
 
 
+def fault_doublefault(soak: Soak) -> Fault:
+    """Freeze the follower first in line for a group's lock, then SIGKILL the group's leader.
+
+    The server grants the dead leader's lock to the frozen waiter, which cannot write its
+    leadership row; another follower must find the holder in the server and fence it. The
+    takeover is the time until a third node leads; the bound is checked on the database's
+    times (the new leadership row's ``since`` against the kill).
+    """
+    frozen_extra = soak.rng.uniform(0.2, 1.0)
+    group, leader_name, leader = pick_leader(soak)
+    from coordination.conf import settings
+    from coordination.keys import normalize_key
+
+    waiter = soak.by_name(soak.db.first_lock_waiter(normalize_key(settings.group_key(group))))
+    fault = new_fault(
+        soak,
+        "doublefault",
+        leader.name,
+        f"{group} leader {leader_name}, first waiter {waiter.name if waiter else None} frozen",
+    )
+    if leader.name != leader_name or waiter is None or waiter is leader or not waiter.alive():
+        fault.skip(f"no leader of {group} with a waiting follower")
+        return fault
+    waiter.process.send_signal(signal.SIGSTOP)
+    killed_db = soak.db_now()
+    soak.kill(leader)
+
+    def third_node_leads() -> bool:
+        current = soak.by_name(soak.leader(group))
+        return current is not None and current not in (leader, waiter) and current.alive()
+
+    fault.takeover = soak.wait_until(third_node_leads, since=fault.at, timeout=30)
+    since = soak.scalar(
+        f"SELECT since FROM coordination_leadership WHERE {soak.db.q('group')} = %s", (group,)
+    )
+    if fault.takeover is None or since is None:
+        fault.problem = f"{group} did not lead again within 30 s"
+    else:
+        fault.lead_gap = (since - killed_db).total_seconds()
+        fault.note = f"led again {fault.lead_gap:.2f} s after the kill"
+        if fault.lead_gap > DOUBLE_FAULT_BOUND:
+            fault.problem = f"{group} led again {fault.lead_gap:.2f} s after the kill"
+    time.sleep(frozen_extra)
+    waiter.process.send_signal(signal.SIGCONT)
+    soak.restart(leader)
+    return fault
+
+
+def fault_killrun(soak: Soak) -> Fault:
+    """SIGKILL the plugins leader while the slow claim-first job runs on it.
+
+    The killed process's sessions end with it, so the new leader must abandon the run at once
+    (not a lease later) and the job's next slot must start on time. The takeover is the time
+    until the run's row is no longer ``running``; the bounds are checked on the database's
+    times.
+    """
+    from coordination.ledger import VANISHED_REASON
+
+    pause = soak.rng.uniform(0.0, 1.0)
+    run = soak.wait_slow_run()
+    replica = soak.by_name(run.node) if run else None
+    if run is None or replica is None or not replica.alive():
+        fault = new_fault(soak, "killrun", "-")
+        fault.skip(f"{SLOW_JOB} not running on the plugins leader")
+        return fault
+    time.sleep(pause)
+    fault = new_fault(soak, "killrun", run.node, f"{SLOW_JOB} run {run.id}")
+    killed_db = soak.db_now()
+    soak.kill(replica)
+    row_sql = "SELECT status, error, finished_at, slot FROM coordination_jobrun WHERE id = %s"
+    fault.takeover = soak.wait_until(
+        lambda: soak.query(row_sql, (run.id,))[0][0] != "running", since=fault.at, timeout=15
+    )
+    status, error, finished_at, slot = soak.query(row_sql, (run.id,))[0]
+    if status != "abandoned" and finished_at is not None and finished_at <= killed_db:
+        fault.note = f"run {run.id} ended ({status}) before the kill"
+    elif status == "abandoned" and error != VANISHED_REASON and (why := left_to_lease(soak, run)):
+        # By design: its heartbeat was already half a lease old (a starved process), which
+        # does not prove it gone. Then the lease bounds it, as before.
+        fault.note = f"left to the lease ({why})"
+        gap = (finished_at - killed_db).total_seconds()
+        if gap > LEASE + 2 * HEARTBEAT + 1:
+            fault.problem = f"run {run.id} abandoned {gap:.2f} s after the kill"
+    elif status != "abandoned" or error != VANISHED_REASON or finished_at is None:
+        fault.problem = f"run {run.id} {status} ({error or 'no error'}), not abandoned at once"
+    else:
+        fault.lead_gap = (finished_at - killed_db).total_seconds()
+        fault.note = f"abandoned {fault.lead_gap:.2f} s after the kill"
+        if fault.lead_gap > KILLED_RUN_BOUND:
+            fault.problem = f"run {run.id} abandoned {fault.lead_gap:.2f} s after the kill"
+        else:
+            next_sql = (
+                "SELECT slot, started_at FROM coordination_jobrun WHERE job = %s AND slot > %s"
+                " AND started_at IS NOT NULL ORDER BY slot LIMIT 1"
+            )
+            soak.wait_until(
+                lambda: bool(soak.query(next_sql, (SLOW_JOB, slot))),
+                since=time.monotonic(),
+                timeout=2 * JOBS[SLOW_JOB].period + 1,
+            )
+            rows = soak.query(next_sql, (SLOW_JOB, slot))
+            if not rows:
+                fault.problem = f"{SLOW_JOB} did not run again"
+            else:
+                late = (rows[0][1] - max(rows[0][0], killed_db)).total_seconds()
+                fault.note += f"; next run {late:.2f} s after its slot"
+                if late > KILLED_RUN_BOUND:
+                    fault.problem = f"{SLOW_JOB}'s next run started {late:.2f} s late"
+    soak.restart(replica)
+    return fault
+
+
+def left_to_lease(soak: Soak, run: SlowRun) -> str:
+    """Return why a leader left ``run``'s node to its lease when the reason is its heartbeat's
+    age (the fast path's design: no proof of death), from the replicas' logs; else ""."""
+    pattern = re.compile(
+        rf"node {re.escape(run.node)} may still be running its runs \((heartbeat [\d.]+s old,"
+        r" lease [\d.]+s; no session)\)"
+    )
+    for replica in soak.replicas.values():
+        for line in replica.log_path.read_text(errors="replace").splitlines():
+            found = pattern.search(line)
+            if found:
+                age, lease = re.findall(r"[\d.]+(?=s)", found[1])[:2]
+                if float(age) >= float(lease) / 2:
+                    return found[1]
+    return ""
+
+
 def fault_pgrestart_busy(soak: Soak) -> Fault:
     """Restart the database while the slow claim-first job does its non-database work."""
     pause = soak.rng.uniform(0.0, 1.0)
@@ -1139,6 +1291,8 @@ FAULTS: dict[str, Callable[[Soak], Fault]] = {
     "pgrestart-busy": fault_pgrestart_busy,
     "leaseterm": fault_leaseterm,
     "failover": fault_failover,
+    "doublefault": fault_doublefault,
+    "killrun": fault_killrun,
 }
 FAULT_KINDS = list(FAULTS)
 
@@ -1504,6 +1658,21 @@ def lease_term_exits(soak: Soak, end_db) -> tuple[bool, str]:
     return held, detail + (f"; slowest {max(times):.2f} s" if times else "")
 
 
+def bounded_kind(soak: Soak, kind: str) -> tuple[bool, str]:
+    """Held when no fault of ``kind`` recorded a problem; the detail gives the worst gap."""
+    held, detail = kind_problems(soak, kind, "faults")
+    gaps = [f.lead_gap for f in soak.faults if f.kind == kind and f.lead_gap is not None]
+    return held, detail + (f"; worst {max(gaps):.2f} s after the kill" if gaps else "")
+
+
+def double_faults_lead_again(soak: Soak, end_db) -> tuple[bool, str]:
+    return bounded_kind(soak, "doublefault")
+
+
+def killed_runs_resume(soak: Soak, end_db) -> tuple[bool, str]:
+    return bounded_kind(soak, "killrun")
+
+
 INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("progress: every job's next slot near now", progress),
     ("no (job, slot) ran twice", no_slot_twice),
@@ -1524,6 +1693,14 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("SIGTERM exits 0", term_exits),
     ("--once exits 0 unless cut off", once_exits),
     (f"lease-mode SIGTERM: stops within {LEASE_TERM_MAX:.0f} s, exits 0", lease_term_exits),
+    (
+        f"frozen waiter + killed leader: leads again <= {DOUBLE_FAULT_BOUND:.0f} s",
+        double_faults_lead_again,
+    ),
+    (
+        f"killed node's claim-first job resumes <= {KILLED_RUN_BOUND:.0f} s",
+        killed_runs_resume,
+    ),
 ]
 
 

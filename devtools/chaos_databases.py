@@ -61,6 +61,11 @@ class SoakDatabase:
         """End ``node``'s lock sessions (only ``connection_id`` when given); return how many."""
         raise NotImplementedError
 
+    def first_lock_waiter(self, key: int) -> str | None:
+        """Return the node whose lock session has waited longest for lock ``key`` (the one the
+        server grants it to next), or None."""
+        raise NotImplementedError
+
     # --- shared ------------------------------------------------------------------------------
     def query(self, sql: str, params=()):
         """Run one statement on a new connection, retrying while the server is unreachable."""
@@ -147,6 +152,16 @@ class PostgresDatabase(SoakDatabase):
         )
         return len(rows)
 
+    def first_lock_waiter(self, key: int) -> str | None:
+        name = self.scalar(
+            "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1"
+            " AND ((l.classid::bigint << 32) | l.objid::bigint) = %s"
+            " ORDER BY l.waitstart LIMIT 1",
+            (key,),
+        )
+        return name.removesuffix("/lock") if name else None
+
 
 class MariaDBDatabase(SoakDatabase):
     """MariaDB: sessions are found through the connection ids each scheduler records."""
@@ -220,6 +235,15 @@ class MariaDBDatabase(SoakDatabase):
             except self.mysqldb.OperationalError:
                 pass  # it ended on its own meanwhile
         return ended
+
+    def first_lock_waiter(self, key: int) -> str | None:
+        """The recorded lock connection whose ``GET_LOCK`` of the key has run longest."""
+        return self.scalar(
+            "SELECT s.node FROM coordination_nodesession s JOIN information_schema.PROCESSLIST p"
+            " ON p.ID = s.connection_id AND p.HOST = s.client"
+            " WHERE s.role = 'lock' AND p.INFO LIKE %s ORDER BY p.TIME_MS DESC LIMIT 1",
+            (f"%GET_LOCK('instatic:lock:{key & 0xFFFFFFFFFFFFFFFF:016x}'%",),
+        )
 
     def transient(self, exc: BaseException) -> bool:
         # 1094: no such thread (a KILL that lost a race); not worth retrying.

@@ -23,6 +23,10 @@ class LockHolder:
     application_name: str | None
     client_addr: str | None
     since: datetime | None
+    #: The scheduler node whose lock session this is (``None``: not a scheduler's session).
+    node: str | None = None
+    #: The holding process's instance id, where the server's records tell it (MySQL).
+    instance: str | None = None
 
 
 class LeaderLock:
@@ -34,6 +38,10 @@ class LeaderLock:
     """
 
     vendor = ""
+    #: Whether ``terminate_holder`` can end a holding session, so that a follower can remove
+    #: a holder that stopped heartbeating (False for file locks and leases, which cannot be
+    #: taken away: a lease runs out by itself).
+    can_end_holders = False
 
     def __init__(
         self,

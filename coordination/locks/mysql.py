@@ -43,6 +43,7 @@ def lock_name(database: str, key: int) -> str:
 
 class MySQLLeaderLock(LeaderLock):
     vendor = "mysql"
+    can_end_holders = True
     _thread_id: int | None = None
     _listening = False
 
@@ -156,30 +157,38 @@ class MySQLLeaderLock(LeaderLock):
     def list_holders(cls, *, using: str, keys=()) -> list[LockHolder]:
         """Report the holders of ``keys`` (MySQL has no catalogue of user locks by default).
 
-        ``since`` is unknown: the server does not record when a user lock was taken.
+        One statement for all keys. A holder that a scheduler process recorded as its lock
+        connection (``coordination.nodesessions``, same id and client address) is named with
+        its node and instance. ``since`` is unknown: the server does not record when a user
+        lock was taken.
         """
+        keys = [normalize_key(key) for key in keys]
+        if not keys:
+            return []
         database = connections[using].settings_dict["NAME"]
-        holders = []
+        wanted = " UNION ALL ".join(["SELECT %s AS k, IS_USED_LOCK(%s) AS id"] * len(keys))
+        params = [value for key in keys for value in (key, lock_name(database, key))]
         with connections[using].cursor() as cursor:
-            for key in keys:
-                key = normalize_key(key)
-                cursor.execute(
-                    "SELECT p.ID, p.HOST FROM information_schema.PROCESSLIST p"
-                    " WHERE p.ID = IS_USED_LOCK(%s)",
-                    (lock_name(database, key),),
-                )
-                row = cursor.fetchone()
-                if row:
-                    holders.append(
-                        LockHolder(
-                            key=key,
-                            pid=row[0],
-                            application_name=None,
-                            client_addr=(row[1] or "").rsplit(":", 1)[0] or None,
-                            since=None,
-                        )
-                    )
-        return holders
+            cursor.execute(
+                "SELECT h.k, p.ID, p.HOST, s.node, s.instance"
+                f" FROM ({wanted}) AS h JOIN information_schema.PROCESSLIST p ON p.ID = h.id"
+                " LEFT JOIN coordination_nodesession s ON s.connection_id = p.ID"
+                " AND s.client = COALESCE(p.HOST, '') AND s.role = 'lock'",
+                params,
+            )
+            rows = cursor.fetchall()
+        return [
+            LockHolder(
+                key=int(key),
+                pid=pid,
+                application_name=None,
+                client_addr=(host or "").rsplit(":", 1)[0] or None,
+                since=None,
+                node=node,
+                instance=instance,
+            )
+            for key, pid, host, node, instance in rows
+        ]
 
     @classmethod
     def terminate_holder(cls, key_or_name, *, pid: int | None, using: str) -> int | None:

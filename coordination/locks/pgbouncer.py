@@ -128,7 +128,14 @@ class PgBouncerLeaderLock(LeaderLock):
             )
             rows = cursor.fetchall()
         return [
-            LockHolder(key=key, pid=None, application_name=holder, client_addr=None, since=since)
+            LockHolder(
+                key=key,
+                pid=None,
+                application_name=holder,
+                client_addr=None,
+                since=since,
+                node=holder or None,
+            )
             for key, holder, since in rows
         ]
 

@@ -67,8 +67,14 @@ def _mark_notifications(conn, waker, timeout: float = 0) -> bool:
     return True
 
 
+def lock_application_name(node_name: str) -> str:
+    """Return the ``application_name`` of a node's lock sessions (within 63 bytes)."""
+    return f"{(node_name or 'instatic')[:58]}/lock"
+
+
 class PostgresLeaderLock(LeaderLock):
     vendor = "postgresql"
+    can_end_holders = True
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -79,9 +85,9 @@ class PostgresLeaderLock(LeaderLock):
 
     def _connection(self):
         if self._conn is None:
-            # Keep the "/lock" suffix within PostgreSQL's 63-byte application_name.
-            name = f"{(self.node_name or 'instatic')[:58]}/lock"
-            conn = self._new_raw_connection(connection_options(name))
+            conn = self._new_raw_connection(
+                connection_options(lock_application_name(self.node_name))
+            )
             conn.autocommit = True
             # Django binds parameters on the client and never prepares; this connection runs
             # the same few statements for the process's life, so bind on the server and let
@@ -209,6 +215,8 @@ class PostgresLeaderLock(LeaderLock):
                 application_name=app,
                 client_addr=addr,
                 since=since,
+                # A scheduler's lock session is named <node>/lock (the name cut to 58).
+                node=app.removesuffix("/lock") if app and app.endswith("/lock") else None,
             )
             for classid, objid, pid, app, addr, since in rows
         ]

@@ -8,6 +8,7 @@ before a whole second, minute or hour) changes no count.
 """
 
 import threading
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -19,7 +20,8 @@ from django.test import override_settings
 from coordination import services
 from coordination.checks import check_job_declarations
 from coordination.clock import database_now
-from coordination.models import JobRun, JobState, Node
+from coordination.liveness import work_application_name
+from coordination.models import JobRun, JobState, Node, NodeSession
 from coordination.registry import JobDeclarationError, JobRegistry, Missed, make_job
 from coordination.scheduler import Scheduler
 from coordination.schedules import Every, WhenDue, every, hourly
@@ -386,10 +388,42 @@ def timed_out_run_on(name: str, *, alive: bool):
     return recorder, reg, job
 
 
+@contextmanager
+def session_of(name: str):
+    """Hold a database session open for node ``name``'s process, as a live scheduler does (the
+    server's sessions tell a dead node from a live one; see liveness.vanished_instances)."""
+    if connection.vendor not in ("postgresql", "mysql"):
+        yield
+        return
+    params = connection.get_connection_params()
+    if connection.vendor == "postgresql":
+        params["application_name"] = work_application_name(name)
+    other = connection.get_new_connection(params)
+    try:
+        if connection.vendor == "mysql":
+            with other.cursor() as cursor:
+                cursor.execute(
+                    "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"
+                )
+                connection_id, client = cursor.fetchone()
+            NodeSession.objects.create(
+                node=name,
+                instance=f"{name}0",
+                role="work",
+                connection_id=connection_id,
+                client=client,
+                opened_at=database_now(),
+            )
+        yield
+    finally:
+        other.close()
+
+
 def test_a_timed_out_run_still_going_on_a_live_node_holds_the_job_off():
     """A lock-only loss: the ex-leader is alive and its timed-out run has not returned yet."""
     recorder, reg, _ = timed_out_run_on("ex-leader", alive=True)
-    tick(reg)
+    with session_of("ex-leader"):
+        tick(reg)
     assert recorder.slots == [], "it would overlap the run still going on the ex-leader"
 
 

@@ -16,6 +16,7 @@ import pytest
 from django.db import connection
 
 from coordination.clock import database_now
+from coordination.ledger import VANISHED_REASON
 from coordination.locks import terminate_holder
 from coordination.models import JobRun, Leadership, Node
 from tests.jobsapp.models import Effect
@@ -166,7 +167,11 @@ def test_terminating_the_leaders_lock_session_mid_job_runs_no_slot_twice(replica
             timeout=5,
         )
         assert terminate_holder(f"group:{GROUP}") is not None
-        wait_until(lambda current=current: leader_name() != current, timeout=5)
+        # A node that stops leading deletes its row: wait for the next leader's.
+        wait_until(
+            lambda current=current: (name := leader_name()) is not None and name != current,
+            timeout=5,
+        )
     wait_for_runs(JobRun.objects.filter(job=JOB, status="succeeded").count() + 2)
     assert leader is not None
     assert all(p.alive() for p in procs)
@@ -289,7 +294,8 @@ def test_a_claim_first_run_killed_mid_job_is_marked_abandoned(replicas):
     abandoned = wait_until(
         lambda: JobRun.objects.filter(pk=running.pk, status="abandoned").first(), timeout=15
     )
-    assert "stopped heartbeating" in abandoned.error
+    # The server closed every session of the killed process: no need to wait for the lease.
+    assert abandoned.error == VANISHED_REASON
     assert JobRun.objects.filter(job="hatest.slow", slot=running.slot).count() == 1
 
 

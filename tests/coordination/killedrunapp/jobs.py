@@ -1,0 +1,38 @@
+"""Claim-first jobs of the ``hatest_killed`` group that run until their node stops.
+
+Each run is reliably in flight when a test kills its node, and a SIGTERM (``should_stop()``)
+ends it at once, so stopping the processes after the test takes no grace period.
+"""
+
+import threading
+from datetime import timedelta
+
+from coordination.registry import job
+from coordination.schedules import every
+
+GROUP = "hatest_killed"
+
+
+def _until_stopped(ctx) -> None:
+    ctx.logger.info("run of %s slot %s in flight", ctx.job.name, ctx.slot.isoformat())
+    for _ in range(600):
+        if ctx.should_stop():
+            return
+        threading.Event().wait(0.1)
+
+
+@job(name="killed.every2s", group=GROUP, schedule=every(timedelta(seconds=2)))
+def every2s(ctx):
+    """Every 2 s, claim first; runs until its node stops (its later slots come due meanwhile)."""
+    _until_stopped(ctx)
+
+
+@job(
+    name="killed.retried",
+    group=GROUP,
+    schedule=every(timedelta(hours=1)),
+    retry_abandoned=True,
+)
+def retried(ctx):
+    """Hourly (so it runs when asked), claim first, retried when abandoned."""
+    _until_stopped(ctx)
