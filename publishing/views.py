@@ -12,7 +12,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import condition, require_safe
 
 from coordination.clock import database_now
-from publishing import previews, selectors
+from publishing import paging, previews, selectors
 from publishing.conf import settings
 
 
@@ -39,10 +39,10 @@ def _index_last_modified(request):
 @condition(etag_func=_index_etag, last_modified_func=_index_last_modified)
 def index(request):
     """List live posts, newest first, a page at a time (excerpts: bodies stay in the database)."""
-    number = _page_number(request)
+    number = paging.page_number(request.GET.get("page"))
     page = None
-    if number.isdigit() and int(number) >= 1:
-        page = selectors.live_page(number=int(number), per_page=int(settings.POSTS_PER_PAGE))
+    if number is not None:
+        page = selectors.live_page(number=number, per_page=int(settings.POSTS_PER_PAGE))
     if page is None:
         raise Http404("No such page.")
     entries = [{"post": post, "excerpt": post.excerpt} for post in page.object_list]
