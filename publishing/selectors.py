@@ -8,19 +8,33 @@ from django.db.models.functions import Now
 
 from publishing.conf import settings
 from publishing.models import Post, PostRevision, PublishEvent
+from publishing.slugs import IsURLSlug
 
 
 def live_posts() -> QuerySet[Post]:
     """Return the posts the public sees, newest first.
 
     Only published posts, and none past their unpublish time even if the publish job has not
-    taken them down yet (the database clock decides).
+    taken them down yet (the database clock decides). A post needs an address too: one whose
+    slug the public URL rejects (only possible where the slug constraint is missing) is in
+    no list, the feed or the sitemap (:func:`unreachable_live_posts` names them).
     """
     return (
         Post.objects.filter(status=Post.Status.PUBLISHED)
         .filter(Q(unpublish_at__isnull=True) | Q(unpublish_at__gt=Now()))
+        .filter(IsURLSlug("slug"))
         .order_by("-published_at", "-id")
     )
+
+
+def unreachable_live_posts(limit: int = 10) -> list[tuple[int, str]]:
+    """Return (id, slug) of up to ``limit`` published posts whose slug has no public address.
+
+    The database's slug constraint keeps them out; a database without it (a migration not
+    run yet) may hold some, which the public site and the static export leave out.
+    """
+    published = Post.objects.filter(status=Post.Status.PUBLISHED).filter(~Q(IsURLSlug("slug")))
+    return list(published.order_by("id").values_list("id", "slug")[:limit])
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,15 @@ PAGES_MANIFEST = ".instatic-export-pages.jsonl"
 SITEMAP_MANIFEST = ".instatic-export-sitemap.jsonl"
 #: A spare build: a hard-linked copy of the live build for the next export to rewrite in place.
 SPARE = ".spare-"
+#: The file that marks a folder as an Instatic export's (written by its first export).
+ROOT_MARKER = ".instatic-export-root"
+#: The names only the export gives, in ``builds/`` (and ``current``'s temporaries at the top):
+#: the clean-up deletes nothing else, so an operator's own folder there is left alone.
+_STAMP = r"\d{8}T\d{12}Z"
+BUILD_NAME = re.compile(rf"{_STAMP}-[0-9a-f]{{12}}")
+SPARE_NAME = re.compile(rf"{re.escape(SPARE)}{_STAMP}-[0-9a-f]{{8}}")
+TEMPORARY_NAME = re.compile(r"\.tmp-[0-9a-f]{32}")
+LINK_NAME = re.compile(rf"\.{CURRENT}-[0-9a-f]{{32}}")
 RENDER_ATTEMPTS = 3
 STALE_TEMP_AGE = timedelta(hours=1)
 #: Rows per fetch while streaming the live posts' ids and versions.
@@ -916,7 +925,7 @@ def clean_up(root: Path, *, keep: int) -> list[Path]:
     # Leftovers of an export that crashed (another node may be exporting right now: only old
     # ones go).
     cutoff = time.time() - STALE_TEMP_AGE.total_seconds()
-    for leftover in [*builds_dir.glob(".tmp-*"), *root.glob(f".{CURRENT}-*")]:
+    for leftover in [*_named(builds_dir, TEMPORARY_NAME), *_named(root, LINK_NAME)]:
         try:
             if leftover.lstat().st_mtime < cutoff:
                 if leftover.is_dir() and not leftover.is_symlink():
@@ -928,14 +937,49 @@ def clean_up(root: Path, *, keep: int) -> list[Path]:
     return removed
 
 
+def _named(folder: Path, name: re.Pattern) -> list[Path]:
+    """Return the entries of ``folder`` whose whole name is ``name``'s, sorted."""
+    try:
+        return sorted(p for p in folder.iterdir() if name.fullmatch(p.name))
+    except FileNotFoundError:
+        return []
+
+
 def _builds(builds_dir: Path) -> list[Path]:
-    """Return the builds in ``builds_dir``, oldest first (temporaries and spares aside)."""
-    return sorted(p for p in builds_dir.iterdir() if not p.name.startswith("."))
+    """Return the builds in ``builds_dir``, oldest first (temporaries, spares and any
+    folder the export did not name aside)."""
+    return _named(builds_dir, BUILD_NAME)
 
 
 def _spares(builds_dir: Path) -> list[Path]:
     """Return the spare builds in ``builds_dir``, oldest first (normally none or one)."""
-    return sorted(builds_dir.glob(f"{SPARE}*"))
+    return _named(builds_dir, SPARE_NAME)
+
+
+def claim_root(root: Path) -> None:
+    """Make sure ``root`` is an Instatic export's folder, marking it so on its first export.
+
+    An empty (or missing) folder becomes one; a folder with the marker, or with the
+    ``current`` symlink an earlier export made, is one. Anything else is refused: the export
+    replaces ``current`` and deletes old builds, and must not do that among someone else's
+    files.
+    """
+    marker = root / ROOT_MARKER
+    if marker.is_file():
+        return
+    current = root / CURRENT
+    try:
+        entries = [p.name for p in root.iterdir()]
+    except FileNotFoundError:
+        entries = []
+    made_by_an_export = current.is_symlink() and os.readlink(current).startswith(f"{BUILDS}/")
+    if entries and not made_by_an_export:
+        raise ExportError(
+            f"{root} is not empty and is not an Instatic export (it has no {ROOT_MARKER}); "
+            "export into a new or empty folder, or into one an earlier export made"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    marker.write_text("This folder is written by Instatic's static export.\n")
 
 
 def _build_files(build: Path, manifest: dict) -> Iterable[str]:
@@ -1117,6 +1161,15 @@ def export_site(
     current = root / CURRENT
     if current.exists() and not current.is_symlink():
         raise ExportError(f"{current} is a real folder; move it away so it can be a symlink")
+    claim_root(root)
+    for pk, slug in selectors.unreachable_live_posts():
+        logger.warning(
+            "static export: skipped post %s: its slug %r is not a valid address (letters a-z "
+            "and A-Z, digits, - and _); give it another one (manage.py migrate adds the "
+            "constraint that refuses such slugs)",
+            pk,
+            slug,
+        )
     manifest = read_manifest(root)
     live = _live_build(root)
     fingerprint = render_fingerprint()
