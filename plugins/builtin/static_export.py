@@ -2,7 +2,7 @@
 
 Layout under ``INSTATIC_EXPORT_ROOT``::
 
-    builds/<stamp>-<hash>/index.html            the index (later pages in page/<n>/index.html)
+    builds/<stamp>-<hash>/index.html            the index (later pages in page/<slug>/index.html)
     builds/<stamp>-<hash>/posts/<slug>/index.html
     builds/<stamp>-<hash>/feed/index.xml        the Atom feed
     builds/<stamp>-<hash>/sitemap.xml           the sitemap index, linking to
@@ -23,8 +23,9 @@ and every page is written to the build as soon as it is rendered: memory does no
 size of the site (a 100,000-post site is exported in the same memory as a 10,000-post one).
 
 **Incremental.** The manifest lists every post page (id, file, the post's ``version`` and
-``updated_at``, the file's hash), every index page (the ids and versions of the posts on it)
-and every page of the posts sitemap (a range of post ids, ``publishing.sitemaps``). A page whose
+``updated_at``, the file's hash), every index page (the ids and versions of the posts on it,
+and its links) and every page of the posts sitemap (a range of post ids,
+``publishing.sitemaps``). A page whose
 inputs did not change is not rendered again; removed posts are simply not carried over. A
 *fingerprint* of everything else that shapes the output (the page templates and those they
 extend or include, ``RENDER_VERSION``, the settings that change dates, links and pagination,
@@ -50,9 +51,10 @@ oldest build. Without one (hard links impossible, the copy interrupted) the new 
 folder, unchanged pages hard-linked from the live build (copied where links are impossible).
 
 Post and index pages are rendered with the templates and context of ``publishing.views``
-(the index from the streamed rows, since asking the view for page 9,000 would count and skip
-90,000 posts each time); the feed and the sitemap go through Django's test ``Client``, the real
-URLconf and middleware. Tests compare every page with what a visitor gets.
+(the index from the streamed rows, cut into pages by ``publishing.paging.pages`` as the view
+cuts them, instead of asking the view for each page); the feed and the sitemap go through
+Django's test ``Client``, the real URLconf and middleware. Tests compare every page with
+what a visitor gets.
 
 **Consistent.** A key over the live posts' ``(id, version, updated_at)`` is read before and
 after rendering. When posts changed meanwhile, the export goes again over the build it just
