@@ -22,6 +22,7 @@ from plugins.testing import context_for
 from publishing.models import Post
 from publishing.sitemaps import PostSitemap
 from tests.publishing.conftest import make_post
+from tests.publishing.test_index_paging import id_base
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.django_db
@@ -30,17 +31,26 @@ POST_LINK = re.compile(r'href="/posts/([\w-]+)/"')
 ROUND = re.compile(r"round (\d+)")
 
 
-#: A multiple of every page size the tests use: the post made with ``keyed(n)`` is a break
-#: post (may start an index page, ``publishing.paging``) where n is a multiple of the size.
-#: Above the ids the database hands out in a test, on the sitemap's first page (2,000 ids).
-BASE_ID = 1200
+class Keyed:
+    """Make live posts with ids ``base + n``: break posts (``publishing.paging``) where n is a
+    multiple of the page size (``base`` is a multiple of every size these tests use)."""
+
+    def __init__(self):
+        self.base = id_base(10)
+
+    def pk(self, n: int) -> int:
+        return self.base + n
+
+    def __call__(self, n: int, **values) -> Post:
+        """Make post n (slug ``p<n>``), published after post n - 1."""
+        values.setdefault("title", f"Post {n}")
+        values.setdefault("published_at", now() - timedelta(hours=1) + timedelta(seconds=n))
+        return make_post(id=self.pk(n), slug=f"p{n}", status=Post.Status.PUBLISHED, **values)
 
 
-def keyed(n: int, **values) -> Post:
-    """Make a live post with id BASE_ID + n and slug ``p<n>``, published after post n - 1."""
-    values.setdefault("title", f"Post {n}")
-    values.setdefault("published_at", now() - timedelta(hours=1) + timedelta(seconds=n))
-    return make_post(id=BASE_ID + n, slug=f"p{n}", status=Post.Status.PUBLISHED, **values)
+@pytest.fixture
+def keyed(db) -> Keyed:
+    return Keyed()
 
 
 def builds(root: Path) -> list[str]:
@@ -52,7 +62,7 @@ def live(root: Path) -> Path:
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
-def test_the_export_has_every_page_of_the_live_site(tmp_path):
+def test_the_export_has_every_page_of_the_live_site(tmp_path, keyed):
     posts = [keyed(i, title=f"Live {i}") for i in range(3)]  # pages: 2 1, then 0
     make_post(status=Post.Status.DRAFT, title="Draft", slug="a-draft")
     result = export_site(tmp_path)
@@ -97,7 +107,7 @@ def files_of(site: Path) -> dict[str, int]:
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2, ALLOWED_HOSTS=["testserver"])
-def test_every_exported_page_is_byte_for_byte_what_a_visitor_gets(tmp_path, client):
+def test_every_exported_page_is_byte_for_byte_what_a_visitor_gets(tmp_path, client, keyed):
     """Post and index pages are rendered from streamed rows, not by the views: same bytes."""
     posts = [keyed(i, title=f"Same {i} <&>") for i in range(5)]  # pages: 4 3, 2 1, 0
     site = export_site(tmp_path).build
@@ -123,7 +133,9 @@ def test_every_exported_page_is_byte_for_byte_what_a_visitor_gets(tmp_path, clie
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
-def test_only_the_changed_post_and_its_index_page_are_rendered_the_rest_is_hard_linked(tmp_path):
+def test_only_the_changed_post_and_its_index_page_are_rendered_the_rest_is_hard_linked(
+    tmp_path, keyed
+):
     posts = [keyed(i) for i in range(6)]  # pages: 5 4 3, then 2 1 and 0
     first = export_site(tmp_path)
     assert first.rendered == first.files == 6 + 3 + 4 and first.reused == 0
@@ -206,7 +218,7 @@ def test_the_sitemap_is_exported_page_by_page_and_only_changed_pages_are_rendere
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
-def test_unpublished_and_deleted_posts_are_removed_and_the_index_follows(tmp_path):
+def test_unpublished_and_deleted_posts_are_removed_and_the_index_follows(tmp_path, keyed):
     posts = [keyed(i) for i in range(5)]  # pages: 4 3, 2 1, 0
     export_site(tmp_path)
     Post.objects.filter(pk=posts[4].pk).update(status=Post.Status.UNPUBLISHED)
@@ -369,7 +381,7 @@ def as_if_fresh(tmp_path: Path) -> dict[str, bytes]:
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
 def test_the_build_before_the_live_one_is_rewritten_in_place_touching_only_what_changed(
-    tmp_path,
+    tmp_path, keyed
 ):
     """keep=2: the build the clean-up would delete is the next build, not a new folder."""
     root = tmp_path / "site"
@@ -408,7 +420,7 @@ def test_the_build_before_the_live_one_is_rewritten_in_place_touching_only_what_
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
-def test_the_first_export_leaves_a_spare_build_that_the_next_one_rewrites_in_place(tmp_path):
+def test_the_first_export_leaves_a_spare_build_that_the_next_one_rewrites_in_place(tmp_path, keyed):
     """Without the spare, the next export would make a folder per post and link every page."""
     root = tmp_path / "site"
     posts = [keyed(i) for i in range(6)]  # pages: 5 4 3, 2 1, 0
