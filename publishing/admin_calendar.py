@@ -23,7 +23,7 @@ from publishing.conf import settings
 from publishing.models import Post
 
 S = Post.Status
-MAX_WEEKS = 12
+MAX_WEEKS = calendar.MAX_WEEKS
 
 
 def _list_url(**params: str) -> str:
@@ -93,8 +93,9 @@ def _more(more: dict[Kind, int], start, end) -> list[dict]:
 
 
 def _start(request, today: date) -> date:
+    """Return the ``?start=`` day, clamped to the days the calendar has; today if none."""
     try:
-        return date.fromisoformat(request.GET.get("start", ""))
+        return calendar.clamp_start(date.fromisoformat(request.GET.get("start", "")))
     except ValueError:
         return today
 

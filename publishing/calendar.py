@@ -77,6 +77,24 @@ def week_start(day: date) -> date:
     return day - timedelta(days=day.weekday())
 
 
+#: The most weeks one calendar page shows.
+MAX_WEEKS = 12
+#: The first and last days a calendar page may start at. Its window, the pages before and
+#: after it (its links) and every day's bounds in any zone (up to 14 hours from UTC) stay
+#: between ``date.min`` and ``date.max``, which Python's dates cannot leave.
+EARLIEST_START = date.min + timedelta(weeks=MAX_WEEKS + 1)
+LATEST_START = date.max - timedelta(weeks=2 * MAX_WEEKS + 2)
+
+
+def clamp_start(day: date) -> date:
+    """Return ``day``, or the earliest or latest day a calendar page can start at.
+
+    An editor who types a start at the ends of time (``0001-01-01``, ``9999-12-31``) gets
+    the first or last page the calendar has, not an error.
+    """
+    return min(max(day, EARLIEST_START), LATEST_START)
+
+
 def revision_switches(start: datetime, end: datetime, now: datetime) -> list[Entry]:
     """Return the scheduled revision switches before ``end`` (one indexed query).
 
@@ -92,11 +110,13 @@ def revision_switches(start: datetime, end: datetime, now: datetime) -> list[Ent
 def build(*, start: date, weeks: int, zone: tzinfo, now: datetime, day_limit: int) -> Calendar:
     """Return ``weeks`` weeks from the Monday of ``start``'s week, in ``zone``.
 
+    ``start`` is clamped (:func:`clamp_start`) and ``weeks`` must be at most ``MAX_WEEKS``.
+
     ``now`` is the database's time: a scheduled publish (or a live post's unpublish) whose
     time has passed is late. Items due before the window that have not happened are overdue
     and listed apart, so nothing late hides in an earlier week.
     """
-    first = week_start(start)
+    first = week_start(clamp_start(start))
     days = [first + timedelta(days=n) for n in range(7 * weeks + 1)]
     bounds = [midnight(d, zone).astimezone(UTC) for d in days]
     window_start, window_end = bounds[0], bounds[-1]

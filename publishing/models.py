@@ -13,6 +13,7 @@ from django.db.models.functions import Now
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
+from publishing.slugs import IsURLSlug
 from publishing.validation import validate_body_text, validate_title_text
 
 
@@ -150,6 +151,15 @@ class Post(models.Model):
                 | Q(unpublish_at__gt=F("publish_at")),
                 name="publishing_post_unpublish_after_publish",
                 violation_error_message=_("The unpublish time must be after the publish time."),
+            ),
+            # The public URL's slug rule (publishing.slugs), so no path (a form, a script, the
+            # ORM) stores a post whose address cannot be built.
+            models.CheckConstraint(
+                condition=IsURLSlug("slug"),
+                name="publishing_post_slug_is_url_slug",
+                violation_error_message=_(
+                    "The slug may only hold letters a-z and A-Z, digits, - and _."
+                ),
             ),
         ]
 

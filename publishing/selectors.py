@@ -1,27 +1,43 @@
 """Reads of posts, for the public site, the admin and the publish job."""
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Now
 
+from publishing import paging
 from publishing.conf import settings
 from publishing.live_spans import live_spans
 from publishing.models import Post, PostRevision, PublishEvent
+from publishing.slugs import IsURLSlug
 
 
 def live_posts() -> QuerySet[Post]:
     """Return the posts the public sees, newest first.
 
     Only published posts, and none past their unpublish time even if the publish job has not
-    taken them down yet (the database clock decides).
+    taken them down yet (the database clock decides). A post needs an address too: one whose
+    slug the public URL rejects (only possible where the slug constraint is missing) is in
+    no list, the feed or the sitemap (:func:`unreachable_live_posts` names them).
     """
     return (
         Post.objects.filter(status=Post.Status.PUBLISHED)
         .filter(Q(unpublish_at__isnull=True) | Q(unpublish_at__gt=Now()))
+        .filter(IsURLSlug("slug"))
         .order_by("-published_at", "-id")
     )
+
+
+def unreachable_live_posts(limit: int = 10) -> list[tuple[int, str]]:
+    """Return (id, slug) of up to ``limit`` published posts whose slug has no public address.
+
+    The database's slug constraint keeps them out; a database without it (a migration not
+    run yet) may hold some, which the public site and the static export leave out.
+    """
+    published = Post.objects.filter(status=Post.Status.PUBLISHED).filter(~Q(IsURLSlug("slug")))
+    return list(published.order_by("id").values_list("id", "slug")[:limit])
 
 
 @dataclass(frozen=True)
@@ -64,45 +80,129 @@ def live_version() -> LiveVersion:
     return LiveVersion(last_change=max((s for s in stamps if s is not None), default=None))
 
 
+#: The key of the index's front page (``/``); any other page's key is its first post's slug.
+FRONT = ""
+#: Live posts read per query while cutting the index into pages (more are read if a page is
+#: longer).
+INDEX_WINDOW = 64
+
+
 @dataclass(frozen=True)
 class IndexPage:
-    """One page of the public index, found without counting the live posts.
+    """One page of the public index (``publishing.paging`` decides which posts are on it).
 
-    Offers what the index template uses of Django's ``Page`` (the static export renders the
-    same template with one).
+    ``newer`` and ``older`` are the keys of the pages before and after it (None: there is
+    none); ``link`` turns a key into an address (the view's ``?from=<slug>``, the static
+    export's ``page/<slug>/``).
     """
 
-    number: int
+    key: str
     object_list: list
-    more: bool
+    newer: str | None
+    older: str | None
+    link: Callable[[str], str]
 
-    def has_next(self) -> bool:
-        return self.more
+    @property
+    def newer_url(self) -> str | None:
+        return None if self.newer is None else self.link(self.newer)
 
-    def has_previous(self) -> bool:
-        return self.number > 1
-
-    def has_other_pages(self) -> bool:
-        return self.more or self.number > 1
-
-    def next_page_number(self) -> int:
-        return self.number + 1
-
-    def previous_page_number(self) -> int:
-        return self.number - 1
+    @property
+    def older_url(self) -> str | None:
+        return None if self.older is None else self.link(self.older)
 
 
-def live_page(*, number: int, per_page: int) -> IndexPage | None:
-    """Return page ``number`` of the live posts (no bodies), or None past the last page.
+def _newer_than(published_at: datetime, pk: int) -> Q:
+    """Live posts above (published_at, pk) in the index: a range of its index, then a filter."""
+    return Q(published_at__gte=published_at) & (Q(published_at__gt=published_at) | Q(pk__gt=pk))
 
-    Reads one row more than a page to know whether there is a next one: an index range scan
-    of ``(status, -published_at)``, never a count of every live post.
+
+def _at_or_above(published_at: datetime, pk: int) -> Q:
+    return Q(published_at__gte=published_at) & (Q(published_at__gt=published_at) | Q(pk__gte=pk))
+
+
+def _at_or_below(published_at: datetime, pk: int) -> Q:
+    return Q(published_at__lte=published_at) & (Q(published_at__lt=published_at) | Q(pk__lte=pk))
+
+
+def _scan(queryset: QuerySet) -> Iterator:
+    """Yield ``queryset``'s rows a slice at a time, each slice twice as long as the last.
+
+    Slices, not a server-side cursor: a page is a few dozen rows, and without server-side
+    cursors (PgBouncer) ``iterator()`` would fetch every live post.
     """
-    start = (number - 1) * per_page
-    rows = list(live_posts().defer("body", "body_html")[start : start + per_page + 1])
-    if not rows and number > 1:
-        return None
-    return IndexPage(number=number, object_list=rows[:per_page], more=len(rows) > per_page)
+    start, size = 0, INDEX_WINDOW
+    while True:
+        rows = list(queryset[start : start + size])
+        yield from rows
+        if len(rows) < size:
+            return
+        start, size = start + size, size * 2
+
+
+def index_entry(slug: str) -> tuple[int, str, datetime] | None:
+    """Return (id, slug, published_at) of the live post ``slug``, or None."""
+    return live_posts().filter(slug=slug).values_list("id", "slug", "published_at").first()
+
+
+def index_entry_at(position: int) -> tuple[int, str, datetime] | None:
+    """Return (id, slug, published_at) of the live post ``position`` from the top (0 first)."""
+    rows = live_posts().values_list("id", "slug", "published_at")
+    return rows[position : position + 1].first()
+
+
+def index_key_of(entry: tuple[int, str, datetime], *, per_page: int) -> str:
+    """Return the key of the index page that lists the live post ``entry`` (an index_entry).
+
+    Its page starts at the nearest break post at or above it (``paging.is_break``), unless
+    that one is within the front page: a scan upwards (usually a page of rows) and one read
+    of at most ``per_page`` ids above the break.
+    """
+    pk, _slug, published_at = entry
+    upwards = (
+        live_posts()
+        .filter(_at_or_above(published_at, pk))
+        .order_by("published_at", "id")
+        .values_list("id", "slug", "published_at")
+    )
+    for break_pk, break_slug, break_at in _scan(upwards):
+        if paging.is_break(break_pk, per_page):
+            higher = live_posts().filter(_newer_than(break_at, break_pk)).values_list("id")
+            above = len(higher[:per_page])  # at most a page of ids read; nothing counted
+            starts = paging.starts_page(break_pk, newer=above, per_page=per_page)
+            return break_slug if starts else FRONT
+    return FRONT
+
+
+def index_page(*, key: str, per_page: int, link: Callable[[str], str]) -> IndexPage | None:
+    """Return the index page ``key`` (FRONT, or the slug of a page's first post), else None.
+
+    None when ``key`` names no page (not live, or not the first post of its page: see
+    :func:`index_key_of`). Reads the page's rows and the next one, a slice at a time, and
+    the keys of the pages around it; nothing counts or skips the live posts.
+    """
+    rows = live_posts().defer("body", "body_html")
+    newer = None
+    above = 0
+    if key != FRONT:
+        entry = index_entry(key)
+        if entry is None or index_key_of(entry, per_page=per_page) != key:
+            return None
+        pk, _slug, published_at = entry
+        above_row = (
+            live_posts()
+            .filter(_newer_than(published_at, pk))
+            .order_by("published_at", "id")
+            .values_list("id", "slug", "published_at")
+            .first()
+        )
+        newer = index_key_of(above_row, per_page=per_page)
+        rows = rows.filter(_at_or_below(published_at, pk))
+        above = per_page  # the page's first post starts it (paging.starts_page)
+    seen: list[Post] = []
+    read = (seen.append(post) or post for post in _scan(rows))
+    page = next(paging.pages(read, per_page=per_page, post_id=lambda p: p.pk, newer=above))
+    older = seen[len(page)].slug if len(seen) > len(page) else None
+    return IndexPage(key=key, object_list=page, newer=newer, older=older, link=link)
 
 
 def live_post_version(slug: str) -> datetime | None:

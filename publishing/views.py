@@ -6,18 +6,18 @@ requests (``ETag`` / ``Last-Modified``) from a cheap query. Bodies were rendered
 saved: a page view reads the stored HTML and excerpt and never renders Markdown.
 """
 
+from urllib.parse import urlencode
+
 from django.http import Http404
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import condition, require_safe
 
 from coordination.clock import database_now
-from publishing import previews, selectors
+from publishing import paging, previews, selectors
 from publishing.conf import settings
-
-
-def _page_number(request) -> str:
-    return request.GET.get("page") or "1"
+from publishing.slugs import is_url_slug
 
 
 def _live_version(request) -> selectors.LiveVersion:
@@ -28,21 +28,50 @@ def _live_version(request) -> selectors.LiveVersion:
 
 
 def _index_etag(request) -> str:
-    return _live_version(request).etag("index", _page_number(request))
+    query = request.GET
+    return _live_version(request).etag("index", query.get("from", ""), query.get("page", ""))
 
 
 def _index_last_modified(request):
     return _live_version(request).last_change
 
 
+def index_link(key: str) -> str:
+    """Return the address of the index page ``key``: ``/`` or ``/?from=<slug>``."""
+    url = reverse("publishing:index")
+    return url if key == selectors.FRONT else f"{url}?{urlencode({'from': key})}"
+
+
 @require_safe
 @condition(etag_func=_index_etag, last_modified_func=_index_last_modified)
 def index(request):
-    """List live posts, newest first, a page at a time (excerpts: bodies stay in the database)."""
-    number = _page_number(request)
-    page = None
-    if number.isdigit() and int(number) >= 1:
-        page = selectors.live_page(number=int(number), per_page=int(settings.POSTS_PER_PAGE))
+    """List live posts, newest first, a page at a time (excerpts: bodies stay in the database).
+
+    ``/`` is the front page and ``/?from=<slug>`` the page that starts with that post
+    (``publishing.paging``). A link to a post that is live but no longer starts a page
+    redirects to the page that lists it, and so does an old page number (``?page=N``,
+    counted from the newest post, as the index was once paged); anything else is a 404.
+    """
+    per_page = int(settings.POSTS_PER_PAGE)
+    key = request.GET.get("from")
+    if key is not None:
+        entry = selectors.index_entry(key) if is_url_slug(key) else None
+        if entry is None:
+            raise Http404("No such page.")
+        holder = selectors.index_key_of(entry, per_page=per_page)
+        if holder != key:
+            return redirect(index_link(holder))
+    else:
+        number = paging.page_number(request.GET.get("page"))
+        if number is None:
+            raise Http404("No such page.")
+        if number > 1:
+            entry = selectors.index_entry_at((number - 1) * per_page)
+            if entry is None:
+                raise Http404("No such page.")
+            return redirect(index_link(selectors.index_key_of(entry, per_page=per_page)))
+        key = selectors.FRONT
+    page = selectors.index_page(key=key, per_page=per_page, link=index_link)
     if page is None:
         raise Http404("No such page.")
     entries = [{"post": post, "excerpt": post.excerpt} for post in page.object_list]

@@ -2,7 +2,7 @@
 
 Layout under ``INSTATIC_EXPORT_ROOT``::
 
-    builds/<stamp>-<hash>/index.html            the index (later pages in page/<n>/index.html)
+    builds/<stamp>-<hash>/index.html            the index (later pages in page/<slug>/index.html)
     builds/<stamp>-<hash>/posts/<slug>/index.html
     builds/<stamp>-<hash>/feed/index.xml        the Atom feed
     builds/<stamp>-<hash>/sitemap.xml           the sitemap index, linking to
@@ -23,8 +23,9 @@ and every page is written to the build as soon as it is rendered: memory does no
 size of the site (a 100,000-post site is exported in the same memory as a 10,000-post one).
 
 **Incremental.** The manifest lists every post page (id, file, the post's ``version`` and
-``updated_at``, the file's hash), every index page (the ids and versions of the posts on it)
-and every page of the posts sitemap (a range of post ids, ``publishing.sitemaps``). A page whose
+``updated_at``, the file's hash), every index page (the ids and versions of the posts on it,
+and its links) and every page of the posts sitemap (a range of post ids,
+``publishing.sitemaps``). A page whose
 inputs did not change is not rendered again; removed posts are simply not carried over. A
 *fingerprint* of everything else that shapes the output (the page templates and those they
 extend or include, ``RENDER_VERSION``, the settings that change dates, links and pagination,
@@ -50,9 +51,10 @@ oldest build. Without one (hard links impossible, the copy interrupted) the new 
 folder, unchanged pages hard-linked from the live build (copied where links are impossible).
 
 Post and index pages are rendered with the templates and context of ``publishing.views``
-(the index from the streamed rows, since asking the view for page 9,000 would count and skip
-90,000 posts each time); the feed and the sitemap go through Django's test ``Client``, the real
-URLconf and middleware. Tests compare every page with what a visitor gets.
+(the index from the streamed rows, cut into pages by ``publishing.paging.pages`` as the view
+cuts them, instead of asking the view for each page); the feed and the sitemap go through
+Django's test ``Client``, the real URLconf and middleware. Tests compare every page with
+what a visitor gets.
 
 **Consistent.** A key over the live posts' ``(id, version, updated_at)`` is read before and
 after rendering. When posts changed meanwhile, the export goes again over the build it just
@@ -76,7 +78,6 @@ from urllib.parse import urlsplit
 
 import django
 from django.conf import settings as django_settings
-from django.core.paginator import Page, Paginator
 from django.db.models import CharField
 from django.db.models.functions import Cast
 from django.template.loader import get_template
@@ -88,7 +89,7 @@ from django.utils.safestring import mark_safe
 from coordination.models import JobRun
 from plugins.conf import settings
 from plugins.sdk import JobContext, every_minutes, plugin_job
-from publishing import selectors
+from publishing import paging, selectors
 from publishing.conf import settings as publishing_settings
 from publishing.models import Post
 from publishing.sitemaps import POSTS_SECTION, SITEMAPS, PostSitemap, id_page
@@ -97,7 +98,7 @@ logger = logging.getLogger(__name__)
 
 #: Bump when the export's own output changes in a way the fingerprint cannot see (e.g. a
 #: template tag's code), so every page is rendered again.
-RENDER_VERSION = 3
+RENDER_VERSION = 4
 CURRENT = "current"
 BUILDS = "builds"
 MANIFEST = ".instatic-export.json"
@@ -106,6 +107,15 @@ PAGES_MANIFEST = ".instatic-export-pages.jsonl"
 SITEMAP_MANIFEST = ".instatic-export-sitemap.jsonl"
 #: A spare build: a hard-linked copy of the live build for the next export to rewrite in place.
 SPARE = ".spare-"
+#: The file that marks a folder as an Instatic export's (written by its first export).
+ROOT_MARKER = ".instatic-export-root"
+#: The names only the export gives, in ``builds/`` (and ``current``'s temporaries at the top):
+#: the clean-up deletes nothing else, so an operator's own folder there is left alone.
+_STAMP = r"\d{8}T\d{12}Z"
+BUILD_NAME = re.compile(rf"{_STAMP}-[0-9a-f]{{12}}")
+SPARE_NAME = re.compile(rf"{re.escape(SPARE)}{_STAMP}-[0-9a-f]{{8}}")
+TEMPORARY_NAME = re.compile(r"\.tmp-[0-9a-f]{32}")
+LINK_NAME = re.compile(rf"\.{CURRENT}-[0-9a-f]{{32}}")
 RENDER_ATTEMPTS = 3
 STALE_TEMP_AGE = timedelta(hours=1)
 #: Rows per fetch while streaming the live posts' ids and versions.
@@ -118,7 +128,6 @@ PAGE_TEMPLATES = ("publishing/index.html", "publishing/post_detail.html")
 #: Django settings that change the rendered pages (dates, language, links).
 OUTPUT_SETTINGS = ("TIME_ZONE", "USE_TZ", "LANGUAGE_CODE", "USE_I18N", "FORCE_SCRIPT_NAME")
 
-_PAGE_LINK = re.compile(rb'href="\?page=(\d+)"')
 #: A sitemap index's link to page N of a section (``sitemap-posts.xml?p=N``).
 _SITEMAP_PAGE_LINK = re.compile(rb"(/sitemap-[^/<?]+)\.xml\?p=(\d+)<")
 
@@ -260,17 +269,16 @@ class _Renderer:
         context = {"post": post, "body": mark_safe(post.body_html)}
         return self.post_template.render(context, request).encode()
 
-    def index(self, page: Page, posts: list[Post]) -> bytes:
+    def index(self, page: selectors.IndexPage) -> bytes:
         """Return one page of the index, as ``publishing.views.index`` renders it.
 
-        The index links to ``?page=N``; static files live at ``page/N/``, so links are
-        rewritten.
+        The view links to ``?from=<slug>``; static files live at ``page/<slug>/``, so the
+        page is given the export's links.
         """
-        query = {"page": page.number} if page.number > 1 else None
+        query = {"from": page.key} if page.key != selectors.FRONT else None
         request = self.factory.get(self.index_url, query, secure=self.secure)
-        entries = [{"post": post, "excerpt": post.excerpt} for post in posts]
-        html = self.index_template.render({"page": page, "entries": entries}, request)
-        return _PAGE_LINK.sub(self._link_to_page, html.encode())
+        entries = [{"post": post, "excerpt": post.excerpt} for post in page.object_list]
+        return self.index_template.render({"page": page, "entries": entries}, request).encode()
 
     def sitemap_index(self) -> bytes:
         """Return the sitemap index, its links to ``?p=N`` pointing at the pages' files."""
@@ -282,14 +290,12 @@ class _Renderer:
         url = _sitemap_url(section)
         return self.get(url if number == 1 else f"{url}?p={number}")
 
-    def _link_to_page(self, match: re.Match) -> bytes:
-        return b'href="' + self.index_page_url(int(match.group(1))).encode() + b'"'
+    def index_page_url(self, key: str) -> str:
+        """Return the address of the index page ``key``: ``/`` or ``/page/<slug>/``."""
+        return self.index_url if key == selectors.FRONT else f"{self.index_url}page/{key}/"
 
-    def index_page_url(self, number: int) -> str:
-        return self.index_url if number == 1 else f"{self.index_url}page/{number}/"
-
-    def index_page_file(self, number: int) -> str:
-        return _file_for(self.index_page_url(number))
+    def index_page_file(self, key: str) -> str:
+        return _file_for(self.index_page_url(key))
 
 
 @functools.cache
@@ -766,64 +772,117 @@ def _export_posts(build: _Build, renderer: _Renderer, sitemap: _SitemapKeys, *, 
     return live
 
 
-def _index_pages(rows, per_page: int):
-    """Yield (number, [(id, key), ...]) for the index pages of the streamed live posts."""
-    number, members = 1, []
-    for pk, version, stamp in rows:
-        members.append((pk, post_key(version, stamp)))
-        if len(members) == per_page:
-            yield number, members
-            number, members = number + 1, []
-    if members:
-        yield number, members
+def _read_index_list(path: str, *, strict: bool) -> tuple[dict[str, tuple[str, str]], int]:
+    """Return file -> (key, sha) of a build's list of index pages, and its number of lines.
+
+    Empty when the list cannot be read (``strict``: ``_DamagedList`` instead).
+
+    Index pages are matched by file (their address), not by position: a page keeps its
+    file while its first post is live, wherever the page is in the index. The list is a
+    line per page, a page per ``per_page`` posts on average: held whole, it is a tenth of
+    the size of the posts' list, which is streamed.
+    """
+    pages: dict[str, tuple[str, str]] = {}
+    reader = _ForwardReader(path, strict=strict)
+    try:
+        reader.drain(lambda entry: pages.__setitem__(entry[1], (entry[2], entry[3])))
+    finally:
+        reader.close()
+    return pages, reader.count
 
 
-def _export_index(build: _Build, renderer: _Renderer, *, live: int, should_stop) -> None:
-    """Write every page of the index, reusing pages that list the same posts as before."""
-    paginator = Paginator(range(live), int(publishing_settings.POSTS_PER_PAGE))
-    pending: list[tuple[int, str, list[int]]] = []  # (number, key, ids) to render
-    ready: list[tuple[int, str, str, str]] = []  # (number, file, sha, line) not yet listed
-    rows = selectors.live_posts().values_list("id", "version", _stamp())
-    with _List(build, PAGES_MANIFEST) as listed:
+def _index_layout(per_page: int, *, should_stop) -> Iterable[tuple[str, list[int], str | None]]:
+    """Yield (key, [(id, post key), ...], older key) for every index page, top to bottom.
 
-        def flush():
-            ids = [pk for _number, _key, members in pending for pk in members]
-            fields = selectors.live_posts().defer("body", "body_html").filter(id__in=ids)
-            posts = {post.pk: post for post in fields.iterator(chunk_size=RENDER_BATCH)}
-            for number, key, members in pending:
-                page = paginator.page(number)
-                relative = renderer.index_page_file(number)
-                html = renderer.index(page, [posts[pk] for pk in members if pk in posts])
-                sha = build.write(relative, html, in_place=True)  # page N's file is its own
-                ready.append((number, relative, sha, _line([number, relative, key, sha])))
-            pending.clear()
-            ready.sort(key=lambda item: item[0])
-            for _number, relative, sha, line in ready:
-                listed.add(relative, sha, line)
-            ready.clear()
+    The live posts are streamed once, newest first, and cut by ``publishing.paging.pages``,
+    the function the index view pages with.
+    """
+    rows = selectors.live_posts().values_list("id", "slug", "version", _stamp())
+    cut = paging.pages(rows.iterator(chunk_size=CHUNK), per_page=per_page)
+    previous = None
+    for count, page in enumerate(cut, start=1):
+        if count % 100 == 0 and should_stop():
+            raise _stopped()
+        if previous is not None:
+            yield (*previous, page[0][1])
+        key = selectors.FRONT if previous is None else page[0][1]
+        previous = (key, [(pk, post_key(version, stamp)) for pk, _slug, version, stamp in page])
+    if previous is not None:
+        yield (*previous, None)
 
-        pages = _index_pages(rows.iterator(chunk_size=CHUNK), paginator.per_page)
-        streamed = 0
-        for number, members in pages:
-            if number > paginator.num_pages:
-                break  # posts were published meanwhile: the key check redoes the export
-            streamed = number
-            if number % 100 == 0 and should_stop():
-                raise _stopped()
-            key = hashlib.sha256(json.dumps([number, paginator.num_pages, members]).encode())
-            relative = renderer.index_page_file(number)
-            found, _in_place = listed.reuse(number, relative, key.hexdigest())
-            if found is None:
-                pending.append((number, key.hexdigest(), [pk for pk, _ in members]))
-            else:
-                ready.append((number, relative, *found))
-            if sum(len(p[2]) for p in pending) >= RENDER_BATCH or len(ready) >= CHUNK:
+
+def _export_index(build: _Build, renderer: _Renderer, *, should_stop) -> None:
+    """Write every page of the index, reusing pages that list the same posts as before.
+
+    A page is rendered again when its posts, their versions or its neighbours' addresses
+    (its links) changed: one change in the index touches its own page and, when a page
+    starts or stops there, the pages around it (``publishing.paging``).
+    """
+    per_page = int(publishing_settings.POSTS_PER_PAGE)
+    mine, mine_count = {}, None
+    if build.recycled:
+        mine, mine_count = _read_index_list(build.path(PAGES_MANIFEST), strict=True)
+        expected = build.old_lists.get(PAGES_MANIFEST)
+        if expected is not None and mine_count != expected:
+            raise _DamagedList(f"{PAGES_MANIFEST}: {mine_count} of {expected} lines")
+    theirs = {}
+    if build.base:
+        theirs, _count = _read_index_list(os.path.join(build.base, PAGES_MANIFEST), strict=False)
+    done: list[tuple[str, str, str]] = []  # (file, key, sha), top to bottom
+    pending: list[tuple[int, str, str, list[int], str | None, str | None]] = []
+
+    def flush():
+        ids = [pk for *_rest, members, _newer, _older in pending for pk in members]
+        fields = selectors.live_posts().defer("body", "body_html").filter(id__in=ids)
+        posts = {post.pk: post for post in fields.iterator(chunk_size=RENDER_BATCH)}
+        for number, page_key, content_key, members, newer, older in pending:
+            relative = renderer.index_page_file(page_key)
+            page = selectors.IndexPage(
+                key=page_key,
+                object_list=[posts[pk] for pk in members if pk in posts],
+                newer=newer,
+                older=older,
+                link=renderer.index_page_url,
+            )
+            sha = build.write(relative, renderer.index(page), in_place=relative in mine)
+            done[number] = (relative, content_key, sha)
+        pending.clear()
+
+    newer = None
+    for number, (page_key, members, older) in enumerate(
+        _index_layout(per_page, should_stop=should_stop)
+    ):
+        relative = renderer.index_page_file(page_key)
+        content = json.dumps([members, newer, older], separators=(",", ":"))
+        content_key = hashlib.sha256(content.encode()).hexdigest()
+        done.append((relative, content_key, ""))
+        old, live_one = mine.get(relative), theirs.get(relative)
+        if old is not None and old[0] == content_key and build.trusted:
+            build.kept()
+            done[number] = (relative, content_key, old[1])
+        elif (
+            live_one is not None
+            and live_one[0] == content_key
+            and build.link(relative, in_place=old is not None)
+        ):
+            done[number] = (relative, content_key, live_one[1])
+        else:
+            pending.append((number, page_key, content_key, [pk for pk, _ in members], newer, older))
+            if sum(len(p[3]) for p in pending) >= RENDER_BATCH:
                 flush()
-        # An empty site still has page 1 ("nothing published yet"); posts taken down
-        # meanwhile leave pages the key check will redo.
-        for number in range(streamed + 1, paginator.num_pages + 1):
-            pending.append((number, "", []))
-        flush()
+        newer = page_key
+    flush()
+    written = {relative for relative, _key, _sha in done}
+    for relative, (_key, sha) in mine.items():
+        if relative not in written:
+            build.remove(relative, sha)
+    new = build.path(f"{PAGES_MANIFEST}.new")
+    with open(new, "w", encoding="utf-8") as listed:
+        for number, (relative, content_key, sha) in enumerate(done, start=1):
+            build.count(relative, sha)
+            listed.write(_line([number, relative, content_key, sha]))
+    os.replace(new, build.path(PAGES_MANIFEST))
+    build.lists[PAGES_MANIFEST] = len(done)
 
 
 def _export_sitemap(build: _Build, renderer: _Renderer, keys: list[str]) -> None:
@@ -860,9 +919,9 @@ def _render_build(build: _Build, *, should_stop) -> _Build:
     # site does not answer for fails here, before any other work.
     _export_small_pages(build, renderer)
     sitemap = _SitemapKeys(int(PostSitemap.limit))
-    live = _export_posts(build, renderer, sitemap, should_stop=should_stop)
+    _export_posts(build, renderer, sitemap, should_stop=should_stop)
     _export_sitemap(build, renderer, sitemap.finish())
-    _export_index(build, renderer, live=live, should_stop=should_stop)
+    _export_index(build, renderer, should_stop=should_stop)
     return build
 
 
@@ -916,7 +975,7 @@ def clean_up(root: Path, *, keep: int) -> list[Path]:
     # Leftovers of an export that crashed (another node may be exporting right now: only old
     # ones go).
     cutoff = time.time() - STALE_TEMP_AGE.total_seconds()
-    for leftover in [*builds_dir.glob(".tmp-*"), *root.glob(f".{CURRENT}-*")]:
+    for leftover in [*_named(builds_dir, TEMPORARY_NAME), *_named(root, LINK_NAME)]:
         try:
             if leftover.lstat().st_mtime < cutoff:
                 if leftover.is_dir() and not leftover.is_symlink():
@@ -928,14 +987,49 @@ def clean_up(root: Path, *, keep: int) -> list[Path]:
     return removed
 
 
+def _named(folder: Path, name: re.Pattern) -> list[Path]:
+    """Return the entries of ``folder`` whose whole name is ``name``'s, sorted."""
+    try:
+        return sorted(p for p in folder.iterdir() if name.fullmatch(p.name))
+    except FileNotFoundError:
+        return []
+
+
 def _builds(builds_dir: Path) -> list[Path]:
-    """Return the builds in ``builds_dir``, oldest first (temporaries and spares aside)."""
-    return sorted(p for p in builds_dir.iterdir() if not p.name.startswith("."))
+    """Return the builds in ``builds_dir``, oldest first (temporaries, spares and any
+    folder the export did not name aside)."""
+    return _named(builds_dir, BUILD_NAME)
 
 
 def _spares(builds_dir: Path) -> list[Path]:
     """Return the spare builds in ``builds_dir``, oldest first (normally none or one)."""
-    return sorted(builds_dir.glob(f"{SPARE}*"))
+    return _named(builds_dir, SPARE_NAME)
+
+
+def claim_root(root: Path) -> None:
+    """Make sure ``root`` is an Instatic export's folder, marking it so on its first export.
+
+    An empty (or missing) folder becomes one; a folder with the marker, or with the
+    ``current`` symlink an earlier export made, is one. Anything else is refused: the export
+    replaces ``current`` and deletes old builds, and must not do that among someone else's
+    files.
+    """
+    marker = root / ROOT_MARKER
+    if marker.is_file():
+        return
+    current = root / CURRENT
+    try:
+        entries = [p.name for p in root.iterdir()]
+    except FileNotFoundError:
+        entries = []
+    made_by_an_export = current.is_symlink() and os.readlink(current).startswith(f"{BUILDS}/")
+    if entries and not made_by_an_export:
+        raise ExportError(
+            f"{root} is not empty and is not an Instatic export (it has no {ROOT_MARKER}); "
+            "export into a new or empty folder, or into one an earlier export made"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    marker.write_text("This folder is written by Instatic's static export.\n")
 
 
 def _build_files(build: Path, manifest: dict) -> Iterable[str]:
@@ -1117,6 +1211,15 @@ def export_site(
     current = root / CURRENT
     if current.exists() and not current.is_symlink():
         raise ExportError(f"{current} is a real folder; move it away so it can be a symlink")
+    claim_root(root)
+    for pk, slug in selectors.unreachable_live_posts():
+        logger.warning(
+            "static export: skipped post %s: its slug %r is not a valid address (letters a-z "
+            "and A-Z, digits, - and _); give it another one (manage.py migrate adds the "
+            "constraint that refuses such slugs)",
+            pk,
+            slug,
+        )
     manifest = read_manifest(root)
     live = _live_build(root)
     fingerprint = render_fingerprint()

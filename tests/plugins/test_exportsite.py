@@ -172,3 +172,46 @@ def test_exportsite_without_migrations_is_one_line(tmp_path, monkeypatch):
 
     monkeypatch.setattr(static_export, "source_key", no_table)
     assert "no such table" in one_line_error(str(tmp_path))
+
+
+def test_exportsite_deletes_only_builds_it_named_itself(tmp_path):
+    """An operator's own folders in builds/ (and hidden ones like its temporaries') stay."""
+    root = tmp_path / "site"
+    exportsite(str(root))
+    notes = root / "builds/0-my-notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    hidden = root / "builds/.tmp-mine"
+    hidden.mkdir()
+    long_ago = time.time() - 7 * 24 * 3600
+    os.utime(hidden, (long_ago, long_ago))
+    for n in range(4):  # each export makes a build and deletes the oldest beyond --keep 2
+        make_post(status=Post.Status.PUBLISHED, title=f"More {n}")
+        exportsite(str(root), "--keep", "2")
+    assert (notes / "todo.txt").read_text() == "mine"
+    assert hidden.is_dir()
+    ours = [p for p in (root / "builds").iterdir() if static_export.BUILD_NAME.fullmatch(p.name)]
+    assert len(ours) == 2 and live(root) in ours
+
+
+@pytest.mark.parametrize("content", ["notes.txt", "builds/0-my-notes/todo.txt"])
+def test_exportsite_refuses_a_folder_that_is_not_an_export_in_one_line(tmp_path, content):
+    make_post(status=Post.Status.PUBLISHED)
+    root = tmp_path / "site"
+    (root / content).parent.mkdir(parents=True, exist_ok=True)
+    (root / content).write_text("mine")
+    message = one_line_error(str(root))
+    assert f"{root} is not empty and is not an Instatic export" in message
+    assert "new or empty folder" in message
+    assert (root / content).read_text() == "mine"
+    assert not (root / CURRENT).exists() and not (root / static_export.ROOT_MARKER).exists()
+
+
+def test_an_export_made_before_the_marker_is_still_an_export(tmp_path):
+    root = tmp_path / "site"
+    exportsite(str(root))
+    (root / static_export.ROOT_MARKER).unlink()  # as left by an export without the marker
+    make_post(status=Post.Status.PUBLISHED, title="After the upgrade")
+    exportsite(str(root))
+    assert "After the upgrade" in (live(root) / "index.html").read_text()
+    assert (root / static_export.ROOT_MARKER).is_file()

@@ -22,12 +22,35 @@ from plugins.testing import context_for
 from publishing.models import Post
 from publishing.sitemaps import PostSitemap
 from tests.publishing.conftest import make_post
+from tests.publishing.test_index_paging import id_base
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.django_db
 
 POST_LINK = re.compile(r'href="/posts/([\w-]+)/"')
 ROUND = re.compile(r"round (\d+)")
+
+
+class Keyed:
+    """Make live posts with ids ``base + n``: break posts (``publishing.paging``) where n is a
+    multiple of the page size (``base`` is a multiple of every size these tests use)."""
+
+    def __init__(self):
+        self.base = id_base(10)
+
+    def pk(self, n: int) -> int:
+        return self.base + n
+
+    def __call__(self, n: int, **values) -> Post:
+        """Make post n (slug ``p<n>``), published after post n - 1."""
+        values.setdefault("title", f"Post {n}")
+        values.setdefault("published_at", now() - timedelta(hours=1) + timedelta(seconds=n))
+        return make_post(id=self.pk(n), slug=f"p{n}", status=Post.Status.PUBLISHED, **values)
+
+
+@pytest.fixture
+def keyed(db) -> Keyed:
+    return Keyed()
 
 
 def builds(root: Path) -> list[str]:
@@ -39,8 +62,8 @@ def live(root: Path) -> Path:
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
-def test_the_export_has_every_page_of_the_live_site(tmp_path):
-    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Live {i}") for i in range(3)]
+def test_the_export_has_every_page_of_the_live_site(tmp_path, keyed):
+    posts = [keyed(i, title=f"Live {i}") for i in range(3)]  # pages: 2 1, then 0
     make_post(status=Post.Status.DRAFT, title="Draft", slug="a-draft")
     result = export_site(tmp_path)
     assert result.changed
@@ -48,9 +71,9 @@ def test_the_export_has_every_page_of_the_live_site(tmp_path):
     assert (tmp_path / CURRENT).is_symlink() and site.parent == tmp_path / "builds"
     index = (site / "index.html").read_text()
     assert "Live 2" in index and "Live 1" in index
-    # Page 2 of the index is a static file, and the index links to it, not to ?page=2.
-    assert 'href="/page/2/"' in index and "?page=" not in index
-    assert "Live 0" in (site / "page/2/index.html").read_text()
+    # The next page of the index is a static file, and the index links to it, not to ?from=.
+    assert 'href="/page/p0/"' in index and "?from=" not in index
+    assert "Live 0" in (site / "page/p0/index.html").read_text()
     for post in posts:
         assert post.title in (site / f"posts/{post.slug}/index.html").read_text()
     assert not (site / "posts/a-draft").exists()
@@ -84,21 +107,21 @@ def files_of(site: Path) -> dict[str, int]:
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2, ALLOWED_HOSTS=["testserver"])
-def test_every_exported_page_is_byte_for_byte_what_a_visitor_gets(tmp_path, client):
+def test_every_exported_page_is_byte_for_byte_what_a_visitor_gets(tmp_path, client, keyed):
     """Post and index pages are rendered from streamed rows, not by the views: same bytes."""
-    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Same {i} <&>") for i in range(5)]
+    posts = [keyed(i, title=f"Same {i} <&>") for i in range(5)]  # pages: 4 3, 2 1, 0
     site = export_site(tmp_path).build
 
     def visit(url: str) -> bytes:
         response = client.get(url, secure=True, HTTP_HOST="testserver")
         assert response.status_code == 200, url
-        # The static index pages live at / and /page/N/ instead of ?page=N.
-        content = response.content.replace(b'href="?page=1"', b'href="/"')
-        return re.sub(rb'href="\?page=(\d+)"', rb'href="/page/\1/"', content)
+        # The static index pages live at /page/<slug>/ instead of /?from=<slug>.
+        return re.sub(rb'href="/\?from=([\w-]+)"', rb'href="/page/\1/"', response.content)
 
     assert (site / "index.html").read_bytes() == visit("/")
-    for number in (2, 3):
-        assert (site / f"page/{number}/index.html").read_bytes() == visit(f"/?page={number}")
+    for key in ("p2", "p0"):
+        assert (site / f"page/{key}/index.html").read_bytes() == visit(f"/?from={key}")
+    assert sorted(p.name for p in (site / "page").iterdir()) == ["p0", "p2"]
     for post in posts:
         assert (site / f"posts/{post.slug}/index.html").read_bytes() == visit(
             f"/posts/{post.slug}/"
@@ -110,8 +133,10 @@ def test_every_exported_page_is_byte_for_byte_what_a_visitor_gets(tmp_path, clie
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
-def test_only_the_changed_post_and_its_index_page_are_rendered_the_rest_is_hard_linked(tmp_path):
-    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(6)]
+def test_only_the_changed_post_and_its_index_page_are_rendered_the_rest_is_hard_linked(
+    tmp_path, keyed
+):
+    posts = [keyed(i) for i in range(6)]  # pages: 5 4 3, then 2 1 and 0
     first = export_site(tmp_path)
     assert first.rendered == first.files == 6 + 3 + 4 and first.reused == 0
     before = files_of(first.build)
@@ -124,13 +149,13 @@ def test_only_the_changed_post_and_its_index_page_are_rendered_the_rest_is_hard_
     rendered = {name for name in after if after[name] != before[name]}
     assert rendered == {
         f"posts/{posts[0].slug}/index.html",
-        "page/3/index.html",
+        "page/p0/index.html",
         *ALWAYS_RENDERED,
         "sitemap-posts.xml",
     }, "unchanged posts and index pages are the same files (hard links), not rendered again"
     assert (second.rendered, second.reused) == (6, 7)
     assert "Edited" in (second.build / f"posts/{posts[0].slug}/index.html").read_text()
-    assert "Edited" in (second.build / "page/3/index.html").read_text()
+    assert "Edited" in (second.build / "page/p0/index.html").read_text()
 
     # A change of updated_at alone (an edit through another path) is seen too.
     Post.objects.filter(pk=posts[5].pk).update(
@@ -193,17 +218,18 @@ def test_the_sitemap_is_exported_page_by_page_and_only_changed_pages_are_rendere
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
-def test_unpublished_and_deleted_posts_are_removed_and_the_index_follows(tmp_path):
-    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(5)]
+def test_unpublished_and_deleted_posts_are_removed_and_the_index_follows(tmp_path, keyed):
+    posts = [keyed(i) for i in range(5)]  # pages: 4 3, 2 1, 0
     export_site(tmp_path)
     Post.objects.filter(pk=posts[4].pk).update(status=Post.Status.UNPUBLISHED)
     posts[2].delete()
     site = export_site(tmp_path).build
     assert not (site / f"posts/{posts[4].slug}").exists()
     assert not (site / f"posts/{posts[2].slug}").exists()
-    assert not (site / "page/3").exists(), "three posts left: two index pages"
+    # 3 1 0 left: the front page holds 3 and 1, break 0 starts the next page; p2's is gone.
+    assert sorted(p.name for p in (site / "page").iterdir()) == ["p0"]
     listed = POST_LINK.findall((site / "index.html").read_text())
-    listed += POST_LINK.findall((site / "page/2/index.html").read_text())
+    listed += POST_LINK.findall((site / "page/p0/index.html").read_text())
     assert listed == [posts[3].slug, posts[1].slug, posts[0].slug]
     for gone in (posts[4], posts[2]):
         assert gone.slug not in (site / "feed/index.xml").read_text()
@@ -355,11 +381,11 @@ def as_if_fresh(tmp_path: Path) -> dict[str, bytes]:
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
 def test_the_build_before_the_live_one_is_rewritten_in_place_touching_only_what_changed(
-    tmp_path,
+    tmp_path, keyed
 ):
     """keep=2: the build the clean-up would delete is the next build, not a new folder."""
     root = tmp_path / "site"
-    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(6)]
+    posts = [keyed(i) for i in range(6)]  # pages: 5 4 3, 2 1, 0
     first = export_site(root)
     edit(posts[0], title="First edit")
     second = export_site(root)
@@ -384,7 +410,7 @@ def test_the_build_before_the_live_one_is_rewritten_in_place_touching_only_what_
         "sitemap-posts.xml",
         *ALWAYS_RENDERED,
         f"posts/{posts[0].slug}/index.html",  # changed in the second build: linked from it
-        "page/3/index.html",
+        "page/p0/index.html",
     }
     assert third.rendered == 1 + 1 + 1 + len(ALWAYS_RENDERED)
     assert inode(third.build / f"posts/{posts[0].slug}/index.html") == inode(
@@ -394,10 +420,10 @@ def test_the_build_before_the_live_one_is_rewritten_in_place_touching_only_what_
 
 
 @override_settings(INSTATIC_POSTS_PER_PAGE=2)
-def test_the_first_export_leaves_a_spare_build_that_the_next_one_rewrites_in_place(tmp_path):
+def test_the_first_export_leaves_a_spare_build_that_the_next_one_rewrites_in_place(tmp_path, keyed):
     """Without the spare, the next export would make a folder per post and link every page."""
     root = tmp_path / "site"
-    posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(6)]
+    posts = [keyed(i) for i in range(6)]  # pages: 5 4 3, 2 1, 0
     first = export_site(root)
     spare = first.spare
     assert spare is not None and spare.parent == root / "builds"
@@ -422,7 +448,7 @@ def test_the_first_export_leaves_a_spare_build_that_the_next_one_rewrites_in_pla
     touched = {name for name in after if after[name] != kept_before.get(name)}
     assert touched == {
         f"posts/{posts[0].slug}/index.html",
-        "page/3/index.html",
+        "page/p0/index.html",
         "sitemap-posts.xml",
         *ALWAYS_RENDERED,
     }

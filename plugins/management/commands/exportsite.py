@@ -8,7 +8,8 @@ from the live build, and a change of the templates or of settings that shape the
 renders everything. ``--full`` renders every page regardless (after a change the export cannot
 see, such as a template tag's code); the live build is swapped only when something differs.
 It can run beside the schedulers' own export job: each build is written to its own folder
-first.
+first. It writes only into a new or empty folder or one an export made (marked by
+``.instatic-export-root``), and deletes only builds it named itself.
 """
 
 import os
@@ -100,6 +101,10 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{current} is a real folder; move it away so the export can make it a symlink."
             )
+        try:
+            static_export.claim_root(root)
+        except static_export.ExportError as exc:
+            raise CommandError(f"{exc}.") from None
         return root
 
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('publishing', '0006_event_post_without_constraint'),
+        ('publishing', '0007_slug_follows_the_url_rule'),
     ]
 
     operations = [
