@@ -664,13 +664,7 @@ class Heartbeat(threading.Thread):
             if pid is None and not work:
                 continue
             self._took_over(loop, leader.node, now, leader.last_heartbeat, pid, work)
-            leadership.end(
-                leader.group,
-                instance=leader.instance,
-                reason=leadership.EndReason.FENCED,
-                detail=f"removed by {self.identity.name}: no heartbeat for "
-                + _age_text(now, leader.last_heartbeat),
-            )
+            self._end_fenced(leader.group, leader.instance, now, leader.last_heartbeat)
             loop.request_maintenance()
 
     def _remove_stale_holders(self, now: datetime, leaders: list[LeaderView]) -> None:
@@ -713,14 +707,18 @@ class Heartbeat(threading.Thread):
             self._took_over(loop, view.node, now, view.last_heartbeat, pid, work)
             row = rows.get(view.group)
             if row is not None and process is not None and row.instance == process:
-                leadership.end(
-                    view.group,
-                    instance=row.instance,
-                    reason=leadership.EndReason.FENCED,
-                    detail=f"removed by {self.identity.name}: no heartbeat for "
-                    + _age_text(now, view.last_heartbeat),
-                )
+                self._end_fenced(view.group, row.instance, now, view.last_heartbeat)
             loop.request_maintenance()
+
+    def _end_fenced(self, group: str, instance: str, now: datetime, last_heartbeat) -> None:
+        """Close the fenced process's leadership term of ``group``, saying who removed it."""
+        leadership.end(
+            group,
+            instance=instance,
+            reason=leadership.EndReason.FENCED,
+            detail=f"removed by {self.identity.name}: no heartbeat for "
+            + _age_text(now, last_heartbeat),
+        )
 
     def _took_over(self, loop, node: str, now: datetime, last_heartbeat, pid, work: int) -> None:
         logger.warning(

@@ -124,10 +124,7 @@ class JobThreads:
                 connection.close()
                 return
             try:
-                with between_runs():
-                    func()
-            except Exception:
-                logger.exception("%s: a job run failed outside its own error handling", self.prefix)
+                self._run(func)
             finally:
                 # Idle before done: a run submitted once this one is seen done reuses it.
                 with self._lock:
@@ -136,13 +133,18 @@ class JobThreads:
 
     def _run_once(self, func: Callable[[], None], done: threading.Event) -> None:
         try:
+            self._run(func)
+        finally:
+            connection.close()
+            done.set()
+
+    def _run(self, func: Callable[[], None]) -> None:
+        """Run ``func`` between runs' connection care; log what its own handling let through."""
+        try:
             with between_runs():
                 func()
         except Exception:
             logger.exception("%s: a job run failed outside its own error handling", self.prefix)
-        finally:
-            connection.close()
-            done.set()
 
     def shutdown(self) -> None:
         """Let idle threads close their connections and end; busy ones end after their run."""

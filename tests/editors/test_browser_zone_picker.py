@@ -3,20 +3,9 @@
 from django.urls import reverse
 
 from editors.models import EditorProfile
-from tests.support.browser import screenshot
+from tests.support.browser import screenshot, signed_in
 
 MY_ZONE = reverse("my_time_zone")
-
-
-def sign_in(browser, live_server, zone: str):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, timezone_id=zone)
-    page = context.new_page()
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "editor")
-    page.fill("#id_password", "pw")
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
-    return page
 
 
 def visible_zones(page) -> list[str]:
@@ -28,7 +17,7 @@ def visible_zones(page) -> list[str]:
 def test_the_browser_zone_is_offered_first_and_typing_finds_a_zone(
     live_server, editor, browser, request
 ):
-    page = sign_in(browser, live_server, "Asia/Kolkata")
+    page = signed_in(browser, live_server, "editor", timezone_id="Asia/Kolkata")
     try:
         page.goto(f"{live_server.url}{MY_ZONE}")
         offer = page.locator(".zone-picker-browser")

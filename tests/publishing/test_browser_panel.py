@@ -15,7 +15,7 @@ from editors.models import EditorProfile
 from publishing import services
 from publishing.models import Post
 from tests.publishing.conftest import due_post, make_post
-from tests.support.browser import screenshot
+from tests.support.browser import screenshot, signed_in
 
 pytestmark = [pytest.mark.sqlite]
 
@@ -23,16 +23,9 @@ S = Post.Status
 ACTION = "button[name=_publishing_action]"
 
 
-def sign_in(browser, live_server, username: str, password: str = "pw"):
-    """Return a page signed in as ``username``, the browser's own clock in UTC."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, timezone_id="UTC")
-    page = context.new_page()
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
-    return page
+def sign_in(browser, live_server, username: str):
+    """A page signed in as ``username``, the browser's own clock in UTC."""
+    return signed_in(browser, live_server, username, timezone_id="UTC")
 
 
 def change_url(live_server, post: Post) -> str:

@@ -16,7 +16,7 @@ from editors.models import EditorProfile
 from publishing import services
 from publishing.models import Post
 from tests.publishing.conftest import due_post, future_post, make_post
-from tests.support.browser import screenshot
+from tests.support.browser import screenshot, signed_in
 
 pytestmark = [pytest.mark.sqlite]
 
@@ -24,16 +24,15 @@ S = Post.Status
 
 
 def sign_in(browser, live_server, username: str, *, password="pw", width=1280, scheme="light"):
-    context = browser.new_context(
-        viewport={"width": width, "height": 900}, timezone_id="UTC", color_scheme=scheme
+    return signed_in(
+        browser,
+        live_server,
+        username,
+        password,
+        viewport={"width": width, "height": 900},
+        timezone_id="UTC",
+        color_scheme=scheme,
     )
-    page = context.new_page()
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
-    return page
 
 
 def contrast(page, selector: str) -> float:

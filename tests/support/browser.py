@@ -51,9 +51,14 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
-def signed_in(browser, live_server, username: str, password: str):
-    """Return a page in a new browser context (its own cookies) signed in as ``username``."""
-    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+def signed_in(browser, live_server, username: str, password: str = "pw", **context):
+    """Return a page in a new browser context (its own cookies) signed in as ``username``.
+
+    ``context`` goes to Playwright's ``new_context`` (``timezone_id``, ``color_scheme``, a
+    ``viewport`` other than 1280 x 900).
+    """
+    context.setdefault("viewport", {"width": 1280, "height": 900})
+    page = browser.new_context(**context).new_page()
     page.goto(f"{live_server.url}/admin/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", password)
