@@ -12,7 +12,6 @@ from django.utils.feedgenerator import Atom1Feed
 from publishing import selectors
 from publishing.conf import settings
 from publishing.models import Post
-from publishing.sitemaps import post_location
 from publishing.validation import xml_text
 
 
@@ -30,9 +29,6 @@ class LatestPostsFeed(Feed):
 
     def item_title(self, item: Post) -> str:
         return xml_text(item.title)
-
-    def item_link(self, item: Post) -> str:
-        return post_location(item)
 
     def item_description(self, item: Post) -> str:
         return xml_text(item.body_html)  # sanitized when the body was saved

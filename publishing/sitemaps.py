@@ -12,18 +12,16 @@ changes only its own page, so the static export re-renders one page, not every p
 Ids skipped by drafts, scheduled or deleted posts leave pages with fewer than ``limit`` posts
 (one with none at all is an empty ``urlset``).
 
-Whatever is stored renders: a post's address is :func:`post_location`, which a slug that no
-address can hold (the services refuse one, but it may have been written some other way) does
-not break, and nothing else of a post is written into the XML.
+A post's address is its ``get_absolute_url()``: the database refuses a slug the URL pattern
+does not take (``publishing.slugs``), and nothing else of a post is written into the XML.
 """
 
 from collections.abc import Callable
-from urllib.parse import quote
 
 from django.contrib.sitemaps import Sitemap
 from django.core.paginator import Paginator
 from django.db.models import Max
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils.functional import cached_property
 
 from publishing import selectors
@@ -42,21 +40,6 @@ class IndexSitemap(Sitemap):
 
     def lastmod(self, item: str):
         return selectors.live_version().last_change
-
-
-def post_location(post: Post) -> str:
-    """Return the path of ``post``'s page, even for a slug its URL pattern does not take.
-
-    Such a slug (with characters a slug may not have) is percent-encoded into the same path:
-    the feed and the sitemap keep rendering, and the address answers 404 as the page does.
-    """
-    try:
-        return post.get_absolute_url()
-    except NoReverseMatch:
-        placeholder = "slug-placeholder"
-        path = reverse("publishing:post_detail", kwargs={"slug": placeholder})
-        head, _, tail = path.rpartition(placeholder)
-        return f"{head}{quote(post.slug, safe='')}{tail}"
 
 
 def id_page(post_id: int, per_page: int) -> int:
@@ -119,7 +102,7 @@ class PostSitemap(Sitemap):
         return IdRangePaginator(self.items(), self.limit, last_id=last_live_id)
 
     def location(self, item: Post) -> str:
-        return post_location(item)
+        return item.get_absolute_url()
 
     def lastmod(self, item: Post):
         return item.updated_at

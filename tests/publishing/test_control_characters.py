@@ -119,8 +119,6 @@ def parsed(response) -> minidom.Document:
 def test_a_live_post_stored_with_such_text_leaves_the_feed_and_sitemap_working(client):
     post = live_post(title=REPORTED, slug="control-post")
     Post.objects.filter(pk=post.pk).update(body_html="<p>Body \x01 with \x0b controls</p>")
-    odd_slug = live_post(title="Odd slug")
-    Post.objects.filter(pk=odd_slug.pk).update(slug="odd\x01slug")
 
     feed = parsed(client.get(reverse("publishing:feed")))
     titles = [node.firstChild.data for node in feed.getElementsByTagName("title")]
@@ -128,8 +126,6 @@ def test_a_live_post_stored_with_such_text_leaves_the_feed_and_sitemap_working(c
     assert "<p>Body  with  controls</p>" in client.get(reverse("publishing:feed")).content.decode(
         "utf-8"
     ).replace("&lt;", "<").replace("&gt;", ">")
-    links = [node.getAttribute("href") for node in feed.getElementsByTagName("link")]
-    assert "http://testserver/posts/odd%01slug/" in links
 
     parsed(client.get(reverse("publishing:sitemap")))
     section = reverse("publishing:sitemap_section", kwargs={"section": "posts"})
@@ -137,7 +133,6 @@ def test_a_live_post_stored_with_such_text_leaves_the_feed_and_sitemap_working(c
         node.firstChild.data for node in parsed(client.get(section)).getElementsByTagName("loc")
     ]
     assert "http://testserver/posts/control-post/" in locations
-    assert "http://testserver/posts/odd%01slug/" in locations
 
 
 def test_exportsite_writes_a_site_with_such_a_post(tmp_path):

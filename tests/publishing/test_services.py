@@ -324,11 +324,11 @@ def test_a_failing_post_stays_scheduled_with_its_error_and_does_not_block_others
 
 def test_editing_a_failed_post_clears_the_error_and_it_publishes(editor):
     state = publish_job_state()
-    bad = due_post(slug="not a slug!")
+    bad = due_post(body="   ")
     services.publish_due()
     bad.refresh_from_db()
-    assert "not a valid slug" in bad.last_error
-    bad.slug = "now-a-slug"
+    assert "the body is empty" in bad.last_error
+    bad.body = "Written at last."
     services.save_post(post=bad, user=editor)
     bad.refresh_from_db()
     assert bad.last_error == ""
