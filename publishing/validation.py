@@ -4,11 +4,11 @@ import re
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from django.core.exceptions import ValidationError
-from django.core.validators import slug_re
 from django.utils import timezone
 from django.utils.formats import date_format
 
 from publishing.conf import settings
+from publishing.slugs import is_url_slug
 
 TITLE_MAX_CHARS = 200
 
@@ -114,7 +114,7 @@ def publish_problems(
         problems.append(f"the title is longer than {TITLE_MAX_CHARS} characters")
     elif LINE_FORBIDDEN.search(title):
         problems.append(_lowered(character_problem(title, label="title")))
-    if not slug or not slug_re.fullmatch(slug):
+    if not is_url_slug(slug or ""):
         problems.append(f"the slug {slug!r} is not a valid slug (letters, digits, - and _ only)")
     if max_chars is None:
         max_chars = int(settings.POST_BODY_MAX_CHARS)
