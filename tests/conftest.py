@@ -1,7 +1,7 @@
 """Suite-wide fixtures: vendor markers, and helpers for tests that start real processes."""
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
@@ -73,7 +73,12 @@ def browser(monkeypatch):
     # Playwright's sync API runs an event loop; the ORM calls in the tests happen outside it.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with chromium() as browser:
+        # While Playwright's loop runs, the ORM hands this thread other connection objects
+        # than outside it (asgiref's Local follows the loop), kept from the last browser test:
+        # one a restarted database server ended would fail this test's first query.
+        connections.close_all()
         yield browser
+        connections.close_all()
 
 
 # Nothing a run started outlives it (tests/support/processes.py, devtools/testsuite.py).
