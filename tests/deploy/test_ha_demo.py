@@ -61,7 +61,9 @@ def test_ha_demo_runs_three_replicas_and_cleans_up_on_ctrl_c():
             ),
             timeout=30,
         )
-        assert http_get(f"{site}/healthz")[0] == 200
+        # The web process checks its settings before gunicorn binds: it may answer a moment
+        # after the schedulers lead.
+        wait_until(lambda: http_get(f"{site}/healthz")[0] == 200, timeout=30)
         assert http_get(f"{site}/readyz")[0] == 200
         # The printed pg_locks query finds the lock holders by their node names.
         with psycopg.connect(database) as conn:
