@@ -22,7 +22,7 @@ The web process serves them at ``/metrics`` (:func:`metrics_view`); ``runschedul
 (:meth:`SchedulerMetrics.serve`), which also answers ``/healthz`` with this node's own
 heartbeat freshness, so a container health check works when only the scheduler runs.
 
-Who may read them (issue 12): the web's ``/metrics`` needs a staff login or
+Who may read them: the web's ``/metrics`` needs a staff login or
 ``Authorization: Bearer <INSTATIC_METRICS_TOKEN>`` (node names and backlog sizes are not for
 the public). The scheduler's server is kept internal by its bind address, and needs the same
 token when one is set; its ``/healthz`` answers 200/503 to anyone but shows the reason only
