@@ -258,12 +258,12 @@ class GroupLoop(threading.Thread):
         # Workers first, state second: a worker seen finished here committed before the read
         # below, so its job's next slot has moved on in what the tick sees.
         self._reap_workers()
-        now, states, read_at = self._read_states()
+        now, states, declared, read_at = self._read_states()
         self.check_timeouts()
         if self.once:
             # --once runs what was due when it started, not what falls due meanwhile.
             self.last_tick.once_horizon = self.last_tick.once_horizon or now
-        plan = plan_tick(self._tick_input(now, states))
+        plan = plan_tick(self._tick_input(now, states, declared))
         self.last_tick.retries, self.last_tick.due_behind = plan.retries, plan.due_behind
         runs = self._record(plan, {state.name: state for state in states})
         self.started_last_tick = len(runs)
@@ -281,30 +281,27 @@ class GroupLoop(threading.Thread):
             self._start_workers(runs)
         return plan.sleep_for(runs, elapsed=time.monotonic() - read_at)
 
-    def _read_states(self) -> tuple[datetime, list, float]:
+    def _read_states(self) -> tuple[datetime, list, dict[str, Job], float]:
         """Read the database time and the group's states (after maintenance, when it is
-        due); return them with the monotonic time of the read."""
+        due); return them with the jobs declared and the monotonic time of the read."""
         now, states = group_states(self.group.name, exclude_instance=self.node.instance)
         read_at = time.monotonic()
         self.clock.sync(now)
-        declared = self._declared()
+        declared = {job.name: job for job in self.scheduler.jobs_for(self.group.name)}
         by_name = {state.name: state for state in states}
         if self._needs_maintenance(declared, by_name):
             self._maintain(now, declared, by_name)
             now, states = group_states(self.group.name, exclude_instance=self.node.instance)
             read_at = time.monotonic()
             self.clock.sync(now)
-        return now, states, read_at
+        return now, states, declared, read_at
 
-    def _declared(self) -> dict[str, Job]:
-        return {job.name: job for job in self.scheduler.jobs_for(self.group.name)}
-
-    def _tick_input(self, now: datetime, states: list) -> TickInput:
+    def _tick_input(self, now: datetime, states: list, declared: dict[str, Job]) -> TickInput:
         recheck_at = self.maintenance.recheck_at
         return TickInput(
             now=now,
             states=states,
-            declared=self._declared(),
+            declared=declared,
             busy={name: worker.plan for name, worker in self.workers.items()},
             held=self.holds.held(),
             retries=self.last_tick.retries,
