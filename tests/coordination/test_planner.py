@@ -465,8 +465,8 @@ RETRY_ROWS = [
     ("retry-waiting-while-busy-here", {"retries": 2}, {}, 90, True, False, True, False),
     ("retry-of-a-paused-job", {"retries": 2}, {"paused": True}, -1, False, False, True, False),
     ("no-retries-declared", {}, {}, -1, False, False, False, False),
-    # The job's state says another node still runs it: the retry's own claim refuses to
-    # overlap that run (and holds the job off); the planner does not look.
+    # Another node still runs the job: its retry is planned all the same (only a
+    # transactional retry's row lock then keeps it from overlapping that run).
     (
         "retry-due-while-busy-elsewhere",
         {"retries": 2},
