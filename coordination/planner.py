@@ -268,8 +268,9 @@ def plan_retries(
     """Plan one retry per job of runs waiting for one: abandoned by dead nodes
     (``retry_abandoned``) or failed with attempts left (``retries``, once their retry time
     has come). A paused job's retries wait for it to be resumed; a busy job's retry is due
-    behind its run (added to ``due_behind``). Return the plans, the runs still waiting, and
-    the earliest retry time still to come."""
+    behind its run (added to ``due_behind``); a job another node still runs keeps its retry
+    waiting (a job never overlaps itself), and the tick looks again soon for it. Return the
+    plans, the runs still waiting, and the earliest retry time still to come."""
     busy = set(tick.busy) | {plan.job.name for plan in planned}
     plans, remaining, soonest = [], [], None
     for run in tick.retries:
@@ -278,7 +279,8 @@ def plan_retries(
             continue
         state = by_name.get(run.job)
         waiting = run.retry_at is not None and run.retry_at > tick.now
-        if job.name in busy or waiting or state is None or state.paused:
+        elsewhere = state is not None and state.busy_elsewhere
+        if job.name in busy or waiting or elsewhere or state is None or state.paused:
             remaining.append(run)
             if job.name in tick.busy and not waiting:
                 due_behind.add(job.name)  # its retry can start once its run is done

@@ -465,16 +465,16 @@ RETRY_ROWS = [
     ("retry-waiting-while-busy-here", {"retries": 2}, {}, 90, True, False, True, False),
     ("retry-of-a-paused-job", {"retries": 2}, {"paused": True}, -1, False, False, True, False),
     ("no-retries-declared", {}, {}, -1, False, False, False, False),
-    # Another node still runs the job: its retry is planned all the same (only a
-    # transactional retry's row lock then keeps it from overlapping that run).
+    # Another node still runs the job: its retry waits like one behind a run of this node
+    # (a job never overlaps itself), looked at again soon.
     (
         "retry-due-while-busy-elsewhere",
         {"retries": 2},
         {"busy_elsewhere": True},
         -1,
         False,
-        True,
         False,
+        True,
         False,
     ),
 ]
@@ -764,6 +764,8 @@ def test_no_plan_starts_a_slot_twice_or_skips_one_without_a_reason(tick):
     assert len(started) == len(set(started)), "a slot started twice"
     assert len({run.job.name for run in plan.runs}) == len(plan.runs), "a job overlaps itself"
     assert not {run.job.name for run in plan.runs} & set(tick.busy), "a busy job started again"
+    elsewhere = {state.name for state in tick.states if state.busy_elsewhere}
+    assert not {run.job.name for run in plan.runs} & elsewhere, "a job another node runs started"
     for write in plan.writes:
         if isinstance(write, MissedSlots):
             assert write.reason in R.values, "a slot missed without a reason"
