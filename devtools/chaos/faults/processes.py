@@ -14,7 +14,7 @@ from devtools.chaos.config import (
     ONCE_CUT_OFF,
     SESSION_GROUPS,
 )
-from devtools.chaos.faults.targets import leader_fault, new_fault, pick_leader
+from devtools.chaos.faults.targets import gap_after_kill, leader_fault, new_fault, pick_leader
 from devtools.chaos.records import Fault, OnceRun, Replica
 from devtools.chaos.soak import Soak
 
@@ -99,10 +99,8 @@ def fault_doublefault(soak: Soak) -> Fault:
     if fault.takeover is None or since is None:
         fault.problem = f"{group} did not lead again within 30 s"
     else:
-        fault.lead_gap = (since - killed_db).total_seconds()
-        fault.note = f"led again {fault.lead_gap:.2f} s after the kill"
-        if fault.lead_gap > DOUBLE_FAULT_BOUND:
-            fault.problem = f"{group} led again {fault.lead_gap:.2f} s after the kill"
+        gap = (since - killed_db).total_seconds()
+        gap_after_kill(fault, gap, DOUBLE_FAULT_BOUND, what="led again", who=group)
     time.sleep(frozen_extra)
     waiter.process.send_signal(signal.SIGCONT)
     soak.restart(leader)

@@ -15,7 +15,7 @@ from devtools.chaos.config import (
     PLUGIN_JOBS,
     SLOW_JOB,
 )
-from devtools.chaos.faults.targets import new_fault
+from devtools.chaos.faults.targets import gap_after_kill, new_fault
 from devtools.chaos.records import Fault, SlowRun
 from devtools.chaos.soak import Soak
 
@@ -170,11 +170,8 @@ def fault_killrun(soak: Soak) -> Fault:
     elif status != "abandoned" or error != VANISHED_REASON or finished_at is None:
         fault.problem = f"run {run.id} {status} ({error or 'no error'}), not abandoned at once"
     else:
-        fault.lead_gap = (finished_at - killed_db).total_seconds()
-        fault.note = f"abandoned {fault.lead_gap:.2f} s after the kill"
-        if fault.lead_gap > KILLED_RUN_BOUND:
-            fault.problem = f"run {run.id} abandoned {fault.lead_gap:.2f} s after the kill"
-        else:
+        gap = (finished_at - killed_db).total_seconds()
+        if gap_after_kill(fault, gap, KILLED_RUN_BOUND, what="abandoned", who=f"run {run.id}"):
             next_sql = (
                 "SELECT slot, started_at FROM coordination_jobrun WHERE job = %s AND slot > %s"
                 " AND started_at IS NOT NULL ORDER BY slot LIMIT 1"

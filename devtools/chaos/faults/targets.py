@@ -6,6 +6,7 @@ from devtools.chaos.soak import Soak
 
 
 def new_fault(soak: Soak, kind: str, target: str, context: str = "") -> Fault:
+    """Log the fault about to be injected and return its record."""
     log(f"fault {kind} -> {target}" + (f" ({context})" if context else ""))
     return Fault(kind, target)
 
@@ -22,5 +23,17 @@ def pick_leader(soak: Soak) -> tuple[str, str | None, Replica]:
 
 
 def leader_fault(soak: Soak, kind: str) -> tuple[Fault, str, Replica]:
+    """Start a fault of ``kind`` aimed at a random group's leader; return it, the group, the
+    replica."""
     group, leader_name, leader = pick_leader(soak)
     return new_fault(soak, kind, leader.name, f"{group} leader {leader_name}"), group, leader
+
+
+def gap_after_kill(fault: Fault, seconds: float, bound: float, *, what: str, who: str) -> bool:
+    """Record that ``what`` happened ``seconds`` after the fault's kill; a problem naming ``who``
+    past ``bound``. Return whether it was within the bound."""
+    fault.lead_gap = seconds
+    fault.note = f"{what} {seconds:.2f} s after the kill"
+    if seconds > bound:
+        fault.problem = f"{who} {what} {seconds:.2f} s after the kill"
+    return seconds <= bound
