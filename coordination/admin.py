@@ -21,7 +21,12 @@ from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html, format_html_join
 
 from coordination import timeline
-from coordination.admin_columns import JobRunColumns, JobStateColumns
+from coordination.admin_columns import (
+    RUN_FIELDS,
+    RUN_LIST_DISPLAY,
+    JobRunColumns,
+    JobStateColumns,
+)
 from coordination.admin_paging import CappedCountPaginator
 from coordination.admin_words import outcome_notes, scheduler_column, time_column
 from coordination.clock import database_now
@@ -311,29 +316,13 @@ class JobRunAdmin(JobRunColumns, ReadOnlyAdmin):
     lists the jobs from ``JobState``, and there is no full count beside a filtered one.
     """
 
-    list_display = ["job", "slot_local", "outcome", "scheduler", "took", "late"]
+    list_display = RUN_LIST_DISPLAY
     list_filter = ["status", "reason", "trigger", JobNameFilter, SlotWindowFilter]
     search_fields = ["job", "node", "error"]
     ordering = ["-slot", "-id"]
     paginator = CappedCountPaginator
     show_full_result_count = False
-    fields = [
-        "job",
-        "slot_local",
-        "status",
-        "reason",
-        "trigger",
-        "requested_by",
-        "scheduler",
-        "node",
-        "attempt",
-        "started",
-        "finished",
-        "took",
-        "late",
-        "retry",
-        "error",
-    ]
+    fields = [*RUN_FIELDS, "retry", "error"]
     readonly_fields = fields
 
     @admin.display(description="outcome", ordering="status")

@@ -31,8 +31,28 @@ class JobStateColumns:
     last_scheduler = scheduler_column("last_node", _("last ran on"))
 
 
+#: A run's row in a list of runs (each admin defines its own ``outcome`` column).
+RUN_LIST_DISPLAY = ("job", "slot_local", "outcome", "scheduler", "took", "late")
+#: What a run's page shows, in order, before the fields an admin adds after them.
+RUN_FIELDS = (
+    "job",
+    "slot_local",
+    "status",
+    "reason",
+    "trigger",
+    "requested_by",
+    "scheduler",
+    "node",
+    "attempt",
+    "started",
+    "finished",
+    "took",
+    "late",
+)
+
+
 class JobRunColumns:
-    """Columns of a run in the ledger (``JobRun`` and its proxies)."""
+    """Columns of a run in the ledger (``JobRun`` and its proxies): see :data:`RUN_FIELDS`."""
 
     slot_local = time_column("slot", _("slot"))
     scheduler = scheduler_column("node", _("ran on"))

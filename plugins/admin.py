@@ -18,7 +18,12 @@ from django.utils.translation import ngettext
 
 from coordination import ledger
 from coordination.admin import ReadOnlyAdminMixin, job_timeline_url
-from coordination.admin_columns import JobRunColumns, JobStateColumns
+from coordination.admin_columns import (
+    RUN_FIELDS,
+    RUN_LIST_DISPLAY,
+    JobRunColumns,
+    JobStateColumns,
+)
 from coordination.admin_words import outcome_notes, scheduler_html, time_column
 from coordination.models import JobRun
 from coordination.wording import local_time, scheduler_text
@@ -426,33 +431,11 @@ class JobFilter(admin.SimpleListFilter):
 
 @admin.register(PluginRun)
 class PluginRunAdmin(JobRunColumns, ControlAdmin):
-    list_display = [
-        "job",
-        "slot_local",
-        "outcome",
-        "scheduler",
-        "took",
-        "late",
-    ]
+    list_display = RUN_LIST_DISPLAY
     list_filter = [JobFilter, "status", "reason", "trigger"]
     search_fields = ["job", "node", "error"]
     date_hierarchy = "slot"
-    fields = [
-        "job",
-        "slot_local",
-        "status",
-        "reason",
-        "trigger",
-        "requested_by",
-        "scheduler",
-        "node",
-        "attempt",
-        "started",
-        "finished",
-        "took",
-        "late",
-        "error_text",
-    ]
+    fields = [*RUN_FIELDS, "error_text"]
     readonly_fields = fields
 
     @admin.display(description=_("outcome"), ordering="status")
