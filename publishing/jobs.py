@@ -13,7 +13,7 @@ run side by side), each inside one transaction with its run-ledger row:
   batch. The publish job wakes it when it sees such posts.
 
 So a backlog of 100,000 posts drains beside the posts that are due now, never in front of
-them (issue 16). Both take their rows ``FOR UPDATE SKIP LOCKED`` and change them
+them. Both take their rows ``FOR UPDATE SKIP LOCKED`` and change them
 conditionally, so even overlapping shares could not publish a post twice.
 
 A full batch returns "now", so a backlog is worked through batch after batch, each in its own
