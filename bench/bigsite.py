@@ -12,7 +12,7 @@ process).
    export after it rewrites the spare in place, and every later one (a running site) the
    build before the live one: only changed pages are touched. Targets: peak RSS <= 150 MB at
    every size; both one-change exports <= 5% of the full export's time at 100,000 posts
-   (issue 19; at 10,000 the ~0.75 s of starting the process and Django is already ~5% of the
+   (at 10,000 the ~0.75 s of starting the process and Django is already ~5% of the
    full export: measured, not targeted). ``BENCH_EXPORT_PROFILE=DIR`` runs a third one-change
    export under cProfile (``DIR/export-<size>.prof``) and prints where its time went.
    Then one export after each kind of change (a post published, unpublished, deleted,
@@ -23,8 +23,8 @@ process).
    each next to a plain ``SELECT`` of one page of the same rows (ratio): the run ledger with
    ``BENCH_LEDGER_ROWS`` (default 1,000,000) rows and its filters, the post list at the
    largest site size and the publish history with ``BENCH_EVENTS`` (default 1,000,000)
-   events, each with its filters: target <= 300 ms (issue 19), and <= 200 ms for the post
-   list itself (issue 16). Then the public index (``/``, target <= 20 ms, issue 16) and the
+   events, each with its filters: target <= 300 ms, and <= 200 ms for the post
+   list itself. Then the public index (``/``, target <= 20 ms) and the
    sitemap (its index and a page of 2,000 posts, measured).
 
 Server time is the test client's request time without Django's test instrumentation of
@@ -549,7 +549,7 @@ def _page_table(title: str, rows, baseline_ms: float, client) -> bool:
 
 
 def measure_publishing_pages(client, events: int) -> bool:
-    """The post list and the publish history (issue 19 item 2, issue 16 row 6), and ``/``."""
+    """The post list and the publish history, and ``/``."""
     from django.test import Client
 
     from publishing.models import Post, PublishEvent

@@ -1,6 +1,6 @@
 """Plugin jobs at scale: 100, 300 and 1,000 jobs every minute on three real replicas.
 
-Issue 16, row 3. The jobs come from a bench-only plugin app (``bench/_jobsapp``, added by the
+The jobs come from a bench-only plugin app (``bench/_jobsapp``, added by the
 settings module ``bench._settings``); all of them are due at the same instant, the top of
 every minute, which is what ``* * * * *`` gives a thousand plugins. For each count in
 ``BENCH_JOBS`` (``100,300,1000``), on a fresh throwaway PostgreSQL, over ``BENCH_MINUTES`` (2)

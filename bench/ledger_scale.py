@@ -1,6 +1,6 @@
 """The engine against a big run ledger: tick cost at a million rows, and retention pruning them.
 
-Issue 16, row 5, on a throwaway PostgreSQL (in a child interpreter, Django set up for it):
+On a throwaway PostgreSQL (in a child interpreter, Django set up for it):
 
 1. **Tick cost.** A leading loop of ``BENCH_LEDGER_JOBS`` (1,000) jobs, nothing due: the
    median of ``GroupLoop.tick()`` (the lock check and the state read with its in-progress

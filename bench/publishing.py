@@ -1,6 +1,6 @@
 """Publishing benchmark: three replicas on a throwaway PostgreSQL, each figure beside its baseline.
 
-Issue 16, rows 1 and 2, in one run:
+Two figures in one run:
 
 1. **Backlog.** ``BENCH_BACKLOG`` (100,000) scheduled posts, due a minute ago (as after the
    schedulers' downtime), are found at once by the replicas, which

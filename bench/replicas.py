@@ -1,6 +1,6 @@
 """Idle cost against the number of replicas: statements per replica per minute at 3 and 10.
 
-Issue 16, row 4. For each count in ``BENCH_REPLICA_COUNTS`` (``3,10``) a fresh throwaway
+For each count in ``BENCH_REPLICA_COUNTS`` (``3,10``) a fresh throwaway
 PostgreSQL and that many idle ``runscheduler`` replicas (both groups, nothing due); after
 start-up settles, every statement of ``BENCH_IDLE_SECONDS`` (60) is counted from the server's
 log by ``application_name``, as in ``bench/scheduler.py`` (``bench/_harness.py`` does both).

@@ -1,4 +1,4 @@
-"""Indexes for the run-ledger admin's filters at a million rows (issue 19 follow-up).
+"""Indexes for the run-ledger admin's filters at a million rows.
 
 ``?trigger=manual`` scanned the ``(-slot, -id)`` index until it had a page of manual runs
 (one in a thousand): ``(trigger, -slot, -id)`` is one range in the list's order instead.

@@ -1,4 +1,4 @@
-"""JSON log lines from job code carry the run's node, group, job, slot and run id (issue 14 item 6).
+"""JSON log lines from job code carry the run's node, group, job, slot and run id.
 
 The worker sets them in context variables around the job call; the JSON formatter reads them,
 so a job needs no ``extra=`` and a library logger inside the job gets them too.

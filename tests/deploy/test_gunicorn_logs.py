@@ -1,4 +1,4 @@
-"""gunicorn's access and error logs in the same JSON format as Django's (issue 14 item 6)."""
+"""gunicorn's access and error logs in the same JSON format as Django's."""
 
 import json
 

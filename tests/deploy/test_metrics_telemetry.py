@@ -1,4 +1,4 @@
-"""Honest telemetry (issue 14 item 6): no ``_created`` series, last success and missed slots per
+"""Honest telemetry: no ``_created`` series, last success and missed slots per
 job, cluster gauges from one process only, and a web process that keeps its connections."""
 
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""Configuration an operator can get wrong (issue 12 item 9), exercised in fresh processes.
+"""Configuration an operator can get wrong, exercised in fresh processes.
 
 Each mistake stops ``manage.py`` with one line that says how to fix it, never a traceback and
 never a silent fallback; the HTTPS settings that depend on the deployment are opt-in.

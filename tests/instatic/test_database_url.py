@@ -1,4 +1,4 @@
-"""DATABASE_URL in libpq's multi-host form (issue 15 item 1): a primary and its standbys.
+"""DATABASE_URL in libpq's multi-host form: a primary and its standbys.
 
 libpq tries the hosts in order and, with ``target_session_attrs=read-write``, keeps the first
 that accepts writes; that is how every scheduler connection (lock, work, listen) finds the new

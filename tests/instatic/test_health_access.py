@@ -1,4 +1,4 @@
-"""Who sees what on the health and metrics endpoints (issue 12, item 6).
+"""Who sees what on the health and metrics endpoints.
 
 Anonymous answers carry the status only: no post slugs, job names or database host and port.
 Details need a staff login or ``Authorization: Bearer <INSTATIC_HEALTH_TOKEN>``; the web's

@@ -1,4 +1,4 @@
-"""The configuration docs tell the truth (issue 14 item 7).
+"""The configuration docs tell the truth.
 
 - every setting the apps honour (their ``conf.py`` defaults) can be set from the environment in
   ``instatic/settings.py`` and has a row in the README's configuration table;

@@ -34,8 +34,9 @@ def test_a_process_that_loads_the_test_settings_leaves_its_temporary_folder_empt
 def test_a_throwaway_server_starts_under_the_test_runs_temporary_folder(server_class, monkeypatch):
     """A test run's TMPDIR is root's, readable but not writable by the server's own user.
 
-    The short chaos soak starts its own server from inside a test run: a server that wrote its
-    temporary files to $TMPDIR (MariaDB's bootstrap did) failed before the soak began.
+    The short chaos soak starts its own server from inside a test run, so each server writes
+    its temporary files to a folder of its own (MariaDB's bootstrap writes to $TMPDIR), not
+    to the run's.
     """
     if server_class is MariaDBServer and not mariadb.find_server():
         pytest.skip("mariadbd is not installed")

@@ -1,4 +1,4 @@
-"""Bad job declarations in a plugin's ``jobs.py`` (issue 12, item 7), as real processes.
+"""Bad job declarations in a plugin's ``jobs.py``, as real processes.
 
 A bad schedule (``cron("61 * * * *")``, an unknown time zone, ``daily(at="25:99")``, an interval
 whose slots would fall after the year 9999) must become
