@@ -23,6 +23,39 @@ def register() -> None:
     checks.register(check_lock_mode, "coordination")
 
 
+def check_lock_mode_behind_pooler(app_configs=None, **kwargs):
+    """Warn a scheduler that takes session locks through a transaction pooler."""
+    if settings.DB_POOLER == "pgbouncer-transaction" and settings.LOCK_MODE == "session":
+        return [
+            checks.Warning(
+                "INSTATIC_DB_POOLER=pgbouncer-transaction but INSTATIC_LOCK_MODE=session: "
+                "a scheduler's session advisory lock and LISTEN are unsafe through a "
+                "transaction pooler (the lock stays on a server connection others reuse).",
+                hint="Set INSTATIC_LOCK_MODE=transaction for schedulers behind the pooler, or "
+                "point them straight at PostgreSQL with INSTATIC_DB_POOLER=none (docs/ha.md).",
+                id="coordination.W003",
+            )
+        ]
+    return []
+
+
+#: Checks that concern only a process that runs the scheduler: ``runscheduler`` runs them with
+#: the others (:func:`scheduler_checks`), ``manage.py check`` in a web process does not.
+SCHEDULER_CHECKS = (check_lock_mode_behind_pooler,)
+
+
+@contextmanager
+def scheduler_checks() -> Iterator[None]:
+    """Register the scheduler's own checks with Django's for the checks run inside."""
+    for check in SCHEDULER_CHECKS:
+        checks.register(check, "coordination")
+    try:
+        yield
+    finally:
+        for check in SCHEDULER_CHECKS:
+            checks.registry.registry.registered_checks.discard(check)
+
+
 #: Set while an operator command runs its system checks (see :class:`OperatorCommand`).
 _declarations_reported = ContextVar("declarations_reported", default=False)
 
