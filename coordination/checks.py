@@ -21,6 +21,7 @@ def register() -> None:
     checks.register(check_database_vendor, "coordination", checks.Tags.database)
     checks.register(check_timing, "coordination")
     checks.register(check_lock_mode, "coordination")
+    checks.register(check_db_pooler, "coordination")
 
 
 def check_lock_mode_behind_pooler(app_configs=None, **kwargs):
@@ -228,6 +229,25 @@ def check_lock_mode(app_configs=None, **kwargs):
                 f"({lease:g}s) in lease mode (INSTATIC_LOCK_MODE=transaction).",
                 hint="Lower INSTATIC_MAX_TICK or raise INSTATIC_LEASE (defaults: 1s and 10s).",
                 id="coordination.E009",
+            )
+        ]
+    return []
+
+
+def check_db_pooler(app_configs=None, **kwargs):
+    """Refuse a transaction pooler named for a database that is not PostgreSQL."""
+    vendor = connections[DEFAULT_DB_ALIAS].vendor
+    if (
+        settings.DB_POOLER == "pgbouncer-transaction"
+        and settings.LOCK_MODE != "transaction"  # coordination.E008 says it then
+        and vendor != "postgresql"
+    ):
+        return [
+            checks.Error(
+                f"INSTATIC_DB_POOLER=pgbouncer-transaction is for PostgreSQL behind PgBouncer, "
+                f"but DATABASE_URL points at {vendor}.",
+                hint="Unset INSTATIC_DB_POOLER for SQLite and MySQL.",
+                id="coordination.E010",
             )
         ]
     return []

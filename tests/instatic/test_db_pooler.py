@@ -67,7 +67,7 @@ def test_a_scheduler_with_session_locks_behind_the_pooler_is_warned():
         assert "coordination.W003" in {issue.id for issue in checks.run_checks()}
     assert "coordination.W003" not in {issue.id for issue in checks.run_checks()}
     out = StringIO()
-    RunScheduler(stdout=out, stderr=out).check()
+    RunScheduler(stdout=out, stderr=out).check(fail_level=checks.CRITICAL)  # SQLite: E010
     assert "coordination.W003" in out.getvalue()
     assert "INSTATIC_LOCK_MODE=transaction" in out.getvalue()
 
@@ -82,6 +82,13 @@ def test_a_scheduler_with_session_locks_behind_the_pooler_is_warned():
 def test_no_warning_when_the_lock_mode_fits_the_pooler(values):
     with override_settings(**values), scheduler_checks():
         assert "coordination.W003" not in {issue.id for issue in checks.run_checks()}
+
+
+@pytest.mark.sqlite
+@override_settings(INSTATIC_DB_POOLER="pgbouncer-transaction")
+def test_a_transaction_pooler_for_another_database_than_postgresql_is_an_error():
+    errors = [issue for issue in checks.run_checks() if issue.id == "coordination.E010"]
+    assert errors and "points at sqlite" in errors[0].msg
 
 
 # --- the web and the export through a real PgBouncer ------------------------------------------
