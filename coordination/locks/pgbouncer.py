@@ -8,6 +8,10 @@ releases at commit on whatever server connection ran it. The holder renews the l
 leads; a crashed or frozen holder's lease runs out after ``INSTATIC_LEASE`` seconds, and the
 run ledger and conditional updates keep the work exactly-once regardless.
 
+A transactional run's commit is fenced inside its own transaction
+(:meth:`PgBouncerLeaderLock.fence_work_transaction`): it holds the lease row ``FOR KEY SHARE``
+until it commits, which a takeover's claim (``FOR UPDATE NOWAIT`` first) cannot get past.
+
 Compared with session mode: takeover after a crash waits for the lease instead of being
 immediate, and ``LISTEN`` does not work through the pooler, so leaders poll every
 ``INSTATIC_MAX_TICK`` seconds.
@@ -86,9 +90,8 @@ class PgBouncerLeaderLock(LeaderLock):
             return False
         try:
             with conn.transaction():
-                if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (self.key,)).fetchone()[
-                    0
-                ]:
+                taken = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (self.key,))
+                if not taken.fetchone()[0]:
                     return False
                 # A takeover waits for the work transactions the old holder has fenced
                 # (fence_work_transaction): they hold the row FOR KEY SHARE until they end.
@@ -146,7 +149,7 @@ class PgBouncerLeaderLock(LeaderLock):
         (they change no key) but not a takeover, whose claim locks the row ``FOR UPDATE``
         first: from here until this transaction ends no other node can take the lease, so a
         commit after a successful fence is a commit under the lease, whenever it happens.
-        Pooled sessions cannot be ended by a follower, so the transaction itself bounds how
+        A follower cannot count on ending a pooled session, so the transaction itself bounds how
         long a frozen holder keeps the row: it sets ``idle_in_transaction_session_timeout``
         (local to the transaction) to what the lease has left, and the server ends the
         transaction of a holder that stops talking to it by the time its lease would end.
