@@ -4,8 +4,8 @@ Three replicas reach a throwaway PostgreSQL only through a real PgBouncer in tra
 pooling mode (``INSTATIC_LOCK_MODE=transaction``, lease 6 s, heartbeat 1 s, tick 1 s), running
 the ``hatest`` group (a transactional job every second). Once the leader has run a slot it is
 frozen (SIGSTOP), ``BENCH_FREEZES`` (5) times wherever it is, then as many times between the
-fence of a run and its commit (a trigger makes the run's last update wait for a lock the
-benchmark holds, and lets it finish once the process is stopped). Each time the lease row's
+fence of a run and its commit (``devtools/commit_gate.py``: the run's last update waits for a
+lock the benchmark holds, and finishes once the process is stopped). Each time the lease row's
 takeover (its new ``acquired_at``) is timed from the freeze by the database clock, beside what
 the lease had left when it froze; the frozen process is woken after the takeover and follows.
 Target: every takeover within lease + one heartbeat interval of the freeze, every slot's effect
@@ -24,6 +24,7 @@ import psycopg
 
 from bench import _report
 from bench._harness import BASE_DIR, Replica, env_for, print_table, wait_for
+from devtools.commit_gate import WAITING_SQL, install_sql
 from devtools.pgbouncer import PgBouncer, find_binary
 from devtools.pgcluster import PostgresCluster
 
@@ -39,16 +40,9 @@ SETTINGS = {
 }
 
 
-#: A trigger that makes a run's "succeeded" update (the statement after the fence) wait while
-#: the benchmark holds advisory lock GATE, to freeze a leader exactly inside its fenced commit.
+#: The advisory lock of the commit gate (devtools/commit_gate.py) on the group's job.
 GATE = 31032
-GATE_SQL = [
-    "CREATE FUNCTION bench_commit_gate() RETURNS trigger LANGUAGE plpgsql AS"
-    f" $$ BEGIN PERFORM pg_advisory_xact_lock_shared({GATE}); RETURN NEW; END $$",
-    "CREATE TRIGGER bench_commit_gate BEFORE UPDATE ON coordination_jobrun FOR EACH ROW"
-    " WHEN (NEW.job = 'hatest.tick' AND NEW.status = 'succeeded')"
-    " EXECUTE FUNCTION bench_commit_gate()",
-]
+JOB = "hatest.tick"
 
 
 def freeze_once(conn, replicas: dict, *, at_commit: bool) -> tuple[float, float]:
@@ -76,14 +70,7 @@ def freeze_once(conn, replicas: dict, *, at_commit: bool) -> tuple[float, float]
     waiting = None
     if at_commit:
         conn.execute("SELECT pg_advisory_lock(%s)", (GATE,))
-        (waiting,) = wait_for(
-            lambda: conn.execute(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-                " AND classid = 0 AND objid = %s AND objsubid = 1",
-                (GATE,),
-            ).fetchone(),
-            60,
-        )
+        (waiting,) = wait_for(lambda: conn.execute(WAITING_SQL, (GATE,)).fetchone(), 60)
     frozen_at, left = conn.execute(
         "SELECT statement_timestamp(), EXTRACT(EPOCH FROM expires_at - statement_timestamp())"
         " FROM coordination_locklease WHERE token = %s",
@@ -128,7 +115,7 @@ def main() -> None:
             PgBouncer(upstream_port=cluster.port, dbname="instatic") as bouncer,
             psycopg.connect(url, autocommit=True) as conn,
         ):
-            for statement in GATE_SQL:
+            for statement in install_sql(job=JOB, key=GATE):
                 conn.execute(statement)
             env = env_for(bouncer.url(), **SETTINGS)
             replicas = {f"lt-{i}": Replica(f"lt-{i}", env, GROUP) for i in range(3)}

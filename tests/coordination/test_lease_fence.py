@@ -23,6 +23,7 @@ from django.test import override_settings
 
 from coordination.locks.pgbouncer import PgBouncerLeaderLock
 from coordination.models import JobRun, JobState, Leadership, LockLease
+from devtools import commit_gate as commit_gate_sql
 from devtools import pgbouncer
 from tests.coordination.fencedcommitapp.jobs import GROUP
 from tests.jobsapp.models import Effect
@@ -62,23 +63,16 @@ def scheduler_url(request):
 def commit_gate():
     """Make a run's "succeeded" update of JOB wait while the test holds ``GATE_KEY``."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "CREATE FUNCTION fenced_commit_gate() RETURNS trigger LANGUAGE plpgsql AS"
-            f" $$ BEGIN PERFORM pg_advisory_xact_lock_shared({GATE_KEY}); RETURN NEW; END $$"
-        )
-        cursor.execute(
-            "CREATE TRIGGER fenced_commit_gate BEFORE UPDATE ON coordination_jobrun"
-            f" FOR EACH ROW WHEN (NEW.job = '{JOB}' AND NEW.status = 'succeeded')"
-            " EXECUTE FUNCTION fenced_commit_gate()"
-        )
+        for statement in commit_gate_sql.install_sql(job=JOB, key=GATE_KEY):
+            cursor.execute(statement)
         cursor.execute("SELECT pg_advisory_lock(%s)", (GATE_KEY,))
     try:
         yield
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock_all()")
-            cursor.execute("DROP TRIGGER IF EXISTS fenced_commit_gate ON coordination_jobrun")
-            cursor.execute("DROP FUNCTION IF EXISTS fenced_commit_gate()")
+            for statement in commit_gate_sql.drop_sql():
+                cursor.execute(statement)
 
 
 def open_gate() -> None:
@@ -88,11 +82,7 @@ def open_gate() -> None:
 
 def session_waiting_at_gate() -> int | None:
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-            " AND classid = 0 AND objid = %s AND objsubid = 1",
-            (GATE_KEY,),
-        )
+        cursor.execute(commit_gate_sql.WAITING_SQL, (GATE_KEY,))
         row = cursor.fetchone()
     return row[0] if row else None
 
