@@ -21,6 +21,40 @@ def register() -> None:
     checks.register(check_database_vendor, "coordination", checks.Tags.database)
     checks.register(check_timing, "coordination")
     checks.register(check_lock_mode, "coordination")
+    checks.register(check_db_pooler, "coordination")
+
+
+def check_lock_mode_behind_pooler(app_configs=None, **kwargs):
+    """Warn a scheduler that takes session locks through a transaction pooler."""
+    if settings.DB_POOLER == "pgbouncer-transaction" and settings.LOCK_MODE == "session":
+        return [
+            checks.Warning(
+                "INSTATIC_DB_POOLER=pgbouncer-transaction but INSTATIC_LOCK_MODE=session: "
+                "a scheduler's session advisory lock and LISTEN are unsafe through a "
+                "transaction pooler (the lock stays on a server connection others reuse).",
+                hint="Set INSTATIC_LOCK_MODE=transaction for schedulers behind the pooler, or "
+                "point them straight at PostgreSQL with INSTATIC_DB_POOLER=none (docs/ha.md).",
+                id="coordination.W003",
+            )
+        ]
+    return []
+
+
+#: Checks that concern only a process that runs the scheduler: ``runscheduler`` runs them with
+#: the others (:func:`scheduler_checks`), ``manage.py check`` in a web process does not.
+SCHEDULER_CHECKS = (check_lock_mode_behind_pooler,)
+
+
+@contextmanager
+def scheduler_checks() -> Iterator[None]:
+    """Register the scheduler's own checks with Django's for the checks run inside."""
+    for check in SCHEDULER_CHECKS:
+        checks.register(check, "coordination")
+    try:
+        yield
+    finally:
+        for check in SCHEDULER_CHECKS:
+            checks.registry.registry.registered_checks.discard(check)
 
 
 #: Set while an operator command runs its system checks (see :class:`OperatorCommand`).
@@ -195,6 +229,25 @@ def check_lock_mode(app_configs=None, **kwargs):
                 f"({lease:g}s) in lease mode (INSTATIC_LOCK_MODE=transaction).",
                 hint="Lower INSTATIC_MAX_TICK or raise INSTATIC_LEASE (defaults: 1s and 10s).",
                 id="coordination.E009",
+            )
+        ]
+    return []
+
+
+def check_db_pooler(app_configs=None, **kwargs):
+    """Refuse a transaction pooler named for a database that is not PostgreSQL."""
+    vendor = connections[DEFAULT_DB_ALIAS].vendor
+    if (
+        settings.DB_POOLER == "pgbouncer-transaction"
+        and settings.LOCK_MODE != "transaction"  # coordination.E008 says it then
+        and vendor != "postgresql"
+    ):
+        return [
+            checks.Error(
+                f"INSTATIC_DB_POOLER=pgbouncer-transaction is for PostgreSQL behind PgBouncer, "
+                f"but DATABASE_URL points at {vendor}.",
+                hint="Unset INSTATIC_DB_POOLER for SQLite and MySQL.",
+                id="coordination.E010",
             )
         ]
     return []

@@ -21,6 +21,7 @@ _DEFAULTS = {
     "LOCK_WAIT": 30.0,
     "LOCK_KEYS": {},
     "LOCK_MODE": "session",
+    "DB_POOLER": "none",
     "MISFIRE_GRACE": 30.0,
     "FAILURE_PAUSE_THRESHOLD": 5,
     "RUN_RETENTION": 200,

@@ -351,7 +351,7 @@ class Worker:
                     result = self._call()
                 if self.timed_out or self.past_deadline():
                     raise JobTimedOut(f"ran past its max_duration of {job.max_duration}")
-                if not self.loop.lock_still_held():
+                if not (self.loop.leading and self.loop.lock.fence_work_transaction(connection)):
                     raise LeadershipLost("the group's lock was lost before commit")
                 duration = time.monotonic() - started
                 JobRun.objects.filter(pk=run.pk).update(

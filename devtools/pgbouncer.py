@@ -18,7 +18,14 @@ class PgBouncer(ServerProcess):
 
     workdir_prefix = "instatic-pgbouncer-"
 
-    def __init__(self, *, upstream_port: int, dbname: str, pool_mode: str = "transaction"):
+    def __init__(
+        self,
+        *,
+        upstream_port: int,
+        dbname: str,
+        pool_mode: str = "transaction",
+        extra_config: dict | None = None,
+    ):
         binary = find_binary()
         if binary is None:
             raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")
@@ -26,6 +33,8 @@ class PgBouncer(ServerProcess):
         self.upstream_port = upstream_port
         self.dbname = dbname
         self.pool_mode = pool_mode
+        #: More ``[pgbouncer]`` settings, e.g. ``{"server_round_robin": 1}``.
+        self.extra_config = dict(extra_config or {})
         self.stop_timeout = 15.0
         self.port = free_port()
         self.user = service_user()  # PgBouncer refuses to run as root
@@ -54,6 +63,7 @@ logfile = {self.workdir}/pgbouncer.log
 pidfile = {self.workdir}/pgbouncer.pid
 ignore_startup_parameters = extra_float_digits
 """
+            + "".join(f"{name} = {value}\n" for name, value in self.extra_config.items())
         )
         self.process = subprocess.Popen(
             [self.binary, str(self.workdir / "pgbouncer.ini")],

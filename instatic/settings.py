@@ -31,6 +31,7 @@ from instatic.environment import (
     parse_token,
     parse_url,
 )
+from instatic.pooling import POOLERS, database_behind_pooler, default_pooler
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -178,9 +179,12 @@ INSTATIC_SHUTDOWN_GRACE = _env(parse_seconds, "INSTATIC_SHUTDOWN_GRACE", 25.0)
 INSTATIC_HEALTH_LATE_THRESHOLD = _env(parse_seconds, "INSTATIC_HEALTH_LATE_THRESHOLD", 60.0)
 # "transaction" when DATABASE_URL goes through PgBouncer in transaction pooling mode.
 INSTATIC_LOCK_MODE = _env(parse_choice, "INSTATIC_LOCK_MODE", "session", ("session", "transaction"))
-if INSTATIC_LOCK_MODE == "transaction":
-    # Server-side cursors need a session; a transaction pooler cannot give them one.
-    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+# "pgbouncer-transaction" when this process (web or scheduler) reaches PostgreSQL through
+# PgBouncer in transaction pooling mode; lease mode implies it (instatic/pooling.py).
+INSTATIC_DB_POOLER = _env(
+    parse_choice, "INSTATIC_DB_POOLER", default_pooler(INSTATIC_LOCK_MODE), POOLERS
+)
+DATABASES["default"] = database_behind_pooler(DATABASES["default"], INSTATIC_DB_POOLER)
 INSTATIC_MISFIRE_GRACE = _env(parse_seconds, "INSTATIC_MISFIRE_GRACE", 30.0)
 INSTATIC_FAILURE_PAUSE_THRESHOLD = _env(parse_int, "INSTATIC_FAILURE_PAUSE_THRESHOLD", 5)
 INSTATIC_RUN_RETENTION = _env(parse_int, "INSTATIC_RUN_RETENTION", 200, minimum=1)

@@ -169,6 +169,16 @@ class LeaderLock:
         """Renew a lease-based lock when due (PgBouncer mode); session locks need nothing."""
         return self.acquired
 
+    def fence_work_transaction(self, connection) -> bool:
+        """Return whether the open work transaction on ``connection`` may commit as leader.
+
+        Called as the last check before a transactional run commits. Where the lock is a
+        server session (or a file lock), a frozen holder is fenced by ending its sessions, so
+        confirming the lock on its own connection is enough here. A lease lock overrides this
+        to make the check part of the work transaction itself.
+        """
+        return self.still_held()
+
     def session_id(self) -> int | None:
         """Return the id of the session holding the lock (PostgreSQL pid, MySQL thread id)."""
         return None

@@ -8,6 +8,10 @@ releases at commit on whatever server connection ran it. The holder renews the l
 leads; a crashed or frozen holder's lease runs out after ``INSTATIC_LEASE`` seconds, and the
 run ledger and conditional updates keep the work exactly-once regardless.
 
+A transactional run's commit is fenced inside its own transaction
+(:meth:`PgBouncerLeaderLock.fence_work_transaction`): it holds the lease row ``FOR KEY SHARE``
+until it commits, which a takeover's claim (``FOR UPDATE NOWAIT`` first) cannot get past.
+
 Compared with session mode: takeover after a crash waits for the lease instead of being
 immediate, and ``LISTEN`` does not work through the pooler, so leaders poll every
 ``INSTATIC_MAX_TICK`` seconds.
@@ -17,6 +21,7 @@ import logging
 import time
 import uuid
 
+import psycopg
 from django.db import connections
 
 from coordination.conf import settings
@@ -34,6 +39,22 @@ SET holder = EXCLUDED.holder, token = EXCLUDED.token,
 WHERE coordination_locklease.expires_at < now()
    OR coordination_locklease.token = EXCLUDED.token
 RETURNING token
+"""
+# The fence of a work transaction: lock the lease row if it is still this holder's, and have
+# the server end the transaction once it has sat idle for as long as the lease has left. A CTE,
+# so the timeout is computed from the row as locked.
+_FENCE_SQL = """
+WITH lease AS (
+    SELECT expires_at FROM coordination_locklease
+    WHERE key = %s AND token = %s AND expires_at > statement_timestamp()
+    FOR KEY SHARE
+)
+SELECT set_config(
+    'idle_in_transaction_session_timeout',
+    GREATEST(1, CEIL(EXTRACT(EPOCH FROM expires_at - statement_timestamp()) * 1000))::bigint::text,
+    true
+)
+FROM lease
 """
 _POLL = 0.25
 
@@ -67,18 +88,28 @@ class PgBouncerLeaderLock(LeaderLock):
         ).fetchone()[0]
         if not free:
             return False
-        with conn.transaction():
-            if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (self.key,)).fetchone()[0]:
-                return False
-            row = conn.execute(
-                _CLAIM_SQL,
-                {
-                    "key": self.key,
-                    "holder": self.node_name,
-                    "token": self.token,
-                    "lease": self.lease,
-                },
-            ).fetchone()
+        try:
+            with conn.transaction():
+                taken = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (self.key,))
+                if not taken.fetchone()[0]:
+                    return False
+                # A takeover waits for the work transactions the old holder has fenced
+                # (fence_work_transaction): they hold the row FOR KEY SHARE until they end.
+                conn.execute(
+                    "SELECT 1 FROM coordination_locklease WHERE key = %s FOR UPDATE NOWAIT",
+                    (self.key,),
+                )
+                row = conn.execute(
+                    _CLAIM_SQL,
+                    {
+                        "key": self.key,
+                        "holder": self.node_name,
+                        "token": self.token,
+                        "lease": self.lease,
+                    },
+                ).fetchone()
+        except psycopg.errors.LockNotAvailable:
+            return False
         if row:
             self._renewed = time.monotonic()
         return bool(row)
@@ -109,6 +140,35 @@ class PgBouncerLeaderLock(LeaderLock):
         if time.monotonic() - self._renewed < self.lease / 3:
             return True
         return self.still_held()
+
+    def fence_work_transaction(self, connection) -> bool:
+        """Make the lease check part of the work transaction on ``connection``.
+
+        Lock the lease row ``FOR KEY SHARE`` if it is still this holder's and unexpired, else
+        return False (the run rolls back). The lock lets this holder's own renewals through
+        (they change no key) but not a takeover, whose claim locks the row ``FOR UPDATE``
+        first: from here until this transaction ends no other node can take the lease, so a
+        commit after a successful fence is a commit under the lease, whenever it happens.
+        A follower cannot count on ending a pooled session, so the transaction itself bounds how
+        long a frozen holder keeps the row: it sets ``idle_in_transaction_session_timeout``
+        (local to the transaction) to what the lease has left, and the server ends the
+        transaction of a holder that stops talking to it by the time its lease would end.
+        """
+        if not self.acquired:
+            return False
+        with connection.cursor() as cursor:
+            cursor.execute(_FENCE_SQL, (self.key, self.token))
+            fenced = cursor.fetchone() is not None
+        if not fenced:
+            with self._mutex:
+                if self.acquired:
+                    logger.error(
+                        "[%s] lost advisory lock key %s: the lease is no longer ours at commit",
+                        self.label,
+                        self.key_text,
+                    )
+                    self.acquired = False
+        return fenced
 
     def _release(self) -> bool:
         with self._conn.transaction():

@@ -5,6 +5,7 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
+from coordination.checks import scheduler_checks
 from coordination.conf import settings
 from coordination.dberrors import wait_for_database
 from coordination.liveness import NodeNameInUse
@@ -67,9 +68,11 @@ class Command(BaseCommand):
         parser.add_argument("--metrics-address", default="127.0.0.1")
 
     def check(self, *args, **kwargs):
-        """Refuse bad job declarations in one line before Django's multi-line check report."""
+        """Refuse bad job declarations in one line before Django's multi-line check report;
+        run the scheduler's own checks with Django's."""
         refuse_bad_declarations()
-        return super().check(*args, **kwargs)
+        with scheduler_checks():
+            return super().check(*args, **kwargs)
 
     def handle(self, *args, **options):
         refuse_bad_declarations()  # also with --skip-checks

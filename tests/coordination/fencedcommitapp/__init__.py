@@ -1,0 +1,1 @@
+"""A test-only app with a transactional job whose commit a test freezes."""
