@@ -770,12 +770,8 @@ class GroupLoop(threading.Thread):
                 job.max_duration,
             )
             run = worker.current_run
-            if (
-                not job.transactional
-                and run is not None
-                and ledger.mark_timed_out(run, instance=self.node.instance)
-            ):
-                JobState.objects.filter(name=job.name).update(last_status="timed_out")
+            if not job.transactional and run is not None:
+                ledger.record_timed_out(run, instance=self.node.instance)
             self.scheduler.metrics_run(job, "timed_out", None)
 
     def report_outcome(

@@ -21,12 +21,11 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models.functions import Now
 
 from coordination import journal, ledger
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.logcontext import job_log_context
-from coordination.models import JobRun, JobState
+from coordination.models import JobRun
 from coordination.registry import Job, JobContext
 from coordination.threads import discard_broken_connection
 
@@ -245,14 +244,8 @@ class Worker:
         overlapped. ``NOWAIT``: the loop tries again shortly instead of blocking a thread.
         SQLite has no row locks (and one host-level leader), so there this is a no-op.
         """
-        if not connection.features.has_select_for_update_nowait:
-            return
         try:
-            list(
-                JobState.objects.select_for_update(nowait=True)
-                .filter(name=self.job.name)
-                .values_list("pk")
-            )
+            ledger.lock_state_nowait(self.job.name)
         except OperationalError as exc:
             if not _lock_unavailable(exc):
                 raise
@@ -276,9 +269,10 @@ class Worker:
     def _claim_retry(self) -> JobRun:
         """Take the run this plan retries (in the caller's transaction); raise ``RetryTaken``."""
         node = self.loop.node
-        if not ledger.claim_retry(self.plan.retry_run, node=node.name, instance=node.instance):
+        run = ledger.take_retry(self.plan.retry_run, node=node.name, instance=node.instance)
+        if run is None:
             raise RetryTaken
-        return JobRun.objects.get(pk=self.plan.retry_run.pk)
+        return run
 
     def _retry_at(self, status: str, attempt: int):
         """When this failed attempt is tried again (the job's ``retries``), or ``None``."""
@@ -388,18 +382,14 @@ class Worker:
                     raise JobTimedOut(f"ran past its max_duration of {job.max_duration}")
                 if not self.loop.lock_still_held():
                     raise LeadershipLost("the group's lock was lost before commit")
-                duration = time.monotonic() - started
-                JobRun.objects.filter(pk=run.pk).update(
-                    status=JobRun.Status.SUCCEEDED, duration=duration, finished_at=Now()
-                )
                 outcome = self._outcome(
                     JobRun.Status.SUCCEEDED,
-                    duration=duration,
+                    duration=time.monotonic() - started,
                     lateness=lateness,
                     error="",
                     next_due=self._next_due(result),
                 )
-                ledger.update_state_after_run(job, outcome)
+                ledger.record_succeeded(run, job, outcome)
         except SlotTaken:
             self._slot_taken()
             return
