@@ -134,6 +134,26 @@ class GroupLoop(threading.Thread):
         """
         return self.holds.hold(job_name, cap=float(settings.MAX_TICK))
 
+    # --- what a run needs from its loop (``coordination.runhost.RunHost``) -----------------
+    @property
+    def log_prefix(self) -> str:
+        return self.group.log_prefix
+
+    def release_hold(self, job_name: str) -> None:
+        self.holds.release(job_name)
+
+    def submit(self, task) -> None:
+        self.job_threads.submit(task)
+
+    def cut_off(self, what: str) -> None:
+        self.scheduler.cut_off(what)
+
+    def database_failed(self, exc: BaseException) -> None:
+        self.scheduler.db_health.failed(exc)
+
+    def grace_deadline(self) -> float:
+        return self.scheduler.grace_deadline()
+
     # --- the loop -------------------------------------------------------------------------
     def run(self) -> None:
         """Run the loop; if it crashes, log it, start it again with backoff, and say so.
