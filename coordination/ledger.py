@@ -1,5 +1,9 @@
 """Writes to the run ledger and job state: claiming slots, recording outcomes.
 
+This module is the one writer of ``JobRun`` and ``JobState`` rows: the loop, the runner, the
+journal, the services other apps call and the retention plugin record through its functions,
+one for each thing recorded, and read elsewhere (``coordination.selectors``).
+
 The unique constraint on (job, slot) is what makes a slot run once: a claim is an INSERT that
 a second claimant cannot make, whoever thinks it leads.
 """
@@ -36,8 +40,8 @@ MISSED_BATCH = 5_000
 class RunOutcome:
     """How one run of a job ended, as the run's ledger row and the job's state record it.
 
-    The runner builds it once and hands it to every write of an outcome (:func:`finish`,
-    :func:`finish_with_state`, :func:`record_failed`, :func:`update_state_after_run`), so a
+    The runner builds it once and hands it to every write of an outcome
+    (:func:`finish_with_state`, :func:`record_failed`, :func:`record_outcome_in_state`), so a
     new outcome field is one edit here rather than one in each of their signatures.
     """
 
@@ -387,7 +391,7 @@ def record_succeeded(run: JobRun, job: Job, outcome: RunOutcome) -> None:
     JobRun.objects.filter(pk=run.pk).update(
         status=JobRun.Status.SUCCEEDED, duration=outcome.duration, finished_at=Now()
     )
-    update_state_after_run(job, outcome)
+    record_outcome_in_state(job, outcome)
 
 
 def restore_lost_run(
@@ -414,11 +418,6 @@ def restore_lost_run(
     return True
 
 
-def finish(run: JobRun, outcome: RunOutcome, *, instance: str) -> bool:
-    """Record a run's outcome unless it was meanwhile marked abandoned or timed out elsewhere."""
-    return bool(_finishable(run, instance).update(**_finish_values(outcome)))
-
-
 def _finishable(run: JobRun, instance: str):
     """Return ``run``'s row while this node's attempt still owns it (running or timed out)."""
     return JobRun.objects.filter(
@@ -439,18 +438,13 @@ def _finish_values(outcome: RunOutcome) -> dict:
     }
 
 
-def mark_timed_out(run: JobRun, *, instance: str) -> bool:
-    return bool(
-        JobRun.objects.filter(
-            pk=run.pk, status=JobRun.Status.RUNNING, node_instance=instance
-        ).update(status=JobRun.Status.TIMED_OUT, error="ran past its max_duration")
-    )
-
-
 def record_timed_out(run: JobRun, *, instance: str) -> bool:
     """Record that this node's claim-first ``run`` outlived its max duration (its row and its
     job's last status); return False if the run was no longer this node's running one."""
-    if not mark_timed_out(run, instance=instance):
+    timed_out = JobRun.objects.filter(
+        pk=run.pk, status=JobRun.Status.RUNNING, node_instance=instance
+    ).update(status=JobRun.Status.TIMED_OUT, error="ran past its max_duration")
+    if not timed_out:
         return False
     JobState.objects.filter(name=run.job).update(last_status=JobRun.Status.TIMED_OUT)
     return True
@@ -519,7 +513,7 @@ def abandon_own(instance: str, job_names: list[str], *, reason: str) -> int:
     ).update(status=JobRun.Status.ABANDONED, finished_at=Now(), error=reason)
 
 
-def update_state_after_run(job: Job, outcome: RunOutcome) -> bool:
+def record_outcome_in_state(job: Job, outcome: RunOutcome) -> bool:
     """Record the outcome in the job's state; pause it after too many failures in a row.
 
     Return True when this failure paused the job.

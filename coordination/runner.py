@@ -475,7 +475,7 @@ class Worker:
                 requested_by=plan.requested_by,
                 retry_of=plan.retry_run,
             )
-            return ledger.update_state_after_run(job, outcome)
+            return ledger.record_outcome_in_state(job, outcome)
 
         paused = self._durably("its failure", record)
         self._retry_noted(retry_at, attempt)
