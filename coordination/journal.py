@@ -28,10 +28,9 @@ from collections import deque
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.db.models.functions import Now
 
+from coordination import ledger
 from coordination.models import JobRun
 
 logger = logging.getLogger(__name__)
@@ -173,20 +172,12 @@ def _pruned(entry: Entry, found: dict) -> bool:
 
 def restore(entry: Entry, *, node: str, instance: str) -> bool:
     """Write a lost claim-first run back into the ledger; return False if the slot is taken."""
-    finished = entry.status != JobRun.Status.RUNNING
-    try:
-        with transaction.atomic():
-            JobRun.objects.create(
-                job=entry.job,
-                slot=entry.slot,
-                status=entry.status,
-                trigger=entry.trigger,
-                node=node,
-                node_instance=instance,
-                started_at=Now(),
-                finished_at=Now() if finished else None,
-                error=RESTORED_NOTE.format(node=node),
-            )
-    except IntegrityError:
-        return False
-    return True
+    return ledger.restore_lost_run(
+        job=entry.job,
+        slot=entry.slot,
+        status=entry.status,
+        trigger=entry.trigger,
+        node=node,
+        instance=instance,
+        note=RESTORED_NOTE.format(node=node),
+    )

@@ -1,5 +1,9 @@
 """Writes to the run ledger and job state: claiming slots, recording outcomes.
 
+This module is the one writer of ``JobRun`` and ``JobState`` rows: the loop, the runner, the
+journal, the services other apps call and the retention plugin record through its functions,
+one for each thing recorded, and read elsewhere (``coordination.selectors``).
+
 The unique constraint on (job, slot) is what makes a slot run once: a claim is an INSERT that
 a second claimant cannot make, whoever thinks it leads.
 """
@@ -12,7 +16,7 @@ from itertools import islice
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, F, Q, Value, When
-from django.db.models.functions import Now
+from django.db.models.functions import Coalesce, Least, Now
 from django.db.models.sql import UpdateQuery
 
 from coordination import liveness
@@ -36,8 +40,8 @@ MISSED_BATCH = 5_000
 class RunOutcome:
     """How one run of a job ended, as the run's ledger row and the job's state record it.
 
-    The runner builds it once and hands it to every write of an outcome (:func:`finish`,
-    :func:`finish_with_state`, :func:`record_failed`, :func:`update_state_after_run`), so a
+    The runner builds it once and hands it to every write of an outcome
+    (:func:`finish_with_state`, :func:`record_failed`, :func:`record_outcome_in_state`), so a
     new outcome field is one edit here rather than one in each of their signatures.
     """
 
@@ -153,6 +157,56 @@ def pause_unplannable(job: Job, exc: BaseException) -> bool:
             paused=True, paused_reason=unplannable(exc)
         )
     )
+
+
+def record_paused(job_name: str, paused: bool, *, reason: str = "") -> None:
+    """Record an operator's pause (with its reason) or resume of a job; a resume also clears
+    the job's failure streak."""
+    values = {"paused": paused, "paused_reason": reason[:255] if paused else ""}
+    if not paused:
+        values["consecutive_failures"] = 0
+    JobState.objects.filter(name=job_name).update(**values)
+
+
+def pause_jobs(job_names: list[str], *, reason: str) -> int:
+    """Pause the named jobs that are not paused yet, with ``reason``; return how many."""
+    return JobState.objects.filter(name__in=job_names, paused=False).update(
+        paused=True, paused_reason=reason
+    )
+
+
+def record_run_request(job_name: str, *, requested_by: str = "") -> None:
+    """Record a run-now request for ``job_name`` (made now, by ``requested_by``)."""
+    JobState.objects.filter(name=job_name).update(
+        run_requested_at=Now(), run_requested_by=requested_by[:150]
+    )
+
+
+def record_wakeup_request(job_name: str, at: datetime, *, skip_locked: bool = False) -> int:
+    """Lower ``job_name``'s wake-up instant to ``at`` (never raise it); return how many state
+    rows changed (0: the job has no state yet).
+
+    With ``skip_locked`` (inside a transaction), a state row that another transaction holds
+    (its job's run) is left alone instead of waited for, where the database can skip locked
+    rows.
+    """
+    state = JobState.objects.filter(name=job_name)
+    if skip_locked and connection.features.has_select_for_update_skip_locked:
+        state = JobState.objects.filter(
+            pk__in=list(state.select_for_update(skip_locked=True).values_list("pk", flat=True))
+        )
+    return state.update(wake_at=Least(Coalesce("wake_at", Value(at)), Value(at)))
+
+
+def lock_state_nowait(job_name: str) -> None:
+    """Lock ``job_name``'s state row for the caller's transaction without waiting.
+
+    Raises the database's ``OperationalError`` if another transaction holds it; a no-op where
+    the database has no ``NOWAIT`` row locks (SQLite).
+    """
+    if not connection.features.has_select_for_update_nowait:
+        return
+    list(JobState.objects.select_for_update(nowait=True).filter(name=job_name).values_list("pk"))
 
 
 def retire_undeclared(group: str, declared_here: set[str], declared_anywhere: set[str]) -> int:
@@ -323,9 +377,45 @@ def claim_retry(run: JobRun, *, node: str, instance: str) -> bool:
     )
 
 
-def finish(run: JobRun, outcome: RunOutcome, *, instance: str) -> bool:
-    """Record a run's outcome unless it was meanwhile marked abandoned or timed out elsewhere."""
-    return bool(_finishable(run, instance).update(**_finish_values(outcome)))
+def take_retry(run: JobRun, *, node: str, instance: str) -> JobRun | None:
+    """Take ``run`` for another attempt (:func:`claim_retry`) and return its row as taken, or
+    ``None`` if someone else took it or it no longer waits for one."""
+    if not claim_retry(run, node=node, instance=instance):
+        return None
+    return JobRun.objects.get(pk=run.pk)
+
+
+def record_succeeded(run: JobRun, job: Job, outcome: RunOutcome) -> None:
+    """Record a transactional run's success inside its own transaction: the run's row and the
+    job's state (a success pauses nothing)."""
+    JobRun.objects.filter(pk=run.pk).update(
+        status=JobRun.Status.SUCCEEDED, duration=outcome.duration, finished_at=Now()
+    )
+    record_outcome_in_state(job, outcome)
+
+
+def restore_lost_run(
+    *, job: str, slot: datetime, status: str, trigger: str, node: str, instance: str, note: str
+) -> bool:
+    """Write back a claim-first run that a failover lost from the ledger (``note`` says so);
+    return False if the slot is taken meanwhile."""
+    finished = status != JobRun.Status.RUNNING
+    try:
+        with transaction.atomic():
+            JobRun.objects.create(
+                job=job,
+                slot=slot,
+                status=status,
+                trigger=trigger,
+                node=node,
+                node_instance=instance,
+                started_at=Now(),
+                finished_at=Now() if finished else None,
+                error=note,
+            )
+    except IntegrityError:
+        return False
+    return True
 
 
 def _finishable(run: JobRun, instance: str):
@@ -348,12 +438,21 @@ def _finish_values(outcome: RunOutcome) -> dict:
     }
 
 
-def mark_timed_out(run: JobRun, *, instance: str) -> bool:
-    return bool(
-        JobRun.objects.filter(
-            pk=run.pk, status=JobRun.Status.RUNNING, node_instance=instance
-        ).update(status=JobRun.Status.TIMED_OUT, error="ran past its max_duration")
-    )
+def record_timed_out(run: JobRun, *, instance: str) -> bool:
+    """Record that this node's claim-first ``run`` outlived its max duration (its row and its
+    job's last status); return False if the run was no longer this node's running one."""
+    timed_out = JobRun.objects.filter(
+        pk=run.pk, status=JobRun.Status.RUNNING, node_instance=instance
+    ).update(status=JobRun.Status.TIMED_OUT, error="ran past its max_duration")
+    if not timed_out:
+        return False
+    JobState.objects.filter(name=run.job).update(last_status=JobRun.Status.TIMED_OUT)
+    return True
+
+
+def delete_runs(run_ids: list[int]) -> int:
+    """Delete the ledger rows ``run_ids`` (run-history retention); return how many."""
+    return JobRun.objects.filter(pk__in=run_ids).delete()[0]
 
 
 def abandon_orphans(job_names: list[str], *, reason: str = "") -> int:
@@ -414,7 +513,7 @@ def abandon_own(instance: str, job_names: list[str], *, reason: str) -> int:
     ).update(status=JobRun.Status.ABANDONED, finished_at=Now(), error=reason)
 
 
-def update_state_after_run(job: Job, outcome: RunOutcome) -> bool:
+def record_outcome_in_state(job: Job, outcome: RunOutcome) -> bool:
     """Record the outcome in the job's state; pause it after too many failures in a row.
 
     Return True when this failure paused the job.

@@ -188,6 +188,9 @@ class GroupLoop(threading.Thread):
     def lock_still_held(self) -> bool:
         return self.leading and self.lock.still_held()
 
+    def fence_work_transaction(self, connection) -> bool:
+        return self.leading and self.lock.fence_work_transaction(connection)
+
     def hold_off(self, job_name: str) -> bool:
         """Do not plan ``job_name`` for a while (doubling up to ``INSTATIC_MAX_TICK``).
 
@@ -196,6 +199,26 @@ class GroupLoop(threading.Thread):
         the first hold of a streak.
         """
         return self.holds.hold(job_name, cap=float(settings.MAX_TICK))
+
+    # --- what a run needs from its loop (``coordination.runhost.RunHost``) -----------------
+    @property
+    def log_prefix(self) -> str:
+        return self.group.log_prefix
+
+    def release_hold(self, job_name: str) -> None:
+        self.holds.release(job_name)
+
+    def submit(self, task) -> None:
+        self.job_threads.submit(task)
+
+    def cut_off(self, what: str) -> None:
+        self.scheduler.cut_off(what)
+
+    def database_failed(self, exc: BaseException) -> None:
+        self.scheduler.db_health.failed(exc)
+
+    def grace_deadline(self) -> float:
+        return self.scheduler.grace_deadline()
 
     def took_over(self) -> None:
         """The lock is ours: look after the states at the first tick, and again once the
@@ -523,12 +546,8 @@ class GroupLoop(threading.Thread):
                 job.max_duration,
             )
             run = worker.current_run
-            if (
-                not job.transactional
-                and run is not None
-                and ledger.mark_timed_out(run, instance=self.node.instance)
-            ):
-                JobState.objects.filter(name=job.name).update(last_status="timed_out")
+            if not job.transactional and run is not None:
+                ledger.record_timed_out(run, instance=self.node.instance)
             self.scheduler.metrics_run(job, "timed_out", None)
 
     def report_outcome(

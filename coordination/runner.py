@@ -5,7 +5,8 @@ slot, so a crash rolls all of it back and the next leader runs the slot again. A
 has its ledger row committed as ``running`` first; if its node dies the row becomes
 ``abandoned`` and the job's ``retry_abandoned`` decides what happens.
 
-A worker runs exactly one slot. As it ends it wakes the loop, which plans again whenever
+A worker runs exactly one slot, and sees the group's loop only as its :class:`RunHost`
+(``coordination.runhost``). As it ends it wakes the loop, which plans again whenever
 something may be due (a run-now request, a slot come due behind the run, a retry, a wake-up it
 heard), so neither waits behind a backlog; a scheduled run that ended as planned only has its
 worker forgotten (see ``GroupLoop.run_finished``).
@@ -20,14 +21,14 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models.functions import Now
 
 from coordination import journal, ledger
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.logcontext import job_log_context
-from coordination.models import JobRun, JobState
+from coordination.models import JobRun
 from coordination.planner import RunPlan
 from coordination.registry import JobContext
+from coordination.runhost import RunHost
 from coordination.threads import discard_broken_connection
 
 logger = logging.getLogger(__name__)
@@ -79,8 +80,8 @@ def when_due_next(answer: object, fallback: datetime | None) -> datetime | None:
 class Worker:
     """One plan run on one of the group's job threads; a job never runs while its worker does."""
 
-    def __init__(self, loop, plan: RunPlan):
-        self.loop = loop
+    def __init__(self, host: RunHost, plan: RunPlan):
+        self.host = host
         self._started = False
         #: Set when the worker is done (its outcome recorded), just before it wakes the loop.
         self._ended = threading.Event()
@@ -99,13 +100,13 @@ class Worker:
 
     @property
     def log_prefix(self) -> str:
-        return self.loop.group.log_prefix
+        return self.host.log_prefix
 
     def past_deadline(self) -> bool:
         return self.deadline_mono is not None and time.monotonic() > self.deadline_mono
 
     def should_stop(self) -> bool:
-        return self.timed_out or self.past_deadline() or self.loop.stopping or not self.loop.leading
+        return self.timed_out or self.past_deadline() or self.host.stopping or not self.host.leading
 
     def mark_started(self) -> None:
         """Count this worker as running from now (its job is busy): the loop queues it, and a
@@ -139,10 +140,10 @@ class Worker:
         try:
             queued = step()
             if not queued:
-                self.loop.holds.release(self.job.name)
+                self.host.release_hold(self.job.name)
                 as_planned = self._left_as_planned()
         except PreviousRunAlive:
-            if self.loop.hold_off(self.job.name):
+            if self.host.hold_off(self.job.name):
                 logger.info(
                     "[%s] job %s slot %s waits: its previous run still holds it on another node",
                     self.log_prefix,
@@ -153,11 +154,11 @@ class Worker:
             logger.exception(
                 "[%s] job %s: unexpected scheduler error", self.log_prefix, self.job.name
             )
-            self.loop.hold_off(self.job.name)
+            self.host.hold_off(self.job.name)
         finally:
             if not queued:
                 self._ended.set()
-                self.loop.run_finished(self.job.name, as_planned=as_planned)
+                self.host.run_finished(self.job.name, as_planned=as_planned)
 
     def _left_as_planned(self) -> bool:
         """Return True if this run leaves its job's next slot where the tick planned it, in the
@@ -169,17 +170,17 @@ class Worker:
             and plan.trigger == JobRun.Trigger.SCHEDULE
             and plan.retry_run is None
             and plan.next_due is not None
-            and plan.next_due > self.loop.clock.now()
+            and plan.next_due > self.host.clock.now()
         )
 
     def _context(self) -> JobContext:
         deadline = None
         if self.job.max_duration:
-            deadline = self.loop.clock.now() + self.job.max_duration
+            deadline = self.host.clock.now() + self.job.max_duration
         return JobContext(
             job=self.job,
             slot=self.slot,
-            node=self.loop.node.name,
+            node=self.host.node.name,
             logger=logging.getLogger(f"instatic.jobs.{self.job.name}"),
             deadline=deadline,
             trigger=self.plan.trigger,
@@ -195,7 +196,7 @@ class Worker:
     def _log_context(self, run: JobRun):
         """Name this run in every log line the job writes (JSON logs: node, job, slot, run_id)."""
         return job_log_context(
-            node=self.loop.node.name,
+            node=self.host.node.name,
             group=self.job.group,
             job=self.job.name,
             slot=self.slot,
@@ -210,14 +211,8 @@ class Worker:
         overlapped. ``NOWAIT``: the loop tries again shortly instead of blocking a thread.
         SQLite has no row locks (and one host-level leader), so there this is a no-op.
         """
-        if not connection.features.has_select_for_update_nowait:
-            return
         try:
-            list(
-                JobState.objects.select_for_update(nowait=True)
-                .filter(name=self.job.name)
-                .values_list("pk")
-            )
+            ledger.lock_state_nowait(self.job.name)
         except OperationalError as exc:
             if not _lock_unavailable(exc):
                 raise
@@ -230,8 +225,8 @@ class Worker:
                 self.job,
                 self.slot,
                 trigger=self.plan.trigger,
-                node=self.loop.node.name,
-                instance=self.loop.node.instance,
+                node=self.host.node.name,
+                instance=self.host.node.instance,
                 requested_by=self.plan.requested_by,
                 savepoint=False,
             )
@@ -240,16 +235,17 @@ class Worker:
 
     def _claim_retry(self) -> JobRun:
         """Take the run this plan retries (in the caller's transaction); raise ``RetryTaken``."""
-        node = self.loop.node
-        if not ledger.claim_retry(self.plan.retry_run, node=node.name, instance=node.instance):
+        node = self.host.node
+        run = ledger.take_retry(self.plan.retry_run, node=node.name, instance=node.instance)
+        if run is None:
             raise RetryTaken
-        return JobRun.objects.get(pk=self.plan.retry_run.pk)
+        return run
 
     def _retry_at(self, status: str, attempt: int):
         """When this failed attempt is tried again (the job's ``retries``), or ``None``."""
         if status != JobRun.Status.FAILED:
             return None
-        return self.job.retry_at(attempt, self.loop.clock.now())
+        return self.job.retry_at(attempt, self.host.clock.now())
 
     def _retry_noted(self, retry_at, attempt: int) -> None:
         if retry_at is None:
@@ -264,7 +260,7 @@ class Worker:
             retry_at.isoformat(),
         )
         # Maintenance lists the runs waiting for a retry, so the loop wakes for this one.
-        self.loop.request_maintenance()
+        self.host.request_maintenance()
 
     def _slot_taken(self) -> None:
         """Skip a slot already in the ledger, and make sure nothing plans it again."""
@@ -294,7 +290,7 @@ class Worker:
             duration=duration,
             lateness=lateness,
             error=error,
-            node=self.loop.node.name,
+            node=self.host.node.name,
             next_due=next_due,
             no_next_slot=next_due is None and not self.job.schedule.periodic,
             retry_at=retry_at,
@@ -303,7 +299,7 @@ class Worker:
         )
 
     def _lateness(self) -> float:
-        return max(0.0, (self.loop.clock.now() - self.slot).total_seconds())
+        return max(0.0, (self.host.clock.now() - self.slot).total_seconds())
 
     def _durably(self, what: str, write: Callable[[], T], *, atomic: bool = True) -> T | None:
         """Run ``write`` in a transaction (``atomic=False``: ``write`` sees to its own),
@@ -322,9 +318,9 @@ class Worker:
                 with transaction.atomic():
                     return write()
             except DATABASE_ERRORS as exc:
-                self.loop.scheduler.db_health.failed(exc)
+                self.host.database_failed(exc)
                 connection.close()
-                if self.loop.stopping and time.monotonic() >= self.loop.scheduler.grace_deadline():
+                if self.host.stopping and time.monotonic() >= self.host.grace_deadline():
                     logger.error(
                         "[%s] job %s slot %s: could not record %s before shutdown: %s",
                         self.log_prefix,
@@ -351,20 +347,16 @@ class Worker:
                     result = self._call()
                 if self.timed_out or self.past_deadline():
                     raise JobTimedOut(f"ran past its max_duration of {job.max_duration}")
-                if not (self.loop.leading and self.loop.lock.fence_work_transaction(connection)):
+                if not self.host.fence_work_transaction(connection):
                     raise LeadershipLost("the group's lock was lost before commit")
-                duration = time.monotonic() - started
-                JobRun.objects.filter(pk=run.pk).update(
-                    status=JobRun.Status.SUCCEEDED, duration=duration, finished_at=Now()
-                )
                 outcome = self._outcome(
                     JobRun.Status.SUCCEEDED,
-                    duration=duration,
+                    duration=time.monotonic() - started,
                     lateness=lateness,
                     error="",
                     next_due=self._next_due(result),
                 )
-                ledger.update_state_after_run(job, outcome)
+                ledger.record_succeeded(run, job, outcome)
         except SlotTaken:
             self._slot_taken()
             return
@@ -373,7 +365,7 @@ class Worker:
         except PreviousRunAlive:
             raise
         except LeadershipLost:
-            self.loop.scheduler.cut_off(f"{job.name} slot {self.slot.isoformat()} rolled back")
+            self.host.cut_off(f"{job.name} slot {self.slot.isoformat()} rolled back")
             logger.warning(
                 "[%s] job %s slot %s rolled back: lock lost mid-run; the new leader runs it",
                 self.log_prefix,
@@ -389,7 +381,7 @@ class Worker:
             self._record_transactional_failure(status, exc, duration, lateness)
             return
         self._remember(JobRun.Status.SUCCEEDED)
-        self.loop.report_outcome(
+        self.host.report_outcome(
             job, self.slot, JobRun.Status.SUCCEEDED, time.monotonic() - started
         )
 
@@ -400,7 +392,7 @@ class Worker:
         run waiting for a retry again rather than missing.
         """
         if self.plan.retry_run is None:
-            self.loop.journal.record(
+            self.host.journal.record(
                 journal.Entry(
                     job=self.job.name,
                     slot=self.slot,
@@ -412,11 +404,11 @@ class Worker:
 
     def _record_transactional_failure(self, status, exc, duration, lateness) -> None:
         """Record a rolled-back run as failed in a new transaction (the job's state too)."""
-        job, plan, node = self.job, self.plan, self.loop.node
+        job, plan, node = self.job, self.plan, self.host.node
         error = "".join(traceback.format_exception(exc))
         discard_broken_connection()
-        if not self.loop.lock_still_held():
-            self.loop.scheduler.cut_off(f"{job.name} slot {self.slot.isoformat()} failed")
+        if not self.host.lock_still_held():
+            self.host.cut_off(f"{job.name} slot {self.slot.isoformat()} failed")
             logger.warning(
                 "[%s] job %s slot %s failed after the lock was lost; leaving it to the new leader",
                 self.log_prefix,
@@ -427,7 +419,7 @@ class Worker:
 
         attempt = plan.retry_run.attempt + 1 if plan.retry_run else 1
         retry_at = self._retry_at(status, attempt)
-        finished_at = self.loop.clock.now()
+        finished_at = self.host.clock.now()
 
         def record() -> bool:
             outcome = self._outcome(
@@ -448,11 +440,11 @@ class Worker:
                 requested_by=plan.requested_by,
                 retry_of=plan.retry_run,
             )
-            return ledger.update_state_after_run(job, outcome)
+            return ledger.record_outcome_in_state(job, outcome)
 
         paused = self._durably("its failure", record)
         self._retry_noted(retry_at, attempt)
-        self.loop.report_outcome(job, self.slot, status, duration, error=exc, paused=bool(paused))
+        self.host.report_outcome(job, self.slot, status, duration, error=exc, paused=bool(paused))
 
     # --- claim first ----------------------------------------------------------------------
     def _run_claim_first(self) -> bool:
@@ -513,13 +505,13 @@ class Worker:
             next_due=self._next_due(result) if not job.schedule.periodic else None,
             retry_at=self._retry_at(status, run.attempt),
         )
-        self.loop.journal.finished(job.name, self.slot, status)
-        self.loop.job_threads.submit(lambda: self._step(lambda: self._finish(run, outcome, error)))
+        self.host.journal.finished(job.name, self.slot, status)
+        self.host.submit(lambda: self._step(lambda: self._finish(run, outcome, error)))
         return True
 
     def _finish(self, run: JobRun, outcome: ledger.RunOutcome, error) -> bool:
         """Record a claim-first run's outcome (its queued task); return False: nothing follows."""
-        job, node = self.job, self.loop.node
+        job, node = self.job, self.host.node
 
         def record() -> tuple[bool, bool] | None:
             paused = ledger.finish_with_state(run, job, outcome, instance=node.instance)
@@ -528,7 +520,7 @@ class Worker:
         # One statement on PostgreSQL (both rows or neither), so no transaction around it.
         recorded = self._durably("its outcome", record, atomic=False)
         if recorded is None:
-            self.loop.scheduler.cut_off(f"{job.name} slot {self.slot.isoformat()} taken over")
+            self.host.cut_off(f"{job.name} slot {self.slot.isoformat()} taken over")
             logger.warning(
                 "[%s] job %s slot %s finished but its run was taken over; outcome not recorded",
                 self.log_prefix,
@@ -537,7 +529,7 @@ class Worker:
             )
             return False
         self._retry_noted(outcome.retry_at, run.attempt)
-        self.loop.report_outcome(
+        self.host.report_outcome(
             job, self.slot, outcome.status, outcome.duration, error=error, paused=recorded[1]
         )
         return False
@@ -546,4 +538,4 @@ class Worker:
         """Return the job's next slot: from the plan (periodic) or the job's answer (when due)."""
         if self.job.schedule.periodic:
             return self.plan.next_due
-        return when_due_next(result, self.job.schedule.next_after(self.loop.clock.now()))
+        return when_due_next(result, self.job.schedule.next_after(self.host.clock.now()))

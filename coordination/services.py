@@ -4,8 +4,6 @@ import logging
 from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Value
-from django.db.models.functions import Coalesce, Least, Now
 
 from coordination import ledger
 from coordination.clock import database_now
@@ -64,10 +62,7 @@ def request_wakeup(job_name: str, at: datetime) -> None:
     job = registry.get(job_name)
     group_name = job.group if job else None
     with transaction.atomic():
-        updated = JobState.objects.filter(name=job_name).update(
-            wake_at=Least(Coalesce("wake_at", Value(at)), Value(at))
-        )
-        if not updated:
+        if not ledger.record_wakeup_request(job_name, at):
             logger.debug(
                 "wake-up for %s ignored: no state yet (the scheduler creates it)", job_name
             )
@@ -81,9 +76,7 @@ def request_run(job_name: str, *, requested_by: str = "") -> bool:
         state = JobState.objects.select_for_update().filter(name=job_name).first()
         if state is None:
             return False
-        JobState.objects.filter(name=job_name).update(
-            run_requested_at=Now(), run_requested_by=requested_by[:150]
-        )
+        ledger.record_run_request(job_name, requested_by=requested_by)
         notify_group(state.group)
     return True
 
@@ -96,16 +89,13 @@ def set_paused(job_name: str, paused: bool, *, reason: str = "") -> bool:
     neither run late as a backlog nor lost from the ledger. If its schedule raises while
     those slots are worked out, :class:`CannotPlan` is raised and nothing changes.
     """
-    values = {"paused": paused, "paused_reason": reason[:255] if paused else ""}
-    if not paused:
-        values["consecutive_failures"] = 0
     with transaction.atomic():
         state = JobState.objects.select_for_update().filter(name=job_name).first()
         if state is None:
             return False
         if not paused and state.paused:
             _record_paused_gap(state)
-        JobState.objects.filter(name=job_name).update(**values)
+        ledger.record_paused(job_name, paused, reason=reason)
         notify_group(state.group)
     return True
 

@@ -24,9 +24,9 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 
+from coordination.access import health_token, staff_or_bearer
 from coordination.clock import database_now
 from coordination.conf import settings as coordination_settings
-from coordination.metrics import health_token, staff_or_bearer
 from coordination.models import JobState, Node
 from coordination.selectors import live_nodes_q
 

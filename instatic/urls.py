@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from coordination.metrics import metrics_view
+from coordination.views import metrics_view
 from editors.views import my_time_zone
 from instatic import health
 from instatic.view_on_site import view_on_site

@@ -180,9 +180,7 @@ def refuse_runs_of_disabled_plugins(sender=None, *, group: str, jobs, **kwargs) 
 
 def pause_for_disabled_plugin(job_names: list[str]) -> int:
     """Pause jobs whose plugin turned out to be disabled as they were about to run."""
-    return JobState.objects.filter(name__in=job_names, paused=False).update(
-        paused=True, paused_reason=PLUGIN_DISABLED_REASON
-    )
+    return ledger.pause_jobs(job_names, reason=PLUGIN_DISABLED_REASON)
 
 
 def pause_job(*, job_name: str, user, reason: str = "", actor: str = "") -> None:

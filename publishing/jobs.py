@@ -24,10 +24,9 @@ skipped and looked at again a second later, not at once: that would run the job 
 import logging
 from datetime import datetime, timedelta
 
-from django.db import connection
-from django.db.models import Q, Value
-from django.db.models.functions import Coalesce, Least
+from django.db.models import Q
 
+from coordination import ledger
 from coordination.clock import database_now
 from coordination.models import JobState
 from coordination.registry import JobContext, job
@@ -123,8 +122,4 @@ def _wake_backlog_job(now: datetime) -> None:
     state = JobState.objects.filter(name=services.BACKLOG_JOB)
     if state.filter(Q(next_due__lte=now) | Q(wake_at__lte=now)).exists():
         return
-    if connection.features.has_select_for_update_skip_locked:
-        state = JobState.objects.filter(
-            pk__in=list(state.select_for_update(skip_locked=True).values_list("pk", flat=True))
-        )
-    state.update(wake_at=Least(Coalesce("wake_at", Value(now)), Value(now)))
+    ledger.record_wakeup_request(services.BACKLOG_JOB, now, skip_locked=True)

@@ -12,10 +12,11 @@ new slot), and ``should_stop()`` is honoured between batches. Rows of runs still
 """
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from django.db.models import Q
 
+from coordination import ledger
 from coordination.conf import settings
 from coordination.models import JobRun, LeadershipTerm
 from plugins.sdk import JobContext, hourly, plugin_job
@@ -38,6 +39,7 @@ def prune_runs(*, keep: int, should_stop=lambda: False, batch: int = PRUNE_BATCH
         order="slot",
         keep=keep,
         spare=JobRun.in_progress(),
+        delete=ledger.delete_runs,
         should_stop=should_stop,
         batch=batch,
     )
@@ -49,7 +51,12 @@ def prune_terms(*, keep: int) -> int:
     An open term (its node still leads) is never deleted.
     """
     deleted = _keep_newest(
-        LeadershipTerm, by="group", order="started_at", keep=keep, spare=Q(ended_at__isnull=True)
+        LeadershipTerm,
+        by="group",
+        order="started_at",
+        keep=keep,
+        spare=Q(ended_at__isnull=True),
+        delete=lambda ids: LeadershipTerm.objects.filter(pk__in=ids).delete()[0],
     )
     return sum(deleted.values())
 
@@ -70,11 +77,13 @@ def _keep_newest(
     order: str,
     keep: int,
     spare: Q,
+    delete: Callable[[list], int],
     should_stop=lambda: False,
     batch: int = PRUNE_BATCH,
 ) -> dict[str, int]:
     """Per value of ``by``, delete the rows older than the newest ``keep`` (by ``order``),
-    except those matching ``spare``, oldest first in batches of ``batch``."""
+    except those matching ``spare``, oldest first in batches of ``batch``, each batch's ids
+    given to ``delete`` (which returns how many it deleted)."""
     deleted: dict[str, int] = {}
     if keep <= 0:
         return deleted
@@ -93,7 +102,7 @@ def _keep_newest(
             found = list(old.values_list("pk", order)[:batch])
             if not found:
                 break
-            count += model.objects.filter(pk__in=[pk for pk, _ in found]).delete()[0]
+            count += delete([pk for pk, _ in found])
             if len(found) < batch:
                 break
             old = old.filter(**{f"{order}__gte": found[-1][1]})

@@ -14,9 +14,11 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError
 from django.test import override_settings
 
+from coordination.access import bearer_matches
 from coordination.clock import database_now
-from coordination.metrics import SchedulerMetrics, bearer_matches, node_health
+from coordination.metrics_server import SchedulerMetrics
 from coordination.models import Node
+from coordination.nodehealth import node_health
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

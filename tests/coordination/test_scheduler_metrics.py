@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 from django.test import override_settings
 
-from coordination.metrics import SchedulerMetrics
+from coordination.metrics_server import SchedulerMetrics
 from coordination.models import JobRun
 from coordination.scheduler import Scheduler
 from tests.coordination.enginekit import GROUP, Recorder, declare, make_due

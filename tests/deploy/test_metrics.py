@@ -1,4 +1,4 @@
-"""Prometheus metrics (``coordination.metrics``): process counters, cluster gauges, servers.
+"""Prometheus metrics: process counters, cluster gauges, the scheduler's server, the web view.
 
 Each test builds its own metric set in its own ``CollectorRegistry``, so nothing leaks between
 tests and nothing is registered twice.
@@ -18,17 +18,14 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordination.clock import database_now
+from coordination.cluster_metrics import DatabaseCollector
 from coordination.conf import settings as coordination_settings
-from coordination.metrics import (
-    DatabaseCollector,
-    InstaticMetrics,
-    SchedulerMetrics,
-    metrics_view,
-    observe_publish_lateness,
-)
+from coordination.metrics import InstaticMetrics, observe_publish_lateness
+from coordination.metrics_server import SchedulerMetrics
 from coordination.models import Leadership, Node
 from coordination.registry import Job
 from coordination.schedules import Every
+from coordination.views import metrics_view
 from devtools.servers import free_port
 from publishing.models import Post
 from tests.deploy.support import http_get
@@ -183,7 +180,7 @@ def test_scheduled_post_backlog_by_state():
 @pytest.mark.django_db
 def test_no_backlog_family_without_the_publishing_app():
     make_reporter()
-    with mock.patch("coordination.metrics.apps.is_installed", return_value=False):
+    with mock.patch("coordination.cluster_metrics.apps.is_installed", return_value=False):
         values = collected()
     assert not any(k[0] == "instatic_scheduled_posts" for k in values)
     assert values[("instatic_live_nodes", ())] == 1

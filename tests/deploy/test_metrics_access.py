@@ -16,7 +16,8 @@ from django.test import override_settings
 from prometheus_client import CollectorRegistry
 
 from coordination.clock import database_now
-from coordination.metrics import InstaticMetrics, SchedulerMetrics
+from coordination.metrics import InstaticMetrics
+from coordination.metrics_server import SchedulerMetrics
 from coordination.models import Node
 from tests.deploy.support import http_get
 

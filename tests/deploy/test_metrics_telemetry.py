@@ -11,7 +11,9 @@ from prometheus_client import CollectorRegistry
 
 from coordination import ledger
 from coordination.clock import database_now
-from coordination.metrics import METRICS, DatabaseCollector, InstaticMetrics, SchedulerMetrics
+from coordination.cluster_metrics import DatabaseCollector
+from coordination.metrics import METRICS, InstaticMetrics
+from coordination.metrics_server import SchedulerMetrics
 from coordination.models import JobRun, Leadership
 from tests.deploy.test_metrics import METRICS_TOKEN, collected, make_job, make_node
 

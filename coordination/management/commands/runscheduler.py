@@ -98,7 +98,7 @@ class Command(BaseCommand):
             raise CommandError(problem)
         metrics = None
         if options["metrics_port"] is not None:
-            from coordination.metrics import SchedulerMetrics
+            from coordination.metrics_server import SchedulerMetrics
 
             metrics = SchedulerMetrics.serve(
                 options["metrics_address"], options["metrics_port"], node_name=node_name
