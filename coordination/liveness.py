@@ -31,6 +31,7 @@ from django.utils import timezone
 from coordination import alerts, leadership, nodesessions
 from coordination.conf import settings
 from coordination.locks import LockHolder, list_holders, terminate_holder
+from coordination.locks.mysql import CLIENT_CHECK_INTERVAL
 from coordination.locks.postgresql import lock_application_name
 from coordination.models import Leadership, Node
 
@@ -393,9 +394,18 @@ def work_application_name(node_name: str) -> str:
 #: leaving its runs to the lease. The kernel closes a SIGKILLed process's sockets at once, but
 #: the server ends its sessions one by one: a work session still exiting, or the lock session
 #: of a group it followed, whose wait for the lock the server ends at its next check of the
-#: client (``locks.postgresql.CLIENT_CHECK_INTERVAL_MS``; MariaDB checks a waiting
-#: ``GET_LOCK``'s client once a second, so there that wait can outlast this one).
+#: client (PostgreSQL: ``locks.postgresql.CLIENT_CHECK_INTERVAL_MS``, well within this).
 VANISH_WAIT = 0.5
+#: The vendors whose check of a waiting lock session's client is slower: MySQL and MariaDB
+#: look once a second (``locks.mysql.CLIENT_CHECK_INTERVAL``), so a follower killed just
+#: after its ``GET_LOCK`` began waiting leaves its lock session for about a second; the wait
+#: is a little longer, for a loaded server.
+VANISH_WAITS = {"mysql": CLIENT_CHECK_INTERVAL + 0.25}
+
+
+def vanish_wait(vendor: str) -> float:
+    """Return how long (seconds) a new leader waits for a killed node's sessions to end."""
+    return VANISH_WAITS.get(vendor, VANISH_WAIT)
 
 
 class Vanished:
@@ -448,7 +458,7 @@ def vanish_verdict(evidence: SessionEvidence, lease: timedelta, *, lock_outlaste
     end them no sooner, so sessions gone then may be a partition healing, not a death).
 
     Sessions still there may be ending after a kill: look again (``ENDING``), within
-    ``VANISH_WAIT``. A lock session is a live node's (an ex-leader finishing its run follows)
+    ``vanish_wait()``. A lock session is a live node's (an ex-leader finishing its run follows)
     as often as a killed one's, so it is waited for once per heartbeat of the process:
     ``lock_outlasted`` says a lock session of it already outlasted a wait since that
     heartbeat, and then the process may be alive at once.
@@ -469,7 +479,7 @@ def vanish_verdict(evidence: SessionEvidence, lease: timedelta, *, lock_outlaste
 class LockSessionWaits:
     """Each node process's last heartbeat after which a lock session of it outlasted a wait.
 
-    What waiting for a live node's lock sessions costs the leader's loop: one ``VANISH_WAIT``
+    What waiting for a live node's lock sessions costs the leader's loop: one ``vanish_wait()``
     per heartbeat of that node at most, however often maintenance asks. Kept per scheduler
     process (both groups' loops share it), for the last ``LIMIT`` processes.
     """
@@ -498,11 +508,11 @@ lock_session_waits = LockSessionWaits()
 def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
     """Return those of ``candidates`` (instance -> (node name, last heartbeat)) that are gone.
 
-    Asks the server again for up to ``VANISH_WAIT`` about a process some of whose sessions
+    Asks the server again for up to ``vanish_wait()`` about a process some of whose sessions
     are left (the server ends a killed client's sessions one by one, and a lock wait at its
     next check of the client); about one with a lock session left only once per heartbeat
     (``LockSessionWaits``), so a live ex-leader delays the leader's maintenance by at most
-    ``VANISH_WAIT`` per heartbeat interval.
+    that wait per heartbeat interval.
     """
     reader = _SESSION_READERS.get(connection.vendor)
     if reader is None or not candidates:
@@ -510,7 +520,7 @@ def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
     lease = _lease()
     pending = dict(candidates)
     gone: set[str] = set()
-    deadline = time.monotonic() + VANISH_WAIT
+    deadline = time.monotonic() + vanish_wait(connection.vendor)
     while True:
         late = time.monotonic() >= deadline
         for instance, evidence in reader(pending).items():

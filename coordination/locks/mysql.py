@@ -3,9 +3,10 @@
 User-level lock names are global to the server, so the name carries the database name; MySQL
 caps them at 64 characters. A follower waits in ``GET_LOCK(name, timeout)``, blocked in the
 server, so it gets a freed lock the moment its holder releases it or its session ends; shutdown
-ends that wait with ``KILL QUERY`` from a connection of its own. In a scheduler process the
-lock connection records its id (``coordination.nodesessions``) so a fencer can find it, as
-``application_name`` does on PostgreSQL.
+ends that wait with ``KILL QUERY`` from a connection of its own. The server notices a waiting
+follower's client gone only at its once-a-second check (``CLIENT_CHECK_INTERVAL``). In a
+scheduler process the lock connection records its id (``coordination.nodesessions``) so a
+fencer can find it, as ``application_name`` does on PostgreSQL.
 """
 
 import hashlib
@@ -22,6 +23,11 @@ from coordination.locks.base import LeaderLock, LockHolder
 logger = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 64
+#: How often (seconds) the server looks whether a session waiting in ``GET_LOCK`` still has
+#: its client: MariaDB and MySQL wake a waiting user lock once a second for that (not a
+#: setting), and a waiting session reads nothing from its socket otherwise. So a follower
+#: killed while it waits leaves its lock session on the server for up to this long.
+CLIENT_CHECK_INTERVAL = 1.0
 ER_NO_SUCH_THREAD = 1094
 ER_QUERY_INTERRUPTED = 1317
 _KILL_WAIT = 5.0

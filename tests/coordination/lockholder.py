@@ -1,6 +1,7 @@
 """A real process holding a leader lock, driven line by line from a test.
 
-Run as ``python -m tests.coordination.lockholder KEY [--node NAME] [--acquire] [--pool]`` with
+Run as ``python -m tests.coordination.lockholder KEY [--node NAME] [--acquire] [--pool]
+[--instance ID]`` with
 ``DJANGO_SETTINGS_MODULE`` and ``DATABASE_URL`` set (``tests.support.processes.process_env()``).
 ``KEY`` is an integer (``0xdeadbeef``, ``-5``) or a name. The process prints ``READY``, then
 answers each command read from stdin with exactly one line on stdout:
@@ -18,8 +19,11 @@ answers each command read from stdin with exactly one line on stdout:
                     (a lock session of the same node), as a node's loop of another group does
 ``exit`` or EOF     close the lock and exit 0
 
-``--pool`` turns on Django's psycopg connection pool for the ``default`` alias, and
-``--acquire`` takes the lock before ``READY`` (then printed as ``READY ACQUIRED <id>``).
+``--pool`` turns on Django's psycopg connection pool for the ``default`` alias,
+``--acquire`` takes the lock before ``READY`` (then printed as ``READY ACQUIRED <id>``), and
+``--instance`` records the process's connections as node NAME's process ID
+(``coordination.nodesessions``, MySQL), as a registered scheduler does, so the server's
+sessions can tell whether it is gone.
 :class:`LockHolderProcess` is the test side: it starts the process and talks to it.
 """
 
@@ -133,6 +137,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--node", default="lockholder")
     parser.add_argument("--acquire", action="store_true")
     parser.add_argument("--pool", action="store_true")
+    parser.add_argument("--instance")
     args = parser.parse_args(argv)
 
     from django.conf import settings
@@ -145,6 +150,12 @@ def main(argv: list[str]) -> int:
     import django
 
     django.setup()
+    if args.instance:
+        from coordination import nodesessions
+        from coordination.liveness import NodeIdentity
+
+        identity = NodeIdentity(args.node, args.instance, "localhost", os.getpid())
+        nodesessions.record_connections(identity)
     holder = Holder(parse_key(args.key), args.node)
     ready = "READY"
     if args.acquire:
@@ -165,11 +176,14 @@ def main(argv: list[str]) -> int:
 class LockHolderProcess:
     """A running ``lockholder``: send it commands, read its answers, kill it for real."""
 
-    def __init__(self, key, *, node: str = "lockholder", acquire=False, pool=False, env=None):
+    def __init__(
+        self, key, *, node: str = "lockholder", acquire=False, pool=False, instance=None, env=None
+    ):
         from tests.support.processes import process_env
 
         args = [str(key), "--node", node]
         args += ["--acquire"] * acquire + ["--pool"] * pool
+        args += ["--instance", instance] if instance else []
         self.node = node
         self.log_path = Path(tempfile.mkstemp(prefix=f"instatic-{node}-", suffix=".log")[1])
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()

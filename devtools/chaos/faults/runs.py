@@ -10,7 +10,7 @@ from devtools.chaos.config import (
     CLAIM_FIRST_JOBS,
     HEARTBEAT,
     JOBS,
-    KILLED_RUN_BOUND,
+    KILLED_RUN_BOUNDS,
     LEASE,
     PLUGIN_JOBS,
     SLOW_JOB,
@@ -137,11 +137,12 @@ def fault_killrun(soak: Soak) -> Fault:
 
     The killed process's sessions end with it, so the new leader must abandon the run at once
     (not a lease later) and the job's next slot must start on time. The takeover is the time
-    until the run's row is no longer ``running``; the bounds are checked on the database's
-    times.
+    until the run's row is no longer ``running``; the bounds (the vendor's
+    ``KILLED_RUN_BOUNDS``) are checked on the database's times.
     """
     from coordination.ledger import VANISHED_REASON
 
+    bound = KILLED_RUN_BOUNDS[soak.db.vendor]
     pause = soak.rng.uniform(0.0, 1.0)
     run = soak.wait_slow_run()
     replica = soak.by_name(run.node) if run else None
@@ -171,7 +172,7 @@ def fault_killrun(soak: Soak) -> Fault:
         fault.problem = f"run {run.id} {status} ({error or 'no error'}), not abandoned at once"
     else:
         gap = (finished_at - killed_db).total_seconds()
-        if gap_after_kill(fault, gap, KILLED_RUN_BOUND, what="abandoned", who=f"run {run.id}"):
+        if gap_after_kill(fault, gap, bound, what="abandoned", who=f"run {run.id}"):
             next_sql = (
                 "SELECT slot, started_at FROM coordination_jobrun WHERE job = %s AND slot > %s"
                 " AND started_at IS NOT NULL ORDER BY slot LIMIT 1"
@@ -187,7 +188,7 @@ def fault_killrun(soak: Soak) -> Fault:
             else:
                 late = (rows[0][1] - max(rows[0][0], killed_db)).total_seconds()
                 fault.note += f"; next run {late:.2f} s after its slot"
-                if late > KILLED_RUN_BOUND:
+                if late > bound:
                     fault.problem = f"{SLOW_JOB}'s next run started {late:.2f} s late"
     soak.restart(replica)
     return fault
