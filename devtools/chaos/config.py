@@ -18,8 +18,10 @@ LEASE_REPLICAS = (101, 102)  # their indexes, apart from the session replicas' 1
 LEASE_JOB = "chaosapp.lease_tick"
 # On PostgreSQL the lease-mode replicas reach the server only through a PgBouncer in
 # transaction pooling mode: a small pool, each transaction on the next server connection in
-# turn, so no two of a node's transactions can count on sharing a session.
-PGBOUNCER_CONFIG = {"default_pool_size": 4, "server_round_robin": 1}
+# turn, so no two of a node's transactions can count on sharing a session. After a failed
+# server login PgBouncer waits server_login_retry (15 s by default) before it tries again: a
+# failover (the old primary refusing) would stall the lease group that long.
+PGBOUNCER_CONFIG = {"default_pool_size": 4, "server_round_robin": 1, "server_login_retry": 1}
 # The advisory lock of the commit gate (devtools/commit_gate.py) on LEASE_JOB's runs, which
 # the freeze-at-commit fault holds to stop the lease holder between its fence and its COMMIT.
 COMMIT_GATE_KEY = 31033
@@ -73,6 +75,9 @@ PROBE_JOB = "chaosapp.publish_probe"  # a periodic run in the publishing group (
 # for a lone post (8.5-9.5 s late), INSTATIC_NOTIFY_MAX_TICK (30 s) with nothing else planned.
 LATE_BOUND = 2 * (LEASE + HEARTBEAT)
 RETRY_MAX = 5.0  # INSTATIC_DB_RETRY_MAX: a loop's longest back-off after a database error
+# After a failover the lease group runs again through PgBouncer (pointed at the new primary)
+# within a loop's longest back-off, PgBouncer's server_login_retry and the takeover bound.
+FAILOVER_LEASE_BOUND = RETRY_MAX + 1.0 + LEASE_TAKEOVER_BOUND
 # How long a fault's effect on publishing may outlast the fault: a loop still backing off from
 # the database's errors, then a takeover and the new leader's first ticks.
 FAULT_SLACK = RETRY_MAX + LATE_BOUND

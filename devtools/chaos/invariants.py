@@ -15,6 +15,7 @@ from devtools.chaos.clock import clock_text
 from devtools.chaos.config import (
     CLAIMED_ELSEWHERE_PER_FAULT,
     DOUBLE_FAULT_BOUND,
+    FAILOVER_LEASE_BOUND,
     FENCED_RUN_LOG,
     JOBS,
     KILLED_RUN_BOUND,
@@ -372,6 +373,12 @@ def pgbouncer_restarts_recover(soak: Soak, end_db) -> tuple[bool, str]:
     return held, detail + (f"; worst {max(gaps):.2f} s" if gaps else "")
 
 
+def failovers_resume_lease_group(soak: Soak, end_db) -> tuple[bool, str]:
+    """After a failover the lease group runs again through PgBouncer, pointed at the new
+    primary, within FAILOVER_LEASE_BOUND of the promotion (by the database clock)."""
+    return kind_problems(soak, "failover", "failovers")
+
+
 INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("progress: every job's next slot near now", progress),
     ("no (job, slot) ran twice", no_slot_twice),
@@ -400,7 +407,7 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
         f"killed node's claim-first job resumes <= {KILLED_RUN_BOUND:.0f} s",
         killed_runs_resume,
     ),
-    ("freeze-at-commit: the frozen slot ran once, elsewhere", frozen_slot_run_elsewhere),
+    ("freeze-at-commit: frozen slot ran once, elsewhere", frozen_slot_run_elsewhere),
     ("freeze-at-commit: the frozen node's run rolled back", frozen_runs_rolled_back),
     (
         f"freeze-at-commit: lease taken over <= {LEASE_TAKEOVER_BOUND:.1f} s",
@@ -409,6 +416,10 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     (
         f"PgBouncer restart: lease group runs again <= {PGBOUNCER_RESTART_BOUND:.1f} s",
         pgbouncer_restarts_recover,
+    ),
+    (
+        f"failover: lease group runs again <= {FAILOVER_LEASE_BOUND:.0f} s",
+        failovers_resume_lease_group,
     ),
 ]
 

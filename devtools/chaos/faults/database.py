@@ -2,7 +2,7 @@
 
 import time
 
-from devtools.chaos.config import LEASE_JOB, ROWLOCK_MAX_RATE, SLOW_JOB
+from devtools.chaos.config import FAILOVER_LEASE_BOUND, LEASE_JOB, ROWLOCK_MAX_RATE, SLOW_JOB
 from devtools.chaos.databases import SoakDatabase, Unreachable
 from devtools.chaos.faults.targets import leader_fault, new_fault
 from devtools.chaos.records import Fault
@@ -45,11 +45,19 @@ def fault_failover(soak: Soak) -> Fault:
     fault.takeover = soak.wait_for_runs_after(promoted_db, since=fault.at)
     fault.note = "old primary rebuilt as the standby"
     if soak.bouncer is not None:
-        lease_resumed = soak.wait_for_runs_after(promoted_db, since=fault.at, job=LEASE_JOB)
-        if lease_resumed is None:
+        soak.wait_for_runs_after(promoted_db, since=fault.at, job=LEASE_JOB)
+        resumed = soak.scalar(
+            "SELECT min(finished_at) FROM coordination_jobrun WHERE job = %s"
+            " AND status = 'succeeded' AND started_at > %s",
+            (LEASE_JOB, promoted_db),
+        )
+        if resumed is None:
             fault.problem = f"{LEASE_JOB} did not run again through PgBouncer within 30 s"
         else:
-            fault.note += f"; PgBouncer followed, {LEASE_JOB} ran again in {lease_resumed:.2f} s"
+            gap = (resumed - promoted_db).total_seconds()
+            fault.note += f"; PgBouncer followed, {LEASE_JOB} ran again {gap:.2f} s after"
+            if gap > FAILOVER_LEASE_BOUND:
+                fault.problem = f"{LEASE_JOB} ran again only {gap:.2f} s after the promotion"
     soak.db.rebuild()
     return fault
 
