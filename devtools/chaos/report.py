@@ -32,7 +32,7 @@ def report(soak: Soak, results, duration: float) -> bool:
     by_kind = defaultdict(list)
     for fault in soak.faults:
         by_kind[fault.kind].append(fault)
-    for kind in fault_kinds(soak.db):
+    for kind in fault_kinds(soak.db, soak.args.faults):
         faults = by_kind.get(kind, [])
         times = [f.takeover for f in faults if f.takeover is not None]
         missing = sum(1 for f in faults if f.takeover is None and f.expects_takeover)
