@@ -2,11 +2,15 @@
 
 The long soak is ``make chaos``. This one runs once per server pass of ``make test``: on a
 throwaway PostgreSQL in the PostgreSQL pass and on a throwaway MariaDB in the MariaDB pass, so
-CI guards the invariants on both on every change. It needs root for the network namespaces of
+CI guards the invariants on both on every change. On PostgreSQL its lease-mode replicas run
+behind a real PgBouncer, and its first faults (see devtools/chaos/faults/__init__.py) freeze
+their lease holder between a run's fence and its ``COMMIT`` and restart the PgBouncer. It needs
+root for the network namespaces of
 the partition fault; under ``CI=true`` a missing ``ip netns`` is a failure.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,3 +57,8 @@ def test_short_chaos_soak_holds_every_invariant():
     assert "ALL INVARIANTS HELD" in result.stdout
     if partitions:
         assert "skipped: no network namespaces" not in result.stdout
+    if connection.vendor == "postgresql":
+        frozen = re.search(r"(\d+) slots, each run elsewhere", result.stdout)
+        restarts = re.search(r"(\d+) restarts; worst", result.stdout)
+        assert frozen and int(frozen[1]) >= 1, "no lease holder was frozen at commit"
+        assert restarts and int(restarts[1]) >= 1, "PgBouncer was not restarted"

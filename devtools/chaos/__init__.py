@@ -9,8 +9,10 @@ and jobs at several cadences (transactional, claim-first, one that sometimes fai
 sometimes hangs, one that works 3 s per run, one kept for catch-ups, and a probe that runs
 every 10 s in the publishing group beside the publish jobs). Two more replicas run a group of
 their own in lease lock mode (``INSTATIC_LOCK_MODE=transaction``), which must never share a group
-with session locks (on MariaDB, which has no lease mode, they run it with ``GET_LOCK`` like the
-others, and their SIGTERM fault times a MariaDB follower's and leader's exit).
+with session locks; on PostgreSQL they reach it only through a real PgBouncer in transaction
+pooling mode (a pool of 4, ``server_round_robin``), which follows the primary after a failover
+(on MariaDB, which has no lease mode, they run it with ``GET_LOCK`` like the others, and their
+SIGTERM fault times a MariaDB follower's and leader's exit).
 
 Meanwhile it injects faults at random: SIGKILL, SIGSTOP then SIGCONT, SIGTERM and restart,
 termination of the leader's database sessions, a database restart (PostgreSQL
@@ -20,9 +22,11 @@ of one replica; run-now requests (sometimes followed by a SIGKILL of the leader)
 session, and a database restart, while a slow claim-first run is in progress; a row lock held
 on a due post; SIGTERM of a lease-mode replica; two faults at once (the follower first in line
 for a group's lock frozen, then the group's leader SIGKILLed: the server grants the lock to the
-frozen waiter); a SIGKILL of the leader while the slow claim-first job runs on it; and, with a
+frozen waiter); a SIGKILL of the leader while the slow claim-first job runs on it; with a
 standby, a failover (the primary stopped with ``-m immediate``, the standby promoted, the old
-primary rebuilt as the new standby).
+primary rebuilt as the new standby); and, behind PgBouncer, the lease holder frozen between a
+run's fence and its ``COMMIT`` (``freeze-at-commit``, with ``devtools/commit_gate.py``) and a
+restart of the PgBouncer. ``--faults kill,freeze-at-commit`` runs only the kinds it names.
 
 Each replica lives in a network namespace this script creates, joined to the host by a veth
 pair whose host end carries a private address the database listens on; a partition takes that

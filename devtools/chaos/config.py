@@ -15,6 +15,30 @@ HEARTBEAT = 0.5
 SESSION_GROUPS = ("publishing", "plugins")  # what the session-lock replicas run
 LEASE_GROUP = "chaoslease"  # run only by the lease-mode replicas (tests/chaosapp/jobs.py)
 LEASE_REPLICAS = (101, 102)  # their indexes, apart from the session replicas' 1..5
+LEASE_JOB = "chaosapp.lease_tick"
+# On PostgreSQL the lease-mode replicas reach the server only through a PgBouncer in
+# transaction pooling mode: a small pool, each transaction on the next server connection in
+# turn, so no two of a node's transactions can count on sharing a session. After a failed
+# server login PgBouncer waits server_login_retry (15 s by default) before it tries again: a
+# failover (the old primary refusing) would stall the lease group that long.
+PGBOUNCER_CONFIG = {"default_pool_size": 4, "server_round_robin": 1, "server_login_retry": 1}
+# The advisory lock of the commit gate (devtools/commit_gate.py) on LEASE_JOB's runs, which
+# the freeze-at-commit fault holds to stop the lease holder between its fence and its COMMIT.
+COMMIT_GATE_KEY = 31033
+# What a lease holder that wakes up inside a fenced run whose lease passed logs (runner.py).
+FENCED_RUN_LOG = re.compile(
+    r"failed after the lock was lost; leaving it to the new leader|rolled back: lock lost"
+)
+# A lease passes to a follower at most one lease after the holder stopped renewing it, the
+# follower's next poll of the lease (every 0.25 s) and a claim's round trips later: the
+# documented bound is LEASE + HEARTBEAT. The margin covers a claim held up on a starved CPU
+# (bench/lease_takeover.py measured claims 0.01-0.25 s after the lease ran out).
+LEASE_TAKEOVER_MARGIN = 0.5
+LEASE_TAKEOVER_BOUND = LEASE + HEARTBEAT + LEASE_TAKEOVER_MARGIN
+# After a PgBouncer restart every lease-mode connection has dropped: the holder reconnects
+# (its first retry comes at once) and renews its lease, or its lease passes; either way the
+# lease group runs again within the takeover bound and its next every-second slot.
+PGBOUNCER_RESTART_BOUND = LEASE_TAKEOVER_BOUND + 1.0  # LEASE_JOB's period
 
 
 @dataclass(frozen=True)
@@ -31,7 +55,7 @@ JOBS = {  # the periodic jobs of tests.chaosapp
     "chaosapp.hang": ChaosJob(5),
     "chaosapp.slow_claim": ChaosJob(4),
     "chaosapp.catchup": ChaosJob(1, transactional=True),
-    "chaosapp.lease_tick": ChaosJob(1, transactional=True, group=LEASE_GROUP),
+    LEASE_JOB: ChaosJob(1, transactional=True, group=LEASE_GROUP),
     "chaosapp.publish_probe": ChaosJob(10, transactional=True, group="publishing"),
 }
 PLUGIN_JOBS = [name for name, job in JOBS.items() if job.group == "plugins"]
@@ -51,6 +75,9 @@ PROBE_JOB = "chaosapp.publish_probe"  # a periodic run in the publishing group (
 # for a lone post (8.5-9.5 s late), INSTATIC_NOTIFY_MAX_TICK (30 s) with nothing else planned.
 LATE_BOUND = 2 * (LEASE + HEARTBEAT)
 RETRY_MAX = 5.0  # INSTATIC_DB_RETRY_MAX: a loop's longest back-off after a database error
+# After a failover the lease group runs again through PgBouncer (pointed at the new primary)
+# within a loop's longest back-off, PgBouncer's server_login_retry and the takeover bound.
+FAILOVER_LEASE_BOUND = RETRY_MAX + 1.0 + LEASE_TAKEOVER_BOUND
 # How long a fault's effect on publishing may outlast the fault: a loop still backing off from
 # the database's errors, then a takeover and the new leader's first ticks.
 FAULT_SLACK = RETRY_MAX + LATE_BOUND

@@ -25,6 +25,8 @@ class SoakDatabase:
 
     #: Whether the failover fault applies (a standby to promote).
     can_fail_over = False
+    #: Whether the lease-mode replicas run in lease mode behind a PgBouncer (PostgreSQL's).
+    behind_pgbouncer = False
     vendor = ""
     label = ""
     now = ""  # the statement's time
@@ -40,6 +42,10 @@ class SoakDatabase:
         raise NotImplementedError
 
     def url(self, host: str = "127.0.0.1") -> str:
+        raise NotImplementedError
+
+    def primary_port(self) -> int:
+        """The port of the server that accepts writes (what a PgBouncer in front points at)."""
         raise NotImplementedError
 
     def connect(self, *, autocommit: bool = True):
@@ -100,6 +106,7 @@ class SoakDatabase:
 class PostgresDatabase(SoakDatabase):
     vendor = "postgresql"
     label = "PostgreSQL"
+    behind_pgbouncer = True
     now = "now()"
     clock = "clock_timestamp()"
 
@@ -128,6 +135,9 @@ class PostgresDatabase(SoakDatabase):
 
     def url(self, host: str = "127.0.0.1") -> str:
         return f"postgres://postgres@{host}:{self.cluster.port}/instatic"
+
+    def primary_port(self) -> int:
+        return self.cluster.port
 
     def connect(self, *, autocommit: bool = True):
         try:
@@ -280,6 +290,9 @@ class ReplicatedPostgresDatabase(PostgresDatabase):
 
     def url(self, host: str = "127.0.0.1") -> str:
         return self.pair.url(host=host)
+
+    def primary_port(self) -> int:
+        return self.pair.primary.port
 
     def fail_over(self) -> None:
         """Stop the primary at once, promote the standby; :meth:`rebuild` restores the pair."""

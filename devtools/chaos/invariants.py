@@ -15,11 +15,17 @@ from devtools.chaos.clock import clock_text
 from devtools.chaos.config import (
     CLAIMED_ELSEWHERE_PER_FAULT,
     DOUBLE_FAULT_BOUND,
+    FAILOVER_LEASE_BOUND,
+    FENCED_RUN_LOG,
     JOBS,
     KILLED_RUN_BOUNDS,
     LATE_BOUND,
+    LEASE_JOB,
+    LEASE_TAKEOVER_BOUND,
     LEASE_TERM_MAX,
+    LOG_STAMP,
     MISSED_REASONS,
+    PGBOUNCER_RESTART_BOUND,
     PUBLISH_MAX_PER_MINUTE,
     SPIN_SLACK,
     TRANSACTIONAL_JOBS,
@@ -300,6 +306,80 @@ def killed_runs_resume(soak: Soak, end_db) -> tuple[bool, str]:
     return held, f"{detail}; bound {KILLED_RUN_BOUNDS[soak.db.vendor]:g} s"
 
 
+def frozen_at_commit(soak: Soak) -> list:
+    """The freeze-at-commit faults that froze a holder mid-commit (not skipped)."""
+    return [f for f in soak.faults if f.kind == "freeze-at-commit" and f.slot is not None]
+
+
+def frozen_slot_run_elsewhere(soak: Soak, end_db) -> tuple[bool, str]:
+    """The slot a lease holder was frozen in mid-commit succeeded on another node, which wrote
+    its one effect: the frozen node's commit never landed (no_slot_twice counts the effects of
+    every slot; this names the frozen one)."""
+    problems = []
+    for fault in frozen_at_commit(soak):
+        runs = soak.query(
+            "SELECT node, status FROM coordination_jobrun WHERE job = %s AND slot = %s",
+            (LEASE_JOB, fault.slot),
+        )
+        effects = [
+            node
+            for (node,) in soak.query(
+                "SELECT node FROM jobsapp_effect WHERE job = %s AND slot = %s",
+                (LEASE_JOB, fault.slot),
+            )
+        ]
+        if [status for _, status in runs] != ["succeeded"] or runs[0][0] == fault.target:
+            problems.append(f"{fault.target} slot {fault.slot:%H:%M:%S}: runs {runs}")
+        elif effects != [runs[0][0]]:
+            problems.append(f"{fault.target} slot {fault.slot:%H:%M:%S}: effects by {effects}")
+    faults = frozen_at_commit(soak)
+    return not problems, "; ".join(problems[:2]) or f"{len(faults)} slots, each run elsewhere"
+
+
+def frozen_runs_rolled_back(soak: Soak, end_db) -> tuple[bool, str]:
+    """A lease holder resumed after its lease passed mid-commit logs that its run rolled back
+    or failed after the lock was lost (its ``COMMIT`` failed in the database)."""
+    missing = []
+    for fault in frozen_at_commit(soak):
+        log_path = soak.workdir / f"{fault.target}.log"
+        lines = log_path.read_text(errors="replace").splitlines() if log_path.exists() else []
+        if not any(
+            FENCED_RUN_LOG.search(line)
+            and (stamp := LOG_STAMP.match(line))
+            and datetime.strptime(stamp[1], "%Y-%m-%d %H:%M:%S,%f").timestamp() >= fault.wall
+            for line in lines
+        ):
+            missing.append(fault.target)
+    faults = frozen_at_commit(soak)
+    return not missing, (
+        f"no rollback logged by {', '.join(missing[:3])}"
+        if missing
+        else f"{len(faults)} frozen runs rolled back"
+    )
+
+
+def lease_takeovers_bounded(soak: Soak, end_db) -> tuple[bool, str]:
+    """Another node took the lease of a holder frozen mid-commit within LEASE_TAKEOVER_BOUND
+    of the freeze (lease + heartbeat + margin, by the database clock)."""
+    held, detail = kind_problems(soak, "freeze-at-commit", "faults")
+    gaps = [f.lead_gap for f in frozen_at_commit(soak) if f.lead_gap is not None]
+    return held, detail + (f"; takeover {min(gaps):.2f}-{max(gaps):.2f} s" if gaps else "")
+
+
+def pgbouncer_restarts_recover(soak: Soak, end_db) -> tuple[bool, str]:
+    """After a PgBouncer restart the lease-mode group runs again within
+    PGBOUNCER_RESTART_BOUND (by the database clock)."""
+    held, detail = kind_problems(soak, "pgbouncer-restart", "restarts")
+    gaps = [f.lead_gap for f in soak.faults if f.kind == "pgbouncer-restart" and f.lead_gap]
+    return held, detail + (f"; worst {max(gaps):.2f} s" if gaps else "")
+
+
+def failovers_resume_lease_group(soak: Soak, end_db) -> tuple[bool, str]:
+    """After a failover the lease group runs again through PgBouncer, pointed at the new
+    primary, within FAILOVER_LEASE_BOUND of the promotion (by the database clock)."""
+    return kind_problems(soak, "failover", "failovers")
+
+
 INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("progress: every job's next slot near now", progress),
     ("no (job, slot) ran twice", no_slot_twice),
@@ -327,6 +407,20 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     (
         "killed node's claim-first job resumes <= its bound",
         killed_runs_resume,
+    ),
+    ("freeze-at-commit: frozen slot ran once, elsewhere", frozen_slot_run_elsewhere),
+    ("freeze-at-commit: the frozen node's run rolled back", frozen_runs_rolled_back),
+    (
+        f"freeze-at-commit: lease taken over <= {LEASE_TAKEOVER_BOUND:.1f} s",
+        lease_takeovers_bounded,
+    ),
+    (
+        f"PgBouncer restart: lease group runs again <= {PGBOUNCER_RESTART_BOUND:.1f} s",
+        pgbouncer_restarts_recover,
+    ),
+    (
+        f"failover: lease group runs again <= {FAILOVER_LEASE_BOUND:.0f} s",
+        failovers_resume_lease_group,
     ),
 ]
 

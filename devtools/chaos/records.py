@@ -3,6 +3,7 @@
 import subprocess
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -47,9 +48,12 @@ class Fault:
     exit_code: int | None = None
     exit_seconds: float | None = None
     rate: float | None = None  # publish runs per second (rowlock)
-    lead_gap: float | None = None  # seconds from the kill, database clock (doublefault, killrun)
+    # seconds from the kill (doublefault, killrun), the freeze (freeze-at-commit) or the restart
+    # (pgbouncer-restart) to the recovery, by the database clock
+    lead_gap: float | None = None
     disrupts_publishing: bool = False  # may leave publishing leaderless (set by inject)
     post_id: int | None = None  # the post a rowlock held
+    slot: datetime | None = None  # the LEASE_JOB slot a freeze-at-commit froze mid-commit
 
     def skip(self, why: str) -> None:
         self.note = f"skipped: {why}"

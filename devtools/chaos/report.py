@@ -28,18 +28,18 @@ def report(soak: Soak, results, duration: float) -> bool:
         f" (+{len(LEASE_REPLICAS)} lease-mode), {len(soak.faults)} faults, editor ops"
         f" {dict(soak.editor_ops)} ({soak.editor_errors} editor errors)"
     )
-    print(f"\n  {'fault':<14} {'count':>5} {'takeover max':>13} {'p95':>7}  notes")
+    print(f"\n  {'fault':<17} {'count':>5} {'takeover max':>13} {'p95':>7}  notes")
     by_kind = defaultdict(list)
     for fault in soak.faults:
         by_kind[fault.kind].append(fault)
-    for kind in fault_kinds(soak.db):
+    for kind in fault_kinds(soak.db, soak.args.faults):
         faults = by_kind.get(kind, [])
         times = [f.takeover for f in faults if f.takeover is not None]
         missing = sum(1 for f in faults if f.takeover is None and f.expects_takeover)
         tmax = f"{max(times):.2f} s" if times else "-"
         p95 = f"{percentile(times, 95):.2f} s" if times else "-"
         extra = (f"{missing} without takeover; " if missing else "") + fault_notes(faults)
-        print(f"  {kind:<14} {len(faults):>5} {tmax:>13} {p95:>7}  {extra}")
+        print(f"  {kind:<17} {len(faults):>5} {tmax:>13} {p95:>7}  {extra}")
     print(f"\n  {'invariant':<52} held   detail")
     ok = True
     for name, held, detail in results:

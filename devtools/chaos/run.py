@@ -12,12 +12,21 @@ import threading
 import time
 from pathlib import Path
 
-from devtools import chaos
+from devtools import chaos, commit_gate
 from devtools.chaos import databases
 from devtools.chaos.clock import log
-from devtools.chaos.config import BASE_DIR, JOBS, LEASE, LEASE_GROUP, LEASE_REPLICAS, SESSION_GROUPS
+from devtools.chaos.config import (
+    BASE_DIR,
+    COMMIT_GATE_KEY,
+    JOBS,
+    LEASE,
+    LEASE_GROUP,
+    LEASE_JOB,
+    LEASE_REPLICAS,
+    SESSION_GROUPS,
+)
 from devtools.chaos.editors import editor_stream
-from devtools.chaos.faults import fault_kinds, inject
+from devtools.chaos.faults import fault_kinds, inject, parse_fault_selection
 from devtools.chaos.faults.processes import reap_once
 from devtools.chaos.invariants import check_invariants
 from devtools.chaos.network import Network
@@ -51,14 +60,15 @@ def inject_faults(soak: Soak, started: float) -> None:
     The pause between faults is short so a 10-minute soak injects at least 150 of them.
     """
     rng = soak.rng
-    plan = fault_kinds(soak.db)
+    only = soak.args.faults
+    plan = fault_kinds(soak.db, only)
     while time.monotonic() - started < soak.args.duration:
         time.sleep(rng.uniform(0.2, 1.0))
         reap_once(soak)
         if time.monotonic() - started >= soak.args.duration:
             break
         if not plan:
-            plan = fault_kinds(soak.db)
+            plan = fault_kinds(soak.db, only)
             rng.shuffle(plan)
         soak.faults.append(inject(soak, plan.pop()))
 
@@ -125,6 +135,10 @@ def run_alone(args: argparse.Namespace) -> bool:
         )
         soak.publish_job = setup_django(env)
         soak.measure_clock()
+        if db.behind_pgbouncer:
+            for statement in commit_gate.install_sql(job=LEASE_JOB, key=COMMIT_GATE_KEY):
+                soak.query(statement)
+            soak.start_bouncer()
         for i in range(1, args.replicas + 1):
             soak.start_replica(i)
         for i in LEASE_REPLICAS:
@@ -182,6 +196,8 @@ def stop_everything(soak: Soak) -> None:
     if soak.web is not None:
         soak.web.terminate()
         soak.web.wait(20)
+    if soak.bouncer is not None:
+        soak.bouncer.stop()
 
 
 def main(argv=None) -> int:
@@ -200,7 +216,16 @@ def main(argv=None) -> int:
         default=os.environ.get("CHAOS_VENDOR", "postgresql"),
         help="the database server to soak on (default postgresql)",
     )
+    parser.add_argument(
+        "--faults",
+        default="",
+        help="only these fault kinds, comma-separated (default: every kind that applies)",
+    )
     args = parser.parse_args(argv)
     if not 3 <= args.replicas <= 5:
         parser.error("--replicas must be 3 to 5")
+    try:
+        args.faults = parse_fault_selection(args.faults, databases.DATABASES[args.vendor])
+    except ValueError as exc:
+        parser.error(str(exc))
     return 0 if run(args) else 1

@@ -20,6 +20,7 @@ from devtools.chaos.config import (
     JOBS,
     LEASE,
     LEASE_GROUP,
+    PGBOUNCER_CONFIG,
     RETRY_MAX,
     SESSION_GROUPS,
     SLOW_JOB,
@@ -27,6 +28,7 @@ from devtools.chaos.config import (
 from devtools.chaos.databases import SoakDatabase
 from devtools.chaos.network import Network
 from devtools.chaos.records import Fault, OnceRun, Replica, SlowRun, replica_name
+from devtools.pgbouncer import PgBouncer
 
 
 @dataclass
@@ -45,6 +47,7 @@ class Soak:
     run_requests: Counter = field(default_factory=Counter)
     catchup_from: datetime | None = None  # the earliest slot a catchup fault moved back to
     web: subprocess.Popen | None = None
+    bouncer: PgBouncer | None = None  # what the lease-mode replicas connect through
     web_port: int = 0
     stop_stream: threading.Event = field(default_factory=threading.Event)
     editor_errors: int = 0
@@ -57,7 +60,7 @@ class Soak:
         env = dict(os.environ)
         env.update(
             {
-                "DATABASE_URL": self.db.url(host),
+                "DATABASE_URL": self.bouncer.url() if self.lease_mode(lease) else self.db.url(host),
                 "DJANGO_SETTINGS_MODULE": "tests.settings",
                 "INSTATIC_TEST_EXTRA_APPS": "tests.chaosapp",
                 "INSTATIC_VAR_DIR": str(self.workdir / "var"),
@@ -79,7 +82,21 @@ class Soak:
     def lease_mode(self, lease: bool) -> bool:
         """Lease lock mode is PostgreSQL's (behind PgBouncer); elsewhere LEASE_GROUP's replicas
         use the vendor's session lock like the others."""
-        return lease and self.db.vendor == "postgresql"
+        return lease and self.db.behind_pgbouncer
+
+    def start_bouncer(self) -> None:
+        """Start the PgBouncer (transaction pooling) the lease-mode replicas connect through."""
+        if self.db.behind_pgbouncer:
+            self.bouncer = PgBouncer(
+                upstream_port=self.db.primary_port(),
+                dbname="instatic",
+                extra_config=PGBOUNCER_CONFIG,
+            ).start()
+
+    def follow_primary(self) -> None:
+        """Point the PgBouncer at the server that accepts writes now (after a failover)."""
+        if self.bouncer is not None:
+            self.bouncer.follow(self.db.primary_port())
 
     # --- processes ---------------------------------------------------------------------
     def scheduler(self, name: str, log_path: Path, *, groups, env: dict, extra=(), prefix=()):
@@ -182,14 +199,16 @@ class Soak:
 
         return self.wait_until(new_leader, since=since, timeout=timeout)
 
-    def wait_for_runs_after(self, since_db, *, since: float, timeout: float = 30) -> float | None:
-        """Return seconds from ``since`` until the every-second job succeeds again."""
+    def wait_for_runs_after(
+        self, since_db, *, since: float, timeout: float = 30, job: str = "chaosapp.tx_tick"
+    ) -> float | None:
+        """Return seconds from ``since`` until the every-second ``job`` succeeds again."""
         return self.wait_until(
             lambda: bool(
                 self.query(
-                    "SELECT 1 FROM coordination_jobrun WHERE job = 'chaosapp.tx_tick'"
+                    "SELECT 1 FROM coordination_jobrun WHERE job = %s"
                     " AND status = 'succeeded' AND started_at > %s LIMIT 1",
-                    (since_db,),
+                    (job, since_db),
                 )
             ),
             since=since,

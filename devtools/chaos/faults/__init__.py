@@ -16,6 +16,7 @@ from devtools.chaos.faults.database import (
     fault_rowlock,
     fault_session,
 )
+from devtools.chaos.faults.lease import fault_freeze_at_commit, fault_pgbouncer_restart
 from devtools.chaos.faults.processes import (
     fault_doublefault,
     fault_freeze,
@@ -46,15 +47,47 @@ FAULTS: dict[str, Callable[[Soak], Fault]] = {
     "failover": fault_failover,
     "doublefault": fault_doublefault,
     "killrun": fault_killrun,
+    # Last, so the first round (taken from the end) starts with them: a short soak runs them.
+    "pgbouncer-restart": fault_pgbouncer_restart,
+    "freeze-at-commit": fault_freeze_at_commit,
 }
 
 
 FAULT_KINDS = list(FAULTS)
+#: The faults of the lease-mode replicas behind PgBouncer (PostgreSQL only).
+PGBOUNCER_FAULTS = frozenset({"pgbouncer-restart", "freeze-at-commit"})
 
 
-def fault_kinds(db) -> list[str]:
-    """The faults that apply to this database (a failover needs a standby)."""
-    return [kind for kind in FAULT_KINDS if kind != "failover" or db.can_fail_over]
+def fault_kinds(db, only: frozenset[str] = frozenset()) -> list[str]:
+    """The faults that apply to this database (a failover needs a standby, the PgBouncer faults
+    a PgBouncer), of ``only`` when given."""
+    return [
+        kind
+        for kind in FAULT_KINDS
+        if (kind != "failover" or db.can_fail_over)
+        and (kind not in PGBOUNCER_FAULTS or db.behind_pgbouncer)
+        and (not only or kind in only)
+    ]
+
+
+def parse_fault_selection(text: str, db) -> frozenset[str]:
+    """Return the fault kinds a ``--faults`` value names (comma-separated; empty: all).
+
+    Raise ValueError saying what is wrong when a name is unknown or applies to no fault on
+    this database.
+    """
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    unknown = sorted(names - set(FAULT_KINDS))
+    if unknown:
+        raise ValueError(
+            f"unknown fault kind(s) {', '.join(unknown)}; choose from {', '.join(FAULT_KINDS)}"
+        )
+    if names and not fault_kinds(db, names):
+        raise ValueError(
+            f"none of {', '.join(sorted(names))} applies to {db.label}; choose from"
+            f" {', '.join(fault_kinds(db))}"
+        )
+    return names
 
 
 def inject(soak: Soak, kind: str) -> Fault:

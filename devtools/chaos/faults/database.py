@@ -2,7 +2,7 @@
 
 import time
 
-from devtools.chaos.config import ROWLOCK_MAX_RATE, SLOW_JOB
+from devtools.chaos.config import FAILOVER_LEASE_BOUND, LEASE_JOB, ROWLOCK_MAX_RATE, SLOW_JOB
 from devtools.chaos.databases import SoakDatabase, Unreachable
 from devtools.chaos.faults.targets import leader_fault, new_fault
 from devtools.chaos.records import Fault
@@ -33,14 +33,32 @@ def fault_failover(soak: Soak) -> Fault:
     """Fail the primary over to its synchronous standby, then rebuild the old one as standby.
 
     The primary stops with ``-m immediate`` mid-work; advisory locks die with it, and the
-    nodes must find the promoted standby through their multi-host URL by themselves. The
-    takeover is the time until the every-second job succeeds on the new primary.
+    nodes must find the promoted standby through their multi-host URL by themselves; the
+    PgBouncer of the lease-mode replicas is pointed at it (its configuration rewritten and
+    reloaded, as an operator's failover tooling does). The takeover is the time until the
+    every-second job succeeds on the new primary; the lease group must run again too.
     """
     fault = new_fault(soak, "failover", f"{soak.db.vendor} primary")
     soak.db.fail_over()
-    fault.takeover = soak.wait_for_runs_after(soak.db_now(), since=fault.at)
-    soak.db.rebuild()
+    soak.follow_primary()
+    promoted_db = soak.db_now()
+    fault.takeover = soak.wait_for_runs_after(promoted_db, since=fault.at)
     fault.note = "old primary rebuilt as the standby"
+    if soak.bouncer is not None:
+        soak.wait_for_runs_after(promoted_db, since=fault.at, job=LEASE_JOB)
+        resumed = soak.scalar(
+            "SELECT min(finished_at) FROM coordination_jobrun WHERE job = %s"
+            " AND status = 'succeeded' AND started_at > %s",
+            (LEASE_JOB, promoted_db),
+        )
+        if resumed is None:
+            fault.problem = f"{LEASE_JOB} did not run again through PgBouncer within 30 s"
+        else:
+            gap = (resumed - promoted_db).total_seconds()
+            fault.note += f"; PgBouncer followed, {LEASE_JOB} ran again {gap:.2f} s after"
+            if gap > FAILOVER_LEASE_BOUND:
+                fault.problem = f"{LEASE_JOB} ran again only {gap:.2f} s after the promotion"
+    soak.db.rebuild()
     return fault
 
 

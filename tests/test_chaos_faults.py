@@ -1,0 +1,56 @@
+"""The chaos soak's fault plan: which kinds apply to which database, and ``--faults``."""
+
+import pytest
+
+from devtools.chaos.databases import DATABASES
+from devtools.chaos.faults import FAULT_KINDS, fault_kinds, parse_fault_selection
+
+PGBOUNCER = {"freeze-at-commit", "pgbouncer-restart"}
+
+
+@pytest.mark.parametrize(
+    ("vendor", "failover", "pgbouncer"),
+    [
+        ("postgresql", False, True),
+        ("postgresql-replicated", True, True),
+        ("mariadb", False, False),
+    ],
+)
+def test_the_faults_that_apply_to_each_database(vendor, failover, pgbouncer):
+    kinds = set(fault_kinds(DATABASES[vendor]))
+    assert ("failover" in kinds) is failover
+    assert kinds & PGBOUNCER == (PGBOUNCER if pgbouncer else set())
+
+
+def test_the_first_round_starts_with_the_lease_faults():
+    """The plan is taken from its end, so even a short soak freezes a holder at commit."""
+    plan = fault_kinds(DATABASES["postgresql"])
+    assert [plan.pop(), plan.pop()] == ["freeze-at-commit", "pgbouncer-restart"]
+
+
+@pytest.mark.parametrize(
+    ("vendor", "text", "selected"),
+    [
+        ("postgresql", "", set()),
+        ("postgresql", "freeze-at-commit", {"freeze-at-commit"}),
+        ("postgresql", " kill , freeze-at-commit,", {"kill", "freeze-at-commit"}),
+        ("mariadb", "kill,freeze-at-commit", {"kill", "freeze-at-commit"}),
+    ],
+)
+def test_a_fault_selection_names_kinds(vendor, text, selected):
+    db = DATABASES[vendor]
+    assert parse_fault_selection(text, db) == selected
+    assert set(fault_kinds(db, frozenset(selected))) <= (selected or set(FAULT_KINDS))
+
+
+@pytest.mark.parametrize(
+    ("vendor", "text", "message"),
+    [
+        ("postgresql", "kill,freez", "unknown fault kind(s) freez; choose from kill, "),
+        ("postgresql", "failover", "none of failover applies to PostgreSQL; choose from kill,"),
+        ("mariadb", "freeze-at-commit", "none of freeze-at-commit applies to MariaDB; choose"),
+    ],
+)
+def test_a_bad_fault_selection_says_what_to_choose(vendor, text, message):
+    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        parse_fault_selection(text, DATABASES[vendor])
