@@ -176,7 +176,7 @@ def make_due(revision, seconds_ago: float = 5):
 
 def run_publish_job(node: str = "test-node"):
     """Run the publish job's function once, as a leader's tick would; return its next due."""
-    from publishing.services import PUBLISH_JOB
+    from publishing.job_names import PUBLISH_JOB
 
     return run_job(PUBLISH_JOB, node=node)
 

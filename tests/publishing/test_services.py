@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from coordination.clock import database_now
 from coordination.models import JobState
-from publishing import services
+from publishing import batches, job_names, posts
 from publishing.exceptions import InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import due_post, future_post, make_post
@@ -29,7 +29,7 @@ def kinds(post: Post) -> list[str]:
 
 def publish_job_state(**values) -> JobState:
     values.setdefault("next_due", database_now() + timedelta(hours=1))
-    return JobState.objects.create(name=services.PUBLISH_JOB, group="publishing", **values)
+    return JobState.objects.create(name=job_names.PUBLISH_JOB, group="publishing", **values)
 
 
 # --- the model's database constraints ---------------------------------------------------
@@ -57,7 +57,7 @@ def test_database_rejects_inconsistent_posts(values):
 
 def test_times_are_set_by_the_database_clock():
     before = database_now()
-    post = services.save_post(post=Post(title="Hello", slug="hello", body="Hi"), user=None)
+    post = posts.save_post(post=Post(title="Hello", slug="hello", body="Hi"), user=None)
     after = database_now()
     assert before <= post.created_at <= after
     assert before <= post.updated_at <= after
@@ -71,7 +71,7 @@ def test_schedule_records_event_and_requests_wakeup(editor):
     state = publish_job_state()
     post = make_post(author=editor)
     publish_at = database_now() + timedelta(minutes=5)
-    services.schedule_post(post=post, publish_at=publish_at, user=editor)
+    posts.schedule_post(post=post, publish_at=publish_at, user=editor)
     post.refresh_from_db()
     assert post.status == S.SCHEDULED
     assert post.publish_at == publish_at
@@ -85,10 +85,10 @@ def test_schedule_refuses_past_or_missing_times(editor):
     post = make_post()
     now = database_now()
     with pytest.raises(InvalidSchedule) as exc:
-        services.schedule_post(post=post, publish_at=now - timedelta(seconds=1), user=editor)
+        posts.schedule_post(post=post, publish_at=now - timedelta(seconds=1), user=editor)
     assert "must be in the future" in exc.value.errors["publish_at"]
     with pytest.raises(InvalidSchedule) as exc:
-        services.schedule_post(
+        posts.schedule_post(
             post=post,
             publish_at=now + timedelta(hours=2),
             unpublish_at=now + timedelta(hours=1),
@@ -105,9 +105,7 @@ def test_schedule_refuses_past_or_missing_times(editor):
 def test_schedule_refuses_content_that_cannot_be_published(editor):
     post = make_post(title="   ")
     with pytest.raises(NotPublishable, match="the title is empty"):
-        services.schedule_post(
-            post=post, publish_at=database_now() + timedelta(hours=1), user=editor
-        )
+        posts.schedule_post(post=post, publish_at=database_now() + timedelta(hours=1), user=editor)
 
 
 def test_reschedule_moves_the_time_and_wakes_the_scheduler(editor):
@@ -115,7 +113,7 @@ def test_reschedule_moves_the_time_and_wakes_the_scheduler(editor):
     post = future_post(seconds_ahead=3600)
     old = post.publish_at
     new = database_now() + timedelta(seconds=30)
-    services.reschedule_post(post=post, publish_at=new, user=editor)
+    posts.reschedule_post(post=post, publish_at=new, user=editor)
     post.refresh_from_db()
     assert post.publish_at == new
     event = post.events.get()
@@ -130,7 +128,7 @@ def test_reschedule_moves_the_time_and_wakes_the_scheduler(editor):
 
 def test_cancel_takes_a_scheduled_post_back_to_draft(editor):
     post = future_post()
-    services.cancel_schedule(post=post, user=editor)
+    posts.cancel_schedule(post=post, user=editor)
     post.refresh_from_db()
     assert post.status == S.DRAFT
     assert kinds(post) == [K.CANCELLED]
@@ -138,9 +136,9 @@ def test_cancel_takes_a_scheduled_post_back_to_draft(editor):
 
 def test_cancel_after_the_publish_says_so(editor):
     post = due_post()
-    services.publish_due(node="n1")
+    batches.publish_due(node="n1")
     with pytest.raises(InvalidTransition, match="already published"):
-        services.cancel_schedule(post=post, user=editor)
+        posts.cancel_schedule(post=post, user=editor)
     post.refresh_from_db()
     assert post.status == S.PUBLISHED
 
@@ -148,32 +146,32 @@ def test_cancel_after_the_publish_says_so(editor):
 def test_publish_now_and_unpublish_now(editor):
     post = make_post()
     before = database_now()
-    services.publish_now(post=post, user=editor)
+    posts.publish_now(post=post, user=editor)
     post.refresh_from_db()
     assert post.status == S.PUBLISHED
     assert before <= post.published_at <= database_now()
     with pytest.raises(InvalidTransition):
-        services.publish_now(post=post, user=editor)
-    services.unpublish_now(post=post, user=editor)
+        posts.publish_now(post=post, user=editor)
+    posts.unpublish_now(post=post, user=editor)
     post.refresh_from_db()
     assert post.status == S.UNPUBLISHED
     assert kinds(post) == [K.PUBLISHED, K.UNPUBLISHED]
     with pytest.raises(InvalidTransition):
-        services.unpublish_now(post=post, user=editor)
+        posts.unpublish_now(post=post, user=editor)
 
 
 def test_publish_now_refuses_a_passed_unpublish_time(editor):
     now = database_now()
     post = make_post(publish_at=now - timedelta(hours=2), unpublish_at=now - timedelta(hours=1))
     with pytest.raises(InvalidSchedule, match="unpublish time has passed"):
-        services.publish_now(post=post, user=editor)
+        posts.publish_now(post=post, user=editor)
 
 
 def test_set_unpublish_at_on_a_live_post(editor):
     state = publish_job_state()
     post = make_post(status=S.PUBLISHED)
     when = database_now() + timedelta(minutes=10)
-    services.set_unpublish_at(post=post, unpublish_at=when, user=editor)
+    posts.set_unpublish_at(post=post, unpublish_at=when, user=editor)
     post.refresh_from_db()
     assert post.unpublish_at == when
     state.refresh_from_db()
@@ -189,21 +187,21 @@ def test_users_without_the_permission_cannot_schedule_or_publish(drafter, action
     calls = {
         "schedule": (
             make_post,
-            lambda p: services.schedule_post(post=p, publish_at=later, user=drafter),
+            lambda p: posts.schedule_post(post=p, publish_at=later, user=drafter),
         ),
         "reschedule": (
             future_post,
-            lambda p: services.reschedule_post(post=p, publish_at=later, user=drafter),
+            lambda p: posts.reschedule_post(post=p, publish_at=later, user=drafter),
         ),
-        "cancel": (future_post, lambda p: services.cancel_schedule(post=p, user=drafter)),
-        "publish_now": (make_post, lambda p: services.publish_now(post=p, user=drafter)),
+        "cancel": (future_post, lambda p: posts.cancel_schedule(post=p, user=drafter)),
+        "publish_now": (make_post, lambda p: posts.publish_now(post=p, user=drafter)),
         "unpublish_now": (
             lambda: make_post(status=S.PUBLISHED),
-            lambda p: services.unpublish_now(post=p, user=drafter),
+            lambda p: posts.unpublish_now(post=p, user=drafter),
         ),
         "set_unpublish_at": (
             lambda: make_post(status=S.PUBLISHED),
-            lambda p: services.set_unpublish_at(post=p, unpublish_at=later, user=drafter),
+            lambda p: posts.set_unpublish_at(post=p, unpublish_at=later, user=drafter),
         ),
     }
     create, call = calls[action]
@@ -217,15 +215,15 @@ def test_users_without_the_permission_cannot_schedule_or_publish(drafter, action
 
 
 def test_drafters_can_write_drafts_but_not_edit_scheduled_posts(drafter):
-    post = services.save_post(post=Post(title="Mine", slug="mine", body="draft"), user=drafter)
+    post = posts.save_post(post=Post(title="Mine", slug="mine", body="draft"), user=drafter)
     assert post.author == drafter
     post.body = "better draft"
-    services.save_post(post=post, user=drafter)
+    posts.save_post(post=post, user=drafter)
     assert Post.objects.get(pk=post.pk).body == "better draft"
     scheduled = future_post()
     scheduled.body = "sneaky change"
     with pytest.raises(PermissionDenied):
-        services.save_post(post=scheduled, user=drafter)
+        posts.save_post(post=scheduled, user=drafter)
     assert Post.objects.get(pk=scheduled.pk).body != "sneaky change"
 
 
@@ -233,9 +231,9 @@ def test_saving_content_never_undoes_a_publish(editor):
     """A stale form instance (loaded while scheduled) saved after the publish keeps it live."""
     post = due_post()
     stale = Post.objects.get(pk=post.pk)
-    services.publish_due(node="n1")
+    batches.publish_due(node="n1")
     stale.title = "Edited title"
-    services.save_post(post=stale, user=editor)
+    posts.save_post(post=stale, user=editor)
     post.refresh_from_db()
     assert post.status == S.PUBLISHED
     assert post.title == "Edited title"
@@ -250,7 +248,7 @@ def test_publish_due_publishes_only_due_scheduled_posts():
     future = future_post(seconds_ahead=60)
     draft = make_post(publish_at=database_now() - timedelta(minutes=1))
     before = database_now()
-    result = services.publish_due(node="node-a")
+    result = batches.publish_due(node="node-a")
     after = database_now()
     assert sorted(result.done) == sorted(p.pk for p in due)
     assert not result.more
@@ -268,7 +266,7 @@ def test_publish_due_publishes_only_due_scheduled_posts():
         assert post.status in (S.SCHEDULED, S.DRAFT)
         assert post.published_at is None
         assert not post.events.exists()
-    assert services.publish_due(node="node-a").done == [], "nothing is published twice"
+    assert batches.publish_due(node="node-a").done == [], "nothing is published twice"
     assert PublishEvent.objects.filter(kind=K.PUBLISHED).count() == 2
 
 
@@ -277,7 +275,7 @@ def test_due_decisions_use_the_database_clock_not_the_app_server_clock():
     app_clock_two_hours_fast = database_now() + timedelta(hours=2)
     with mock.patch("django.utils.timezone.now", return_value=app_clock_two_hours_fast):
         assert timezone.now() == app_clock_two_hours_fast
-        result = services.publish_due(node="n")
+        result = batches.publish_due(node="n")
     assert result.done == []
     post.refresh_from_db()
     assert post.status == S.SCHEDULED
@@ -286,12 +284,12 @@ def test_due_decisions_use_the_database_clock_not_the_app_server_clock():
 def test_publish_due_works_in_batches_newest_due_first():
     """A backlog never delays what fell due just now: each batch takes the newest due."""
     posts = [due_post(seconds_ago=100 - i) for i in range(5)]
-    first = services.publish_due(batch_size=2)
+    first = batches.publish_due(batch_size=2)
     assert first.done == [posts[3].pk, posts[4].pk]
     assert first.more
-    second = services.publish_due(batch_size=2)
+    second = batches.publish_due(batch_size=2)
     assert second.done == [posts[1].pk, posts[2].pk]
-    third = services.publish_due(batch_size=2)
+    third = batches.publish_due(batch_size=2)
     assert third.done == [posts[0].pk]
     assert not third.more
 
@@ -299,8 +297,8 @@ def test_publish_due_works_in_batches_newest_due_first():
 def test_a_failing_post_stays_scheduled_with_its_error_and_does_not_block_others(caplog):
     bad = due_post(seconds_ago=60, title="")
     good = due_post(seconds_ago=10)
-    with caplog.at_level(logging.ERROR, logger="publishing.services"):
-        result = services.publish_due(node="node-a")
+    with caplog.at_level(logging.ERROR, logger="publishing.batches"):
+        result = batches.publish_due(node="node-a")
     assert result.done == [good.pk]
     assert result.failed == [bad.pk]
     bad.refresh_from_db()
@@ -318,23 +316,23 @@ def test_a_failing_post_stays_scheduled_with_its_error_and_does_not_block_others
         for r in caplog.records
     )
     # Later batches skip it instead of failing it again and again.
-    assert services.publish_due(node="node-a").selected == 0
+    assert batches.publish_due(node="node-a").selected == 0
     assert bad.events.count() == 1
 
 
 def test_editing_a_failed_post_clears_the_error_and_it_publishes(editor):
     state = publish_job_state()
     bad = due_post(body="   ")
-    services.publish_due()
+    batches.publish_due()
     bad.refresh_from_db()
     assert "the body is empty" in bad.last_error
     bad.body = "Written at last."
-    services.save_post(post=bad, user=editor)
+    posts.save_post(post=bad, user=editor)
     bad.refresh_from_db()
     assert bad.last_error == ""
     state.refresh_from_db()
     assert state.wake_at == bad.publish_at, "the edit wakes the scheduler: it is overdue"
-    assert services.publish_due().done == [bad.pk]
+    assert batches.publish_due().done == [bad.pk]
     assert kinds(bad) == [K.FAILED, K.PUBLISHED]
 
 
@@ -349,7 +347,7 @@ def test_editing_a_failed_post_clears_the_error_and_it_publishes(editor):
 @override_settings(INSTATIC_POST_BODY_MAX_CHARS=50)
 def test_publish_time_body_checks(body, problem):
     post = due_post(body=body)
-    result = services.publish_due()
+    result = batches.publish_due()
     assert result.failed == [post.pk]
     post.refresh_from_db()
     assert post.last_error == problem
@@ -359,7 +357,7 @@ def test_publish_time_body_checks(body, problem):
 def test_publish_time_title_length_check():
     """Only SQLite lets a too-long title into the table; the publish check still catches it."""
     post = due_post(title="t" * 201)
-    assert services.publish_due().failed == [post.pk]
+    assert batches.publish_due().failed == [post.pk]
     post.refresh_from_db()
     assert post.last_error == "the title is longer than 200 characters"
 
@@ -373,16 +371,16 @@ def test_cancel_between_selection_and_update_wins(editor):
     other = due_post(seconds_ago=10)
     with transaction.atomic():
         now = database_now()
-        rows = services.select_due_publications(now=now, batch_size=10)
+        rows = batches.select_due_publications(now=now, batch_size=10)
         assert {row.pk for row in rows} == {victim.pk, other.pk}
-        services.cancel_schedule(post=victim, user=editor)  # lands inside the window
-        result = services.publish_selected(rows=rows, now=now, node="node-a", batch_size=10)
+        posts.cancel_schedule(post=victim, user=editor)  # lands inside the window
+        result = batches.publish_selected(rows=rows, now=now, node="node-a", batch_size=10)
     assert result.done == [other.pk]
     victim.refresh_from_db()
     assert victim.status == S.DRAFT
     assert victim.published_at is None
     assert kinds(victim) == [K.CANCELLED]
-    assert services.publish_due().done == []
+    assert batches.publish_due().done == []
 
 
 def test_reschedule_between_selection_and_update_wins(editor):
@@ -390,9 +388,9 @@ def test_reschedule_between_selection_and_update_wins(editor):
     later = database_now() + timedelta(hours=1)
     with transaction.atomic():
         now = database_now()
-        rows = services.select_due_publications(now=now, batch_size=10)
-        services.reschedule_post(post=post, publish_at=later, user=editor)
-        result = services.publish_selected(rows=rows, now=now, batch_size=10)
+        rows = batches.select_due_publications(now=now, batch_size=10)
+        posts.reschedule_post(post=post, publish_at=later, user=editor)
+        result = batches.publish_selected(rows=rows, now=now, batch_size=10)
     assert result.done == []
     post.refresh_from_db()
     assert (post.status, post.publish_at, post.published_at) == (S.SCHEDULED, later, None)
@@ -403,9 +401,9 @@ def test_a_second_job_run_with_the_same_selection_publishes_nothing_twice():
     post = due_post()
     with transaction.atomic():
         now = database_now()
-        rows = services.select_due_publications(now=now, batch_size=10)
-    services.publish_due(node="node-a")
-    replay = services.publish_selected(rows=rows, now=database_now(), node="stale", batch_size=10)
+        rows = batches.select_due_publications(now=now, batch_size=10)
+    batches.publish_due(node="node-a")
+    replay = batches.publish_selected(rows=rows, now=database_now(), node="stale", batch_size=10)
     assert replay.done == []
     assert list(post.events.values_list("kind", "node")) == [(K.PUBLISHED, "node-a")]
 
@@ -422,7 +420,7 @@ def test_unpublish_due_takes_posts_down_at_their_time():
     )
     still_live = make_post(status=S.PUBLISHED, unpublish_at=now + timedelta(hours=1))
     forever = make_post(status=S.PUBLISHED)
-    result = services.unpublish_due(node="node-b")
+    result = batches.unpublish_due(node="node-b")
     assert result.done == [expired.pk]
     expired.refresh_from_db()
     assert expired.status == S.UNPUBLISHED
@@ -432,7 +430,7 @@ def test_unpublish_due_takes_posts_down_at_their_time():
     for post in (still_live, forever):
         post.refresh_from_db()
         assert post.status == S.PUBLISHED
-    assert services.unpublish_due().done == []
+    assert batches.unpublish_due().done == []
 
 
 def test_unpublish_between_selection_and_update_is_not_recorded_twice(editor):
@@ -440,8 +438,8 @@ def test_unpublish_between_selection_and_update_is_not_recorded_twice(editor):
     post = make_post(status=S.PUBLISHED, unpublish_at=now - timedelta(seconds=1))
     with transaction.atomic():
         now = database_now()
-        rows = services.select_due_unpublications(now=now, batch_size=10)
-        services.unpublish_now(post=post, user=editor)
-        result = services.unpublish_selected(rows=rows, now=now, batch_size=10)
+        rows = batches.select_due_unpublications(now=now, batch_size=10)
+        posts.unpublish_now(post=post, user=editor)
+        result = batches.unpublish_selected(rows=rows, now=now, batch_size=10)
     assert result.done == []
     assert kinds(post) == [K.UNPUBLISHED]
