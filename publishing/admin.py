@@ -193,7 +193,7 @@ class PostAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", FailedFilter]
     search_fields = ["title", "slug", "body"]
-    # A page at 100,000 posts is one range scan of an index matching the order (issue 19):
+    # A page at 100,000 posts is one range scan of an index matching the order:
     # no full count (it stops at a cap and says "more than"), no date hierarchy (its links
     # are a DISTINCT over every post; the calendar is the view by time), no bodies read.
     ordering = ["-created_at", "-id"]

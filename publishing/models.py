@@ -124,10 +124,10 @@ class Post(models.Model):
             models.Index(fields=["status", "-published_at", "-id"], name="publishing_post_live"),
             # The public pages' Last-Modified: the latest change of a live post, in one probe.
             models.Index(fields=["status", "-updated_at"], name="publishing_post_changed"),
-            # The admin's post list in its default order: a page is a range scan at any size
-            # (issue 19), never a sort of every post. Filtered by status, the same scan stops
-            # after a page of matches; a rare status is found through the indexes above. No
-            # index more than needed: publishing a post writes an entry in every one.
+            # The admin's post list in its default order: a page is a range scan at any size,
+            # never a sort of every post. Filtered by status, the same scan stops after a
+            # page of matches; a rare status is found through the indexes above. No index
+            # more than needed: publishing a post writes an entry in every one.
             models.Index(fields=["-created_at", "-id"], name="publishing_post_recent"),
         ]
         constraints = [
