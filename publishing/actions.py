@@ -14,10 +14,12 @@ no version (the job, scripts) act on the current row.
 
 ``user`` is the person acting; ``None`` means the system (the publish job, scripts, tests).
 
-The helper is a context manager, not one action class per action (Wagtail's shape): the
-actions differ in their checks and in what else they write under the lock (a revision, its
-baseline), which reads best as straight code inside the ``with`` block; what they share, and
-what must happen in the same order every time, is here once.
+The helper is a context manager and one method, not a class per action (Wagtail's action
+objects): the actions differ in their checks and in what else they write under the lock (a
+revision, its baseline), which reads best as straight code inside the ``with`` block, and
+classes would add a class beside each of the keyword-only functions the admin, the tools and
+the tests call. What the actions share, and what must happen in the same order every time,
+is here once.
 """
 
 from collections.abc import Iterator
@@ -105,48 +107,30 @@ class EditorAction:
         *,
         data: dict | None = None,
         wake_at: datetime | None = None,
+        public: bool = True,
         **values,
     ) -> None:
-        """Change what the public sees of the post, record ``kind`` and wake the job.
+        """Set ``values`` on the post, record the event ``kind`` and wake the publish job.
 
-        ``values`` are the columns to set; ``updated_at`` (the public pages' Last-Modified)
-        moves. The ``UPDATE`` holds only while the post's status and version are the locked
-        ones. ``kind`` (when given) is the event the change writes, with ``data``;
-        ``wake_at`` (when given) is when the publish job has work because of it.
+        The ``UPDATE`` holds only while the post's version (and, for a ``public`` change, its
+        status) is the locked one. A public change moves ``updated_at``, the public pages'
+        Last-Modified; scheduling, cancelling and restoring revisions and revoking preview
+        links are planned or private changes (``public=False``): they move the version, so a
+        stale form is refused, but not the pages' Last-Modified. ``kind`` (when given) is the
+        event the change writes, with ``data``; ``wake_at`` (when given) is when the publish
+        job has work because of it.
         """
-        filters = {"status": self.current.status}
-        self._update(filters, {"updated_at": Now()}, values)
-        self._record(kind, data, wake_at)
-
-    def touch(
-        self,
-        kind: str | None = None,
-        *,
-        data: dict | None = None,
-        wake_at: datetime | None = None,
-        **values,
-    ) -> None:
-        """Like :meth:`change`, for a change the public pages do not show: ``updated_at`` stays.
-
-        Scheduling, cancelling and restoring revisions and revoking preview links are planned
-        or private changes: they move the version (a stale form is refused), not the page's
-        Last-Modified.
-        """
-        self._update({}, {}, values)
-        self._record(kind, data, wake_at)
-
-    def _update(self, filters: dict, moves: dict, values: dict) -> None:
         current = self.current
+        filters = {"status": current.status} if public else {}
+        moves = {"updated_at": Now()} if public else {}
         updated = Post.objects.filter(pk=current.pk, **filters, version=current.version).update(
             **moves, updated_by=editor_name(self.user), version=F("version") + 1, **values
         )
         if not updated:
             # Unreachable while the row lock is held; kept so a change can never be blind.
             raise InvalidTransition(f"“{current}” changed while being saved; reload and try again.")
-
-    def _record(self, kind: str | None, data: dict | None, wake_at: datetime | None) -> None:
         if kind is not None:
-            record_event(self.current, kind, user=self.user, data=data)
+            record_event(current, kind, user=self.user, data=data)
         if wake_at is not None:
             request_wakeup(PUBLISH_JOB, at=wake_at)
 

@@ -109,8 +109,10 @@ def revoke_preview_links(*, post: Post, user, expected_version: int | None = Non
     """Make every preview link of ``post`` given out so far a 404."""
     _require_preview_permission(user, "revoke previews")
     with editor_action(post, user=user, expected_version=expected_version) as action:
-        action.touch(
-            PublishEvent.Kind.PREVIEWS_REVOKED, preview_generation=F("preview_generation") + 1
+        action.change(
+            PublishEvent.Kind.PREVIEWS_REVOKED,
+            public=False,
+            preview_generation=F("preview_generation") + 1,
         )
     post.refresh_from_db()
     return post

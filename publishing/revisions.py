@@ -5,8 +5,9 @@ one scheduled and one draft revision: a newer one supersedes the one before, und
 row lock, which every revision write takes first (the publish job too, with SKIP LOCKED), so
 no two writers wait for each other in a cycle. Scheduling, cancelling and restoring change the
 post's version (a stale form is refused) but not ``updated_at``: that is the public pages'
-Last-Modified, and a planned change must not show there (:meth:`EditorAction.touch`). The
-publish job switches due revisions in (:func:`publishing.batches.switch_due_revisions`).
+Last-Modified, and a planned change must not show there (a change with ``public=False``,
+:meth:`publishing.actions.EditorAction.change`). The publish job switches due revisions in
+(:func:`publishing.batches.switch_due_revisions`).
 """
 
 from datetime import datetime
@@ -167,7 +168,7 @@ def schedule_revision(
             created_by=user_or_none(user),
         )
         data = {"revision": number, "publish_at": stored_time(publish_at)}
-        action.touch(K.REVISION_SCHEDULED, data=data, wake_at=publish_at)
+        action.change(K.REVISION_SCHEDULED, data=data, wake_at=publish_at, public=False)
     revision.refresh_from_db()
     post.refresh_from_db()
     return revision
@@ -197,7 +198,7 @@ def cancel_revision(
         data = {"revision": was.number, "revision_status": was.status}
         if was.status == R.SCHEDULED:
             data["was_due_at"] = stored_time(was.publish_at)
-        action.touch(K.REVISION_CANCELLED, data=data)
+        action.change(K.REVISION_CANCELLED, data=data, public=False)
     revision.refresh_from_db()
     return revision
 
@@ -231,5 +232,5 @@ def restore_revision(
             restored_from=source,
             note=f"restored from revision {source.number}",
         )
-        action.touch()
+        action.change(public=False)
     return draft
