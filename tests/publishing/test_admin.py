@@ -12,7 +12,7 @@ from coordination.models import Node
 from publishing import batches, posts
 from publishing.models import Post, PublishEvent
 from publishing.rendering import RenderError
-from tests.publishing.conftest import due_post, form_data, future_post, live_node, make_post
+from tests.publishing.conftest import due_post, form_data, future_post, kinds, live_node, make_post
 
 pytestmark = pytest.mark.django_db
 
@@ -30,10 +30,6 @@ OPERATOR_HINT = "python manage.py runscheduler"
 
 def change_url(post: Post) -> str:
     return reverse("admin:publishing_post_change", args=[post.pk])
-
-
-def kinds(post: Post) -> list[str]:
-    return list(post.events.order_by("at", "id").values_list("kind", flat=True))
 
 
 def submit(client, url: str, **changes):

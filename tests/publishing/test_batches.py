@@ -10,24 +10,14 @@ from django.test import override_settings
 from django.utils import timezone
 
 from coordination.clock import database_now
-from coordination.models import JobState
-from publishing import batches, job_names, posts
+from publishing import batches, posts
 from publishing.models import Post, PublishEvent
-from tests.publishing.conftest import due_post, future_post, make_post
+from tests.publishing.conftest import due_post, future_post, kinds, make_post, publish_job_state
 
 pytestmark = pytest.mark.django_db
 
 S = Post.Status
 K = PublishEvent.Kind
-
-
-def kinds(post: Post) -> list[str]:
-    return list(post.events.order_by("at", "id").values_list("kind", flat=True))
-
-
-def publish_job_state(**values) -> JobState:
-    values.setdefault("next_due", database_now() + timedelta(hours=1))
-    return JobState.objects.create(name=job_names.PUBLISH_JOB, group="publishing", **values)
 
 
 # --- due publishes ----------------------------------------------------------------------
