@@ -141,6 +141,7 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
 
 
 def _create_draft(post: Post, *, user) -> None:
+    """Insert ``post`` as a draft at version 1, written by ``user`` (its author unless set)."""
     post.status = S.DRAFT
     post.published_at = None
     post.last_error = ""
