@@ -79,7 +79,7 @@ def leading_loop(group: str, jobs: int):
     scheduler = Scheduler(groups=[group], node_name=f"bench-{group}", registry=registry)
     scheduler.register()
     loop = scheduler.loops[0]
-    assert loop._try_lead(wait=0), "the benchmark's loop must lead its group"
+    assert loop.supervision.try_lead(wait=0), "the benchmark's loop must lead its group"
     loop.tick()  # maintenance: the job states are created
     return loop, registry
 

@@ -21,14 +21,14 @@ from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html, format_html_join
 
 from coordination import timeline
-from coordination.admin_paging import CappedCountPaginator
-from coordination.admin_words import (
-    duration_column,
-    lateness_column,
-    outcome_notes,
-    scheduler_column,
-    time_column,
+from coordination.admin_columns import (
+    RUN_FIELDS,
+    RUN_LIST_DISPLAY,
+    JobRunColumns,
+    JobStateColumns,
 )
+from coordination.admin_paging import CappedCountPaginator
+from coordination.admin_words import outcome_notes, scheduler_column, time_column
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState, Leadership, LeadershipTerm, Node
 from coordination.registry import registry
@@ -105,7 +105,7 @@ class LeadershipTermAdmin(ReadOnlyAdmin):
 
 
 @admin.register(JobState)
-class JobStateAdmin(ReadOnlyAdmin):
+class JobStateAdmin(JobStateColumns, ReadOnlyAdmin):
     list_display = [
         "name",
         "group",
@@ -148,17 +148,6 @@ class JobStateAdmin(ReadOnlyAdmin):
         "timeline",
     ]
     readonly_fields = fields
-
-    next_slot = time_column("next_due", "next slot")
-    wake = time_column("wake_at", "wake-up asked for")
-    run_requested = time_column("run_requested_at", "run asked for")
-    retired = time_column("retired_at", "retired")
-    last_slot_local = time_column("last_slot", "last slot")
-    last_started = time_column("last_started_at", "last started")
-    last_finished = time_column("last_finished_at", "last finished")
-    last_took = duration_column("last_duration", "last took")
-    last_late = lateness_column("last_lateness", "last lateness")
-    last_scheduler = scheduler_column("last_node", "last ran on")
 
     @admin.display(description="history")
     def timeline(self, obj: JobState):
@@ -318,7 +307,7 @@ class SlotWindowFilter(admin.SimpleListFilter):
 
 
 @admin.register(JobRun)
-class JobRunAdmin(ReadOnlyAdmin):
+class JobRunAdmin(JobRunColumns, ReadOnlyAdmin):
     """The run ledger, a page at a time however long it grows (a million rows and more).
 
     Every page is one range scan of an index that matches its order: ``(-slot, -id)`` for the
@@ -327,38 +316,14 @@ class JobRunAdmin(ReadOnlyAdmin):
     lists the jobs from ``JobState``, and there is no full count beside a filtered one.
     """
 
-    list_display = ["job", "slot_local", "outcome", "scheduler", "took", "late"]
+    list_display = RUN_LIST_DISPLAY
     list_filter = ["status", "reason", "trigger", JobNameFilter, SlotWindowFilter]
     search_fields = ["job", "node", "error"]
     ordering = ["-slot", "-id"]
     paginator = CappedCountPaginator
     show_full_result_count = False
-    fields = [
-        "job",
-        "slot_local",
-        "status",
-        "reason",
-        "trigger",
-        "requested_by",
-        "scheduler",
-        "node",
-        "attempt",
-        "started",
-        "finished",
-        "took",
-        "late",
-        "retry",
-        "error",
-    ]
+    fields = [*RUN_FIELDS, "retry", "error"]
     readonly_fields = fields
-
-    slot_local = time_column("slot", "slot")
-    scheduler = scheduler_column("node", "ran on")
-    started = time_column("started_at", "started")
-    finished = time_column("finished_at", "finished")
-    retry = time_column("retry_at", "next attempt")
-    took = duration_column("duration", "took")
-    late = lateness_column("lateness", "lateness")
 
     @admin.display(description="outcome", ordering="status")
     def outcome(self, obj: JobRun) -> str:

@@ -37,3 +37,10 @@ class HoldOffs:
         with self._mutex:
             self._until.pop(name, None)
             self._pause.pop(name, None)
+
+    def held(self) -> dict[str, float]:
+        """Return every job still held, with the seconds it is still held."""
+        now = time.monotonic()
+        with self._mutex:
+            until = dict(self._until)
+        return {name: left for name, t in until.items() if (left := t - now) > 0}

@@ -389,8 +389,12 @@ def work_application_name(node_name: str) -> str:
     return f"{node_name}/work"[:63]
 
 
-#: How long a new leader waits for a killed node's last sessions to finish ending (its lock
-#: sessions are gone, a work session is still exiting) before leaving its runs to the lease.
+#: How long a new leader waits for a killed node's last sessions to finish ending before
+#: leaving its runs to the lease. The kernel closes a SIGKILLed process's sockets at once, but
+#: the server ends its sessions one by one: a work session still exiting, or the lock session
+#: of a group it followed, whose wait for the lock the server ends at its next check of the
+#: client (``locks.postgresql.CLIENT_CHECK_INTERVAL_MS``; MariaDB checks a waiting
+#: ``GET_LOCK``'s client once a second, so there that wait can outlast this one).
 VANISH_WAIT = 0.5
 
 
@@ -398,7 +402,7 @@ class Vanished:
     """What the server's sessions say about a node process that still looks alive."""
 
     GONE = "gone"  # none of its sessions is left: the process cannot be running
-    ENDING = "ending"  # no lock session left, some work session still exiting: look again
+    ENDING = "ending"  # some session is left, maybe still ending after a kill: look again
     UNPROVEN = "unproven"  # it may be alive: leave its runs to the lease
 
 
@@ -432,7 +436,7 @@ class SessionEvidence:
         )
 
 
-def vanish_verdict(evidence: SessionEvidence, lease: timedelta) -> str:
+def vanish_verdict(evidence: SessionEvidence, lease: timedelta, *, lock_outlasted: bool) -> str:
     """Decide whether a node process whose heartbeat is still within the lease is gone.
 
     Only the server showing no session of the process proves it (a SIGKILL's kernel closes
@@ -442,6 +446,12 @@ def vanish_verdict(evidence: SessionEvidence, lease: timedelta) -> str:
     heartbeat half a lease old or older (a live process cut off from the server stops
     heartbeating first: its connections' own probes, ``tcp_user_timeout`` of half the lease,
     end them no sooner, so sessions gone then may be a partition healing, not a death).
+
+    Sessions still there may be ending after a kill: look again (``ENDING``), within
+    ``VANISH_WAIT``. A lock session is a live node's (an ex-leader finishing its run follows)
+    as often as a killed one's, so it is waited for once per heartbeat of the process:
+    ``lock_outlasted`` says a lock session of it already outlasted a wait since that
+    heartbeat, and then the process may be alive at once.
     """
     if not evidence.identified or not evidence.recorded:
         return Vanished.UNPROVEN
@@ -449,18 +459,50 @@ def vanish_verdict(evidence: SessionEvidence, lease: timedelta) -> str:
         return Vanished.UNPROVEN
     if evidence.now - evidence.last_heartbeat >= lease / 2:
         return Vanished.UNPROVEN
-    if evidence.lock_sessions:
+    if evidence.lock_sessions and lock_outlasted:
         return Vanished.UNPROVEN
     if evidence.any_sessions:
         return Vanished.ENDING
     return Vanished.GONE
 
 
+class LockSessionWaits:
+    """Each node process's last heartbeat after which a lock session of it outlasted a wait.
+
+    What waiting for a live node's lock sessions costs the leader's loop: one ``VANISH_WAIT``
+    per heartbeat of that node at most, however often maintenance asks. Kept per scheduler
+    process (both groups' loops share it), for the last ``LIMIT`` processes.
+    """
+
+    LIMIT = 64
+
+    def __init__(self):
+        self._heartbeats: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+
+    def outlasted(self, instance: str, last_heartbeat: datetime) -> bool:
+        with self._lock:
+            return self._heartbeats.get(instance) == last_heartbeat
+
+    def record(self, instance: str, last_heartbeat: datetime) -> None:
+        with self._lock:
+            self._heartbeats.pop(instance, None)
+            self._heartbeats[instance] = last_heartbeat
+            while len(self._heartbeats) > self.LIMIT:
+                del self._heartbeats[next(iter(self._heartbeats))]
+
+
+lock_session_waits = LockSessionWaits()
+
+
 def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
     """Return those of ``candidates`` (instance -> (node name, last heartbeat)) that are gone.
 
-    Waits up to ``VANISH_WAIT`` for a process whose lock sessions are gone while some work
-    session is still exiting (the server ends a killed client's sessions one by one).
+    Asks the server again for up to ``VANISH_WAIT`` about a process some of whose sessions
+    are left (the server ends a killed client's sessions one by one, and a lock wait at its
+    next check of the client); about one with a lock session left only once per heartbeat
+    (``LockSessionWaits``), so a live ex-leader delays the leader's maintenance by at most
+    ``VANISH_WAIT`` per heartbeat interval.
     """
     reader = _SESSION_READERS.get(connection.vendor)
     if reader is None or not candidates:
@@ -470,19 +512,26 @@ def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
     gone: set[str] = set()
     deadline = time.monotonic() + VANISH_WAIT
     while True:
+        late = time.monotonic() >= deadline
         for instance, evidence in reader(pending).items():
-            verdict = vanish_verdict(evidence, lease)
+            verdict = vanish_verdict(
+                evidence,
+                lease,
+                lock_outlasted=lock_session_waits.outlasted(instance, evidence.last_heartbeat),
+            )
             if verdict == Vanished.GONE:
                 gone.add(instance)
-            elif verdict == Vanished.UNPROVEN or time.monotonic() >= deadline:
+            elif verdict == Vanished.UNPROVEN or late:
+                if late and evidence.lock_sessions:
+                    lock_session_waits.record(instance, evidence.last_heartbeat)
                 logger.info(
                     "node %s may still be running its runs (%s): they wait for its lease",
                     candidates[instance][0],
                     evidence.describe(lease),
                 )
-            if verdict != Vanished.ENDING:
+            if verdict != Vanished.ENDING or late:
                 del pending[instance]
-        if not pending or time.monotonic() >= deadline:
+        if not pending:
             return gone
         time.sleep(0.02)
 

@@ -9,7 +9,6 @@ not stop the web process from importing. Each bad declaration becomes one line i
 ``coordination.E001`` and ``runscheduler`` refuses to start on; the good jobs still register.
 """
 
-import enum
 import logging
 import re
 import threading
@@ -26,6 +25,9 @@ from typing import Any
 from django.apps import apps
 from django.utils.module_loading import module_has_submodule
 
+from coordination.job_options import MAX_RETRY_DELAY as MAX_RETRY_DELAY
+from coordination.job_options import InvalidJobOption, JobOptions
+from coordination.job_options import Missed as Missed
 from coordination.schedules import InvalidSchedule, Schedule, coerce
 
 logger = logging.getLogger(__name__)
@@ -42,16 +44,6 @@ def job_error(name: str, problem: object) -> JobDeclarationError:
     problem``, the one form of every such message (the engine's checks and the plugin SDK's
     alike); a ``coordination.E001`` line puts the declaration's file and line in front."""
     return JobDeclarationError(f"job {name!r}: {problem}")
-
-
-class Missed(enum.StrEnum):
-    """What to do with slots that passed while no scheduler ran (after downtime)."""
-
-    SKIP = "skip"  # run only a slot that is still on time; record the rest as missed
-    # Run every slot that is merely late (within INSTATIC_MISFIRE_GRACE); after longer downtime
-    # run the most recent slot once and record the older ones as missed.
-    LATEST = "latest"
-    ALL = "all"  # run every missed slot within ``missed_window``, oldest first
 
 
 @dataclass(frozen=True)
@@ -79,40 +71,57 @@ def group(name: str) -> Group:
     return BUILTIN_GROUPS.get(name) or Group(name, f"{name}-scheduler", f"running {name} jobs…")
 
 
-#: The longest wait before retrying a failed run, however many attempts came before.
-MAX_RETRY_DELAY = timedelta(hours=1)
-
-
 @dataclass(frozen=True)
 class Job:
-    """One declared job. Build it with :func:`job` or :func:`register_job`."""
+    """One declared job. Build it with :func:`job` or :func:`register_job`.
+
+    Its options are one :class:`~coordination.job_options.JobOptions` (``job.options``), each
+    also read as an attribute of the job (``job.missed``, ``job.retries``, ...).
+    """
 
     name: str
     func: Callable[["JobContext"], Any]
     group: str
     schedule: Schedule
-    missed: Missed = Missed.LATEST
-    missed_window: timedelta | None = None
-    transactional: bool = False
-    retry_abandoned: bool = False
-    max_duration: timedelta | None = None
-    retries: int = 0
-    retry_backoff: timedelta = timedelta(seconds=30)
+    options: JobOptions = JobOptions()
     source: str = ""
 
     @property
     def fingerprint(self) -> str:
         return self.schedule.fingerprint()
 
-    def retry_at(self, attempt: int, now: datetime) -> datetime | None:
-        """When a slot whose attempt ``attempt`` (from 1) failed is tried again, or ``None``.
+    @property
+    def missed(self) -> Missed:
+        return self.options.missed
 
-        ``retry_backoff`` after the first failure, doubling with each attempt, at most
-        ``MAX_RETRY_DELAY``; ``None`` once the job's ``retries`` are used up.
-        """
-        if attempt > self.retries:
-            return None
-        return now + min(self.retry_backoff * 2 ** (attempt - 1), MAX_RETRY_DELAY)
+    @property
+    def missed_window(self) -> timedelta | None:
+        return self.options.missed_window
+
+    @property
+    def transactional(self) -> bool:
+        return self.options.transactional
+
+    @property
+    def retry_abandoned(self) -> bool:
+        return self.options.retry_abandoned
+
+    @property
+    def max_duration(self) -> timedelta | None:
+        return self.options.max_duration
+
+    @property
+    def retries(self) -> int:
+        return self.options.retries
+
+    @property
+    def retry_backoff(self) -> timedelta:
+        return self.options.retry_backoff
+
+    def retry_at(self, attempt: int, now: datetime) -> datetime | None:
+        """When a slot whose attempt ``attempt`` (from 1) failed is tried again, or ``None``
+        (see :meth:`JobOptions.retry_at <coordination.job_options.JobOptions.retry_at>`)."""
+        return self.options.retry_at(attempt, now)
 
 
 @dataclass
@@ -199,15 +208,13 @@ def make_job(
     name: str | None = None,
     schedule: Schedule | timedelta,
     group: str = "plugins",
-    missed: Missed | str = Missed.LATEST,
-    missed_window: timedelta | None = None,
-    transactional: bool = False,
-    retry_abandoned: bool = False,
-    max_duration: timedelta | None = None,
-    retries: int = 0,
-    retry_backoff: timedelta | float = timedelta(seconds=30),
+    **options,
 ) -> Job:
-    """Validate a declaration and return the :class:`Job` (without registering it)."""
+    """Validate a declaration and return the :class:`Job` (without registering it).
+
+    ``options`` are the fields of :class:`~coordination.job_options.JobOptions`, as keyword
+    arguments.
+    """
     if not callable(func):
         raise job_error(name, f"{func!r} is not callable.")
     qualname = getattr(func, "__qualname__", type(func).__qualname__)
@@ -222,48 +229,10 @@ def make_job(
         schedule = coerce(schedule)
         # The declaration's own clock: only to prove the slots compute, never to plan them.
         schedule.verify(now=datetime.now(UTC))
-    except InvalidSchedule as exc:
+        options = JobOptions.from_keywords(options)
+    except (InvalidSchedule, InvalidJobOption) as exc:
         raise job_error(name, exc) from None
-    try:
-        missed = Missed(missed)
-    except ValueError:
-        raise job_error(
-            name,
-            f"missed={missed!r} is not a policy; use one of {', '.join(m.value for m in Missed)}.",
-        ) from None
-    if missed is Missed.ALL and (missed_window is None or missed_window <= timedelta(0)):
-        raise job_error(
-            name,
-            "missed='all' needs missed_window=timedelta(...) to bound how far back to catch up.",
-        )
-    if max_duration is not None and max_duration <= timedelta(0):
-        raise job_error(name, "max_duration must be positive.")
-    if isinstance(retry_backoff, int | float) and not isinstance(retry_backoff, bool):
-        retry_backoff = timedelta(seconds=retry_backoff)
-    if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 100:
-        raise job_error(name, f"retries={retries!r} must be a whole number from 0 to 100.")
-    if not isinstance(retry_backoff, timedelta) or retry_backoff <= timedelta(0):
-        raise job_error(name, "retry_backoff must be a positive timedelta or number of seconds.")
-    if transactional and retry_abandoned:
-        raise job_error(
-            name,
-            "retry_abandoned only applies to non-transactional jobs; a "
-            "transactional job's crashed run rolls back and runs again by itself.",
-        )
-    return Job(
-        name=name,
-        func=func,
-        group=group,
-        schedule=schedule,
-        missed=missed,
-        missed_window=missed_window,
-        transactional=transactional,
-        retry_abandoned=retry_abandoned,
-        max_duration=max_duration,
-        retries=retries,
-        retry_backoff=retry_backoff,
-        source=source,
-    )
+    return Job(name=name, func=func, group=group, schedule=schedule, options=options, source=source)
 
 
 def register_job(func: Callable, *, registry: JobRegistry = registry, **options) -> Job:
@@ -351,7 +320,7 @@ def import_failure(module: str, exc: BaseException) -> str:
         lines = [frame.lineno for frame in frames if frame.filename == filename]
         if lines:
             where = f"{where}:{lines[-1]}"
-    if isinstance(exc, JobDeclarationError | InvalidSchedule):
+    if isinstance(exc, JobDeclarationError | InvalidSchedule | InvalidJobOption):
         problem = str(exc)
     else:
         problem = f"{type(exc).__name__}: {exc}"

@@ -16,7 +16,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -27,7 +26,8 @@ from coordination import journal, ledger
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.logcontext import job_log_context
 from coordination.models import JobRun, JobState
-from coordination.registry import Job, JobContext
+from coordination.planner import RunPlan
+from coordination.registry import JobContext
 from coordination.threads import discard_broken_connection
 
 logger = logging.getLogger(__name__)
@@ -74,41 +74,6 @@ def when_due_next(answer: object, fallback: datetime | None) -> datetime | None:
     of the calendar) is no instant; ``None`` when neither is one: no next slot."""
     answered = answer if isinstance(answer, datetime) else None
     return min((t for t in (answered, fallback) if t is not None), default=None)
-
-
-@dataclass
-class RunPlan:
-    """What one worker does: run ``job`` for ``slot``, then move it to ``next_due``."""
-
-    job: Job
-    slot: datetime
-    trigger: str = JobRun.Trigger.SCHEDULE
-    next_due: datetime | None = None
-    wake_before: datetime | None = None
-    manual_requested_at: datetime | None = None
-    requested_by: str = ""
-    retry_run: JobRun | None = None
-    #: The slot's ledger row, already claimed (and committed) by the loop with others due
-    #: at the same tick (``ledger.claim_scheduled``).
-    claimed_run: JobRun | None = None
-    #: Why this run must not do its work (a ``runs_starting`` receiver's answer): raised in
-    #: place of the job's function, so the run is recorded failed with it.
-    refusal: BaseException | None = None
-
-
-def plan_claimable_together(plan: RunPlan) -> bool:
-    """Return True if the loop may claim ``plan``'s slot in a batch before starting it.
-
-    Only a claim-first job's scheduled slot: a transactional run claims inside its own
-    transaction, a retry takes an existing row, and a run-now request is served by its claim.
-    """
-    return (
-        not plan.job.transactional
-        and plan.trigger == JobRun.Trigger.SCHEDULE
-        and plan.retry_run is None
-        and plan.manual_requested_at is None
-        and plan.next_due is not None
-    )
 
 
 class Worker:

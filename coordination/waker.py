@@ -33,7 +33,7 @@ class Waker:
         """Set, and remember that a ``NOTIFY`` did: work may be due that no tick has seen.
 
         A finished run sets the waker too; only this mark tells the loop that the wake-up
-        needs a full tick (see ``GroupLoop._only_planned_runs_finished``). ``clear()`` keeps
+        needs a full tick (see ``GroupLoop.needs_tick``). ``clear()`` keeps
         it; the tick that reads the states takes it.
         """
         with self._notified_mutex:

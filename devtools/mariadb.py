@@ -17,8 +17,6 @@ from devtools.servers import (
     ServerProcess,
     exited,
     free_port,
-    make_workdir,
-    own,
     pid_in,
     run_as,
     serve_until_stopped,
@@ -55,6 +53,7 @@ class MariaDBServer(HandedDown, ServerProcess):
     ENV_VAR = "INSTATIC_TEST_MARIADB"
     BINARY = "server"
     pid_file_name = "mysqld.pid"
+    workdir_prefix = "instatic-mariadb-"
 
     def __init__(self, *, port: int | None = None, bind_address: str = "127.0.0.1", extra_args=()):
         self.server = find_server()
@@ -74,23 +73,15 @@ class MariaDBServer(HandedDown, ServerProcess):
     def socket_path(self) -> str:
         return f"{self.workdir}/mysqld.sock"
 
-    def start(self) -> "MariaDBServer":
-        self.workdir = make_workdir("instatic-mariadb-", self.user)
-        own(self)
-        install = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
-        try:
-            self._install(install)
-            self._launch()
-            self._sql(
-                "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';"
-                " GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"
-                " CREATE DATABASE IF NOT EXISTS instatic;"
-            )
-            self._load_time_zones()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+    def _create(self) -> None:
+        self._install(shutil.which("mariadb-install-db") or shutil.which("mysql_install_db"))
+        self._launch()
+        self._sql(
+            "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';"
+            " GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"
+            " CREATE DATABASE IF NOT EXISTS instatic;"
+        )
+        self._load_time_zones()
 
     def _install(self, install: str) -> None:
         run_as(

@@ -4,7 +4,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from devtools.servers import ServerProcess, free_port, make_workdir, service_user, wait_for_port
+from devtools.servers import ServerProcess, free_port, service_user, wait_for_port
 
 
 def find_binary() -> str | None:
@@ -15,6 +15,8 @@ def find_binary() -> str | None:
 
 class PgBouncer(ServerProcess):
     """PgBouncer on 127.0.0.1, pooling ``dbname`` of the server at ``upstream_port``."""
+
+    workdir_prefix = "instatic-pgbouncer-"
 
     def __init__(self, *, upstream_port: int, dbname: str, pool_mode: str = "transaction"):
         binary = find_binary()
@@ -33,8 +35,7 @@ class PgBouncer(ServerProcess):
     def url(self) -> str:
         return f"postgres://postgres@127.0.0.1:{self.port}/{self.dbname}"
 
-    def start(self) -> "PgBouncer":
-        self.workdir = make_workdir("instatic-pgbouncer-", self.user)
+    def _create(self) -> None:
         (self.workdir / "userlist.txt").write_text('"postgres" ""\n')
         (self.workdir / "pgbouncer.ini").write_text(
             f"""[databases]
@@ -61,9 +62,4 @@ ignore_startup_parameters = extra_float_digits
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        try:
-            wait_for_port(self.port, timeout=30)
-        except Exception:
-            self.stop()
-            raise
-        return self
+        wait_for_port(self.port, timeout=30)

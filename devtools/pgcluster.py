@@ -13,10 +13,9 @@ from pathlib import Path
 
 from devtools.servers import (
     HandedDown,
+    ServerProcess,
     disown,
     free_port,
-    make_workdir,
-    own,
     remove_server_folder,
     run_as,
     serve_until_stopped,
@@ -40,7 +39,7 @@ def find_bindir() -> Path | None:
     return None
 
 
-class PostgresCluster(HandedDown):
+class PostgresCluster(HandedDown, ServerProcess):
     """One PostgreSQL server listening on 127.0.0.1, owned by this process.
 
     ``pg_ctl`` finds the server through ``postmaster.pid`` in the data folder, so ``stop()``
@@ -49,6 +48,7 @@ class PostgresCluster(HandedDown):
 
     ENV_VAR = "INSTATIC_TEST_PG_CLUSTER"
     BINARY = "bindir"
+    workdir_prefix = "instatic-pg-"
 
     def __init__(
         self,
@@ -80,16 +80,6 @@ class PostgresCluster(HandedDown):
             self.user,
             timeout=timeout,
         )
-
-    def start(self) -> "PostgresCluster":
-        self.workdir = make_workdir("instatic-pg-", self.user)
-        own(self)
-        try:
-            self._create()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _create(self) -> None:
         run_as(
@@ -157,12 +147,6 @@ class PostgresCluster(HandedDown):
 
     def _adopt(self, binary: str) -> None:
         self.bindir, self.extra_conf, self.extra_hba = Path(binary), {}, []
-
-    def __enter__(self) -> "PostgresCluster":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def main() -> None:

@@ -22,14 +22,7 @@ import sys
 import time
 
 from devtools.pgcluster import PostgresCluster
-from devtools.servers import (
-    free_port,
-    make_workdir,
-    own,
-    remove_tree,
-    run_as,
-    serve_until_stopped,
-)
+from devtools.servers import free_port, remove_tree, run_as, serve_until_stopped
 
 STANDBY_NAME = "instatic_standby"
 
@@ -105,8 +98,7 @@ class ReplicatedPair:
         """Clone ``of`` with ``pg_basebackup -R`` into a new server that streams from it."""
         standby = PostgresCluster(port=port or free_port(), extra_conf=of.extra_conf)
         standby.extra_hba = of.extra_hba
-        standby.workdir = make_workdir("instatic-pg-standby-", standby.user)
-        own(standby)
+        standby.open_workdir("instatic-pg-standby-")
         run_as(
             [
                 of.bindir / "pg_basebackup",

@@ -227,16 +227,41 @@ class HandedDown:
 
 
 class ServerProcess:
-    """A server run from a temporary folder: ``stop()`` ends it and removes the folder.
+    """A server run from a temporary folder: ``start()`` makes the folder and starts the server
+    in it (:meth:`_create`), ``stop()`` ends it and removes the folder; both are the ``with``
+    block's.
 
-    A subclass with a pid file names it in :attr:`pid_file`; ``stop()`` then stops whichever
-    process the file names (a restarted server's too), else the process it started.
+    A subclass with a pid file names it in :attr:`pid_file_name`; ``stop()`` then stops
+    whichever process the file names (a restarted server's too), else the process it started.
     """
 
     process: subprocess.Popen | None = None
     workdir: Path | None = None
+    user: str | None = None
     stop_timeout = 30.0
     pid_file_name: str | None = None
+    #: How the names of this kind of server's temporary folders begin.
+    workdir_prefix = "instatic-server-"
+
+    def open_workdir(self, prefix: str | None = None) -> Path:
+        """Make the server's temporary folder (owned by its user) and stop the server at exit."""
+        self.workdir = make_workdir(prefix or self.workdir_prefix, self.user)
+        own(self)
+        return self.workdir
+
+    def start(self):
+        """Start the server in a new folder; if starting fails, stop it and remove the folder."""
+        self.open_workdir()
+        try:
+            self._create()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _create(self) -> None:
+        """Set the server up in :attr:`workdir` and start it."""
+        raise NotImplementedError
 
     def stop(self) -> None:
         pid_file = (

@@ -18,14 +18,13 @@ from django.utils.translation import ngettext
 
 from coordination import ledger
 from coordination.admin import ReadOnlyAdminMixin, job_timeline_url
-from coordination.admin_words import (
-    duration_column,
-    lateness_column,
-    outcome_notes,
-    scheduler_column,
-    scheduler_html,
-    time_column,
+from coordination.admin_columns import (
+    RUN_FIELDS,
+    RUN_LIST_DISPLAY,
+    JobRunColumns,
+    JobStateColumns,
 )
+from coordination.admin_words import outcome_notes, scheduler_html, time_column
 from coordination.models import JobRun
 from coordination.wording import local_time, scheduler_text
 from plugins import selectors, services
@@ -236,7 +235,7 @@ class StateFilter(admin.SimpleListFilter):
 
 
 @admin.register(PluginJob)
-class PluginJobAdmin(ControlAdmin):
+class PluginJobAdmin(JobStateColumns, ControlAdmin):
     list_filter = [PluginFilter, StateFilter, "last_status"]
     search_fields = ["name"]
     actions = ["pause_jobs", "resume_jobs", "run_jobs_now"]
@@ -262,15 +261,6 @@ class PluginJobAdmin(ControlAdmin):
         "control_events",
     ]
     readonly_fields = fields
-
-    next_slot = time_column("next_due", _("next slot"))
-    run_requested = time_column("run_requested_at", _("run asked for"))
-    last_slot_local = time_column("last_slot", _("last slot"))
-    last_finished = time_column("last_finished_at", _("last finished"))
-    last_took = duration_column("last_duration", _("last took"))
-    last_late = lateness_column("last_lateness", _("last lateness"))
-    last_scheduler = scheduler_column("last_node", _("last ran on"))
-    retired = time_column("retired_at", _("retired"))
 
     def get_list_display(self, request):
         deployment = selectors.deployment()
@@ -440,42 +430,13 @@ class JobFilter(admin.SimpleListFilter):
 
 
 @admin.register(PluginRun)
-class PluginRunAdmin(ControlAdmin):
-    list_display = [
-        "job",
-        "slot_local",
-        "outcome",
-        "scheduler",
-        "took",
-        "late",
-    ]
+class PluginRunAdmin(JobRunColumns, ControlAdmin):
+    list_display = RUN_LIST_DISPLAY
     list_filter = [JobFilter, "status", "reason", "trigger"]
     search_fields = ["job", "node", "error"]
     date_hierarchy = "slot"
-    fields = [
-        "job",
-        "slot_local",
-        "status",
-        "reason",
-        "trigger",
-        "requested_by",
-        "scheduler",
-        "node",
-        "attempt",
-        "started",
-        "finished",
-        "took",
-        "late",
-        "error_text",
-    ]
+    fields = [*RUN_FIELDS, "error_text"]
     readonly_fields = fields
-
-    slot_local = time_column("slot", _("slot"))
-    scheduler = scheduler_column("node", _("ran on"))
-    started = time_column("started_at", _("started"))
-    finished = time_column("finished_at", _("finished"))
-    took = duration_column("duration", _("took"))
-    late = lateness_column("lateness", _("lateness"))
 
     @admin.display(description=_("outcome"), ordering="status")
     def outcome(self, obj: JobRun):

@@ -142,19 +142,13 @@ def make_plugin_job(
     schedule: Schedule | timedelta,
     name: str | None = None,
     plugin: str | None = None,
-    missed: Missed | str = Missed.LATEST,
-    missed_window: timedelta | None = None,
-    transactional: bool = False,
-    retry_abandoned: bool = False,
-    max_duration: timedelta | float | None = None,
-    retries: int = 0,
-    retry_backoff: timedelta | float = timedelta(seconds=30),
+    **options,
 ) -> Job:
     """Validate a plugin job declaration and return its :class:`Job`, without registering it.
 
     ``name`` is the part after the plugin's name (default: the function's name); ``plugin``
-    defaults to the label of the app the function is in. ``max_duration`` is a ``timedelta``
-    or a number of seconds. See :func:`plugin_job` for the rest.
+    defaults to the label of the app the function is in. See :func:`plugin_job` for the
+    ``options``.
     """
     plugin = _plugin_of(func, plugin)
     short = name if name is not None else getattr(func, "__name__", "")
@@ -166,20 +160,8 @@ def make_plugin_job(
         )
     if isinstance(schedule, _InvalidSchedule):
         raise job_error(f"{plugin}.{short}", schedule.error)
-    if isinstance(max_duration, int | float) and not isinstance(max_duration, bool):
-        max_duration = timedelta(seconds=max_duration)
     return make_job(
-        func,
-        name=f"{plugin}.{short}",
-        schedule=schedule,
-        group=PLUGIN_GROUP,
-        missed=missed,
-        missed_window=missed_window,
-        transactional=transactional,
-        retry_abandoned=retry_abandoned,
-        max_duration=max_duration,
-        retries=retries,
-        retry_backoff=retry_backoff,
+        func, name=f"{plugin}.{short}", schedule=schedule, group=PLUGIN_GROUP, **options
     )
 
 
@@ -188,19 +170,16 @@ def plugin_job(
     schedule: Schedule | timedelta,
     name: str | None = None,
     plugin: str | None = None,
-    missed: Missed | str = Missed.LATEST,
-    missed_window: timedelta | None = None,
-    transactional: bool = False,
-    retry_abandoned: bool = False,
-    max_duration: timedelta | float | None = None,
-    retries: int = 0,
-    retry_backoff: timedelta | float = timedelta(seconds=30),
     registry: JobRegistry = default_registry,
+    **options,
 ) -> Callable[[Callable], Callable]:
     """Declare the decorated function as a plugin job named ``<plugin>.<name>``.
 
     - ``schedule``: :func:`every`, :func:`every_minutes`, :func:`hourly`, :func:`daily`,
       :func:`weekly`, :func:`monthly`, :func:`cron` (with a time zone), or a ``timedelta``.
+
+    The options (:class:`~coordination.job_options.JobOptions`, checked there):
+
     - ``missed``: what to do with slots that passed while no scheduler ran: ``"latest"``
       (default: run the newest once), ``"skip"`` or ``"all"`` (needs ``missed_window``).
       Slots not run are recorded as ``missed`` in the run ledger.
@@ -208,8 +187,9 @@ def plugin_job(
       a crash rolls both back and the slot runs again). Otherwise the run is claimed first,
       then the job runs (at most once; a run whose node died is recorded ``abandoned`` and
       run again only with ``retry_abandoned=True``).
-    - ``max_duration``: past it the run is recorded ``timed_out`` and ``ctx.should_stop()``
-      turns true; the job is not started again while it still runs.
+    - ``max_duration`` (a ``timedelta`` or seconds): past it the run is recorded
+      ``timed_out`` and ``ctx.should_stop()`` turns true; the job is not started again while
+      it still runs.
     - ``retries``: how many more times a failed run of a slot is tried (default 0), after
       ``retry_backoff`` (a ``timedelta`` or seconds; default 30 s), doubling each attempt up
       to an hour. Attempts of a slot are one ledger row (its ``attempt`` counts them), so
@@ -223,19 +203,7 @@ def plugin_job(
 
     def decorator(func: Callable) -> Callable:
         try:
-            job = make_plugin_job(
-                func,
-                schedule=schedule,
-                name=name,
-                plugin=plugin,
-                missed=missed,
-                missed_window=missed_window,
-                transactional=transactional,
-                retry_abandoned=retry_abandoned,
-                max_duration=max_duration,
-                retries=retries,
-                retry_backoff=retry_backoff,
-            )
+            job = make_plugin_job(func, schedule=schedule, name=name, plugin=plugin, **options)
             registry.register(job)
         except JobDeclarationError as exc:
             declaration_failed(exc, func, registry=registry)

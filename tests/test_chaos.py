@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from devtools.chaos import INVARIANTS
+from devtools.chaos.invariants import INVARIANTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

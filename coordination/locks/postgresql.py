@@ -4,7 +4,9 @@
 a connection opened only for the lock, so nothing Django or job code does to its own
 connections can release or leak it. The session's ``application_name`` is the node name, so
 the holder shows up in ``pg_stat_activity``; TCP keepalives and ``tcp_user_timeout`` make a
-partitioned holder's session die within the lease.
+partitioned holder's session die within the lease. The server checks a waiting session's
+client every ``CLIENT_CHECK_INTERVAL_MS`` (PostgreSQL 14+), so a killed follower's lock wait
+ends with its process, not when the wait times out.
 """
 
 import logging
@@ -36,6 +38,15 @@ _TERMINATE_SQL = (
     " AND (%s::integer IS NULL OR a.pid = %s::integer) AND a.pid <> pg_backend_pid()"
     " ORDER BY a.pid LIMIT 1) AS h"
 )
+
+
+#: How often the server checks that a lock session's client is still connected while a query
+#: runs (``client_connection_check_interval``): a follower waits in ``pg_advisory_lock``, and a
+#: backend waiting for a lock does not read its socket, so without the check a SIGKILLed
+#: follower's lock session stays on the server until its ``lock_timeout`` (``LOCK_WAIT``).
+#: Well within ``liveness.VANISH_WAIT``, how long a new leader waits for a killed node's
+#: sessions to end. A client cut off by a partition closes nothing and is not noticed.
+CLIENT_CHECK_INTERVAL_MS = 100
 
 
 def connection_options(application_name: str) -> dict:
@@ -94,6 +105,8 @@ class PostgresLeaderLock(LeaderLock):
             # psycopg prepare them: an acquire or release is then one cheap round trip.
             conn.cursor_factory = psycopg.Cursor
             conn.prepare_threshold = 2
+            if conn.info.server_version >= 140000:
+                conn.execute(f"SET client_connection_check_interval = {CLIENT_CHECK_INTERVAL_MS}")
             self._conn = conn
             self._lock_timeout_ms = None
             self._listening = set()

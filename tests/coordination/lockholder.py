@@ -14,6 +14,8 @@ answers each command read from stdin with exactly one line on stdout:
                     ``pg_try_advisory_lock(KEY)`` and report ``[backend pid, result]``
 ``leak``            ``LEAKED <pid>``: take KEY on Django's connection and give it back (the bug
                     the dedicated lock connection exists to avoid; a control for ``probe``)
+``follow KEY2 WAIT`` ``FOLLOWING``: wait up to WAIT seconds for lock KEY2 in a thread of its own
+                    (a lock session of the same node), as a node's loop of another group does
 ``exit`` or EOF     close the lock and exit 0
 
 ``--pool`` turns on Django's psycopg connection pool for the ``default`` alias, and
@@ -53,7 +55,9 @@ class Holder:
         from coordination.locks import make_lock
 
         self.key = normalize_key(key)
+        self.node = node
         self.lock = make_lock(key, node_name=node, label="lockholder")
+        self.followed = []
 
     def acquire(self, wait: str = "0") -> str:
         if self.lock.acquire(wait=float(wait)):
@@ -62,6 +66,19 @@ class Holder:
 
     def held(self) -> str:
         return "HELD" if self.lock.still_held() else "NOT HELD"
+
+    def follow(self, key: str, wait: str) -> str:
+        from coordination.locks import make_lock
+
+        lock = make_lock(parse_key(key), node_name=self.node, label="follower")
+        self.followed.append(lock)
+        threading.Thread(target=lock.acquire, kwargs={"wait": float(wait)}, daemon=True).start()
+        return "FOLLOWING"
+
+    def close(self) -> None:
+        for lock in self.followed:
+            lock.cancel_wait()
+        self.lock.close()
 
     def release(self) -> str:
         return "RELEASED" if self.lock.release() else "NOT RELEASED"
@@ -140,7 +157,7 @@ def main(argv: list[str]) -> int:
                 break
             print(getattr(holder, command)(*params), flush=True)
     finally:
-        holder.lock.close()
+        holder.close()
     return 0
 
 

@@ -118,7 +118,7 @@ def test_a_run_now_request_behind_a_busy_job_runs_as_soon_as_its_run_ends(listen
         assert services.request_run(busy.name, requested_by="editor")
         # The request's NOTIFY makes a tick, which finds the job busy and notes it.
         [loop] = scheduler.loops
-        wait_until(lambda: busy.name in loop._due_behind, timeout=15)
+        wait_until(lambda: busy.name in loop.last_tick.due_behind, timeout=15)
         gates.gates[other.name].set()
         gates.gates[busy.name].set()
         wait_until(lambda: gates.triggers(busy.name) == ["schedule", "manual"], timeout=15)

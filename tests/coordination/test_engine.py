@@ -240,7 +240,7 @@ def test_a_job_past_its_max_duration_is_recorded_as_timed_out():
         wait_until(lambda: recorder.contexts, timeout=5)
         ctx = recorder.contexts[0]
         wait_until(ctx.should_stop, timeout=5)
-        loop._check_timeouts()
+        loop.check_timeouts()
         assert ran(job).status == JobRun.Status.TIMED_OUT
     finally:
         release.set()

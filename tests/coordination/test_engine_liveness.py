@@ -222,7 +222,7 @@ def test_a_run_that_finishes_while_the_tick_reads_state_is_not_planned_again(mon
     scheduler = Scheduler(groups=[GROUP], node_name="race-node", registry=reg)
     (loop,) = scheduler.loops
     scheduler.register()
-    assert loop._try_lead(wait=0)
+    assert loop.supervision.try_lead(wait=0)
     try:
         loop.tick()
         wait_until(lambda: recorder.slots, timeout=5)
@@ -246,5 +246,5 @@ def test_a_run_that_finishes_while_the_tick_reads_state_is_not_planned_again(mon
     finally:
         release.set()
         scheduler.stop()
-        loop._shutdown()
+        loop.supervision.shut_down()
         scheduler.finish()

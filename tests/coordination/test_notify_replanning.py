@@ -1,12 +1,12 @@
 """A ``NOTIFY`` always makes the leader plan again, however it reached the leader.
 
 A leader that hears wake-ups skips the full tick when all that woke it is runs finishing as
-planned (``GroupLoop._only_planned_runs_finished``). A ``NOTIFY`` sets the same waker as a
-finished run when a job thread's ``still_held()`` reads it from the lock session, or when it
-ends the sleep just as a run finishes; taken for a finished run, it was lost, and the post an
-editor had scheduled sooner waited for the next tick (``INSTATIC_NOTIFY_MAX_TICK``, 30 s by
-default). Found by the chaos soak's lateness invariant. Real PostgreSQL lock session, real
-loop; the test drives the loop's steps itself, so what reads the notification is certain.
+planned (``GroupLoop.needs_tick``, which asks ``planner.needs_full_tick``). A ``NOTIFY`` sets
+the same waker as a finished run when a job thread's ``still_held()`` reads it from the lock
+session, or when it ends the sleep just as a run finishes; taken for a finished run it would
+be lost, and a post an editor scheduled sooner would wait for the next tick
+(``INSTATIC_NOTIFY_MAX_TICK``, 30 s by default). Real PostgreSQL lock session, real loop; the
+test drives the loop's public steps itself, so what reads the notification is certain.
 """
 
 import select
@@ -15,7 +15,6 @@ from datetime import timedelta
 import pytest
 from django.db import connection, transaction
 
-from coordination import loop as loop_module
 from coordination import services
 from coordination.clock import database_now
 from coordination.registry import JobRegistry, make_job
@@ -45,19 +44,12 @@ def leader(listening_leader):
     scheduler.register()
     [loop] = scheduler.loops
     try:
-        assert loop._try_lead(wait=0)
-        assert tick(loop) > 5, "nothing due: the leader would sleep"
+        assert loop.supervision.try_lead(wait=0)
+        assert loop.step() > 5, "nothing due: the leader would sleep"
         yield loop, job
     finally:
         loop.lock.close()
         connection.close()
-
-
-def tick(loop) -> float:
-    loop._last_tick_mono = loop_module.time.monotonic()
-    sleep_for = loop.tick()
-    loop._next_tick_mono = loop_module.time.monotonic() + sleep_for
-    return sleep_for
 
 
 def notified_on_the_lock_session(loop, job) -> None:
@@ -71,27 +63,27 @@ def notified_on_the_lock_session(loop, job) -> None:
 
 def test_a_notify_read_by_a_job_threads_lock_check_makes_the_leader_tick(leader):
     loop, job = leader
-    loop.lock.wait_for_wakeup(0, loop._wake)  # the sleep hands the lock its waker
+    loop.lock.wait_for_wakeup(0, loop.waker)  # the sleep hands the lock its waker
     notified_on_the_lock_session(loop, job)
     assert loop.lock.still_held()  # a transactional run's check before its commit
-    assert loop._wake.is_set(), "the check passed the NOTIFY on to the leader"
-    assert not loop._only_planned_runs_finished(), "a NOTIFY needs a full tick"
+    assert loop.waker.is_set(), "the check passed the NOTIFY on to the leader"
+    assert loop.needs_tick(), "a NOTIFY needs a full tick"
 
 
 def test_a_notify_that_ends_the_sleep_as_a_run_finishes_makes_the_leader_tick(leader):
     loop, job = leader
     notified_on_the_lock_session(loop, job)
-    loop.lock.wait_for_wakeup(30, loop._wake)  # ends on the NOTIFY
+    loop.lock.wait_for_wakeup(30, loop.waker)  # ends on the NOTIFY
     loop.run_finished(job.name, as_planned=True)  # a run of another job ends meanwhile
-    assert not loop._only_planned_runs_finished(), "a NOTIFY needs a full tick"
+    assert loop.needs_tick(), "a NOTIFY needs a full tick"
 
 
 def test_a_notify_after_the_check_is_not_cleared_by_the_pass_without_a_tick(leader):
     loop, job = leader
     loop.run_finished(job.name, as_planned=True)
-    assert loop._only_planned_runs_finished()
-    loop._wake.notify()  # a NOTIFY read just after the check
-    assert loop._between_ticks() == 0, "the loop ticks at once instead of sleeping"
-    assert not loop._only_planned_runs_finished()
-    tick(loop)
-    assert not loop._wake.notified, "the tick took it"
+    assert not loop.needs_tick()
+    loop.waker.notify()  # a NOTIFY read just after the check
+    assert loop.between_ticks() == 0, "the loop ticks at once instead of sleeping"
+    assert loop.needs_tick()
+    loop.step()
+    assert not loop.waker.notified, "the tick took it"

@@ -200,7 +200,7 @@ def test_a_tick_with_nothing_due_is_one_read_of_only_the_columns_it_plans_with()
     scheduler.register()
     loop = scheduler.loops[0]
     try:
-        assert loop._try_lead(wait=0)
+        assert loop.supervision.try_lead(wait=0)
         loop.tick()  # the first tick creates the state (maintenance)
         with CaptureQueriesContext(connection) as queries:
             loop.tick()

@@ -111,3 +111,31 @@ def test_the_admin_job_pages_show_the_reason_and_a_job_without_a_next_slot(admin
         bad_page.content.decode()
     )
     assert "none: the calendar ends before its next slot" in last_page.content.decode()
+
+
+class MissedSlotsBreak(CenteredEvery):
+    """Plans like any hourly job, but listing the slots to record as missed raises."""
+
+    def iter_slots(self, start, before):
+        raise ArithmeticError("no slot for you")
+
+
+def test_a_job_whose_missed_slots_cannot_be_recorded_is_paused_and_does_not_run():
+    """The planner decides the missed slots; the loop's record of them raising pauses the job
+    like its planning raising, and the slot planned behind them does not start."""
+    reg = JobRegistry()
+    recorder = Recorder()
+    bad = reg.register(
+        make_job(recorder, name="enginetest.bad", group=GROUP, schedule=MissedSlotsBreak(HOUR))
+    )
+    good_recorder = Recorder()
+    good = reg.register(
+        make_job(good_recorder, name="enginetest.good", group=GROUP, schedule=CenteredEvery(HOUR))
+    )
+    make_due(bad, ago=3 * HOUR)  # downtime: the older slots are missed, the newest runs
+    make_due(good, ago=timedelta(0))
+    tick(reg)
+    state = JobState.objects.get(name=bad.name)
+    assert (state.paused, state.paused_reason) == (True, REASON)
+    assert recorder.slots == []
+    assert good_recorder.slots == [good.schedule.slot(0)]

@@ -1,5 +1,7 @@
 """When the server's sessions prove a node process gone before its lease ran out."""
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -10,14 +12,18 @@ from django.test import override_settings
 from coordination import nodesessions
 from coordination.clock import database_now
 from coordination.liveness import (
+    VANISH_WAIT,
+    LockSessionWaits,
     SessionEvidence,
     Vanished,
     vanish_verdict,
     vanished_instances,
     work_application_name,
 )
+from coordination.locks import make_lock
 from coordination.locks.postgresql import lock_application_name
 from coordination.models import NodeSession
+from tests.coordination.lockholder import LockHolderProcess
 from tests.support.polling import wait_until
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -37,12 +43,20 @@ def evidence(**changes) -> SessionEvidence:
     return SessionEvidence(**{**values, **changes})
 
 
+LOCK = {"lock_sessions": True, "any_sessions": True}
+
+
 @pytest.mark.parametrize(
     ("changes", "verdict"),
     [
         ({}, Vanished.GONE),  # killed: no session left, heartbeat a second old
         ({"any_sessions": True}, Vanished.ENDING),  # its last work session is still exiting
-        ({"lock_sessions": True, "any_sessions": True}, Vanished.UNPROVEN),  # alive, following
+        # Killed while it waited for another group's lock, or alive and following: look again.
+        (LOCK, Vanished.ENDING),
+        # A lock session of it outlasted a wait since this heartbeat: it may well be alive.
+        ({**LOCK, "lock_outlasted": True}, Vanished.UNPROVEN),
+        ({"any_sessions": True, "lock_outlasted": True}, Vanished.ENDING),  # work sessions only
+        ({"lock_outlasted": True}, Vanished.GONE),
         ({"identified": False}, Vanished.UNPROVEN),  # behind a transaction pooler
         ({"recorded": False}, Vanished.UNPROVEN),  # MySQL: it recorded no connection
         # The server restarted after its last heartbeat: everyone is reconnecting.
@@ -53,7 +67,20 @@ def evidence(**changes) -> SessionEvidence:
     ],
 )
 def test_only_no_session_at_all_of_a_recently_heartbeating_process_proves_it_gone(changes, verdict):
-    assert vanish_verdict(evidence(**changes), LEASE) == verdict
+    outlasted = changes.pop("lock_outlasted", False)
+    assert vanish_verdict(evidence(**changes), LEASE, lock_outlasted=outlasted) == verdict
+
+
+def test_a_lock_session_is_waited_for_once_per_heartbeat_of_its_process():
+    waits = LockSessionWaits()
+    waits.record("a", NOW)
+    assert waits.outlasted("a", NOW)
+    assert not waits.outlasted("a", NOW + timedelta(seconds=1))  # it heartbeated since
+    assert not waits.outlasted("b", NOW)
+    for index in range(LockSessionWaits.LIMIT):
+        waits.record(f"other-{index}", NOW)
+    assert not waits.outlasted("a", NOW), "the oldest process is forgotten past the limit"
+    assert waits.outlasted(f"other-{LockSessionWaits.LIMIT - 1}", NOW)
 
 
 def fresh() -> datetime:
@@ -107,3 +134,116 @@ def test_mysql_sees_a_node_gone_only_when_none_of_its_recorded_connections_is_le
     assert vanished_instances(candidates) == {"dead", "moved"}
     assert nodesessions.live_sessions(["live"]) == {"live": (True, False, True)}
     other.close()
+
+
+def _dsn() -> dict:
+    dsn = connection.get_connection_params()
+    dsn.pop("cursor_factory", None)
+    dsn.pop("context", None)
+    return dsn
+
+
+def open_lock_session(node: str, instance: str):
+    """Open a real connection that the server attributes to ``node``'s process ``instance``
+    as one of its lock sessions (PostgreSQL: by name; MySQL: by a recorded connection)."""
+    if connection.vendor == "postgresql":
+        return psycopg.connect(**{**_dsn(), "application_name": lock_application_name(node)})
+    other = connection.get_new_connection(connection.get_connection_params())
+    with other.cursor() as cursor:
+        cursor.execute(
+            "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"
+        )
+        connection_id, client = cursor.fetchone()
+    NodeSession.objects.create(
+        node=node,
+        instance=instance,
+        role="lock",
+        connection_id=connection_id,
+        client=client,
+        opened_at=database_now(),
+    )
+    return other
+
+
+@pytest.mark.server
+@pytest.mark.django_db(transaction=True)
+def test_a_lock_session_that_ends_just_after_the_check_starts_still_proves_the_node_gone():
+    """The server ends a killed node's sessions one by one, its lock sessions among them."""
+    candidates = {"ending": ("vn-ending", fresh())}
+    session = open_lock_session("vn-ending", "ending")
+    closed = threading.Event()
+
+    def close():
+        session.close()
+        closed.set()
+
+    closer = threading.Timer(0.1, close)
+    started = time.monotonic()
+    closer.start()
+    try:
+        assert vanished_instances(candidates) == {"ending"}
+    finally:
+        closer.cancel()
+        closer.join()
+        if not closed.is_set():
+            session.close()
+    assert time.monotonic() - started < VANISH_WAIT + 0.5
+
+
+@pytest.mark.server
+@pytest.mark.django_db(transaction=True)
+def test_a_lock_session_that_stays_costs_one_wait_per_heartbeat_of_its_node():
+    """A live ex-leader follows: its lock session stays, and maintenance may ask often."""
+    session = open_lock_session("vn-following", "following")
+    try:
+        candidates = {"following": ("vn-following", fresh())}
+        started = time.monotonic()
+        assert vanished_instances(candidates) == set()
+        assert time.monotonic() - started >= VANISH_WAIT  # it looked again for the wait
+        started = time.monotonic()
+        assert vanished_instances(candidates) == set()
+        assert time.monotonic() - started < VANISH_WAIT / 2, "waited again, same heartbeat"
+        # A new heartbeat: the node may have been killed since, so it is waited for again.
+        started = time.monotonic()
+        assert vanished_instances({"following": ("vn-following", fresh())}) == set()
+        assert time.monotonic() - started >= VANISH_WAIT
+    finally:
+        session.close()
+
+
+def lock_waits(node: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+            " AND wait_event_type = 'Lock'",
+            (lock_application_name(node),),
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_node_killed_while_it_waits_for_another_groups_lock_is_gone_at_the_first_look():
+    """SIGKILLed while leading one group and following another: a backend waiting for a lock
+    reads nothing from its client, so the server ends that lock session only at its check of
+    the client, a moment after the process; the new leader's first look still proves it gone.
+    """
+    plugins, publishing = 0x5A1100, 0x5A1101
+    publishing_leader = make_lock(publishing, node_name="vk-publisher", label="test")
+    new_leader = make_lock(plugins, node_name="vk-new", label="test")
+    holder = LockHolderProcess(plugins, node="vk-killed", acquire=True)
+    try:
+        assert publishing_leader.acquire(wait=0)
+        assert holder.wait_ready().startswith("ACQUIRED")
+        assert holder.ask(f"follow {publishing} 30") == "FOLLOWING"
+        wait_until(lambda: lock_waits("vk-killed") == 1, timeout=10)
+        heartbeat = fresh()
+        holder.kill()
+        assert new_leader.acquire(wait=5), "the killed leader's lock session ended"
+        started = time.monotonic()
+        assert vanished_instances({"killed": ("vk-killed", heartbeat)}) == {"killed"}
+        assert time.monotonic() - started < VANISH_WAIT + 0.5
+    finally:
+        holder.stop()
+        new_leader.close()
+        publishing_leader.close()

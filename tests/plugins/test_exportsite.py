@@ -1,4 +1,4 @@
-"""``manage.py exportsite DIR``: the static export once, from the command line (issue 14 item 3)."""
+"""``manage.py exportsite DIR``: the static export once, from the command line."""
 
 import os
 import signal
@@ -89,7 +89,7 @@ def test_an_export_killed_half_way_leaves_the_previous_build_serving(tmp_path):
     pid = os.fork()
     if pid == 0:  # the child: exportsite, killed outright after writing three post pages
         try:
-            real_write = static_export._Build.write
+            real_write = static_export.folder.Build.write
             written = []
 
             def write_then_die(self, relative, content, **kwargs):
@@ -100,7 +100,7 @@ def test_an_export_killed_half_way_leaves_the_previous_build_serving(tmp_path):
                         os.kill(os.getpid(), signal.SIGKILL)
                 return sha
 
-            static_export._Build.write = write_then_die
+            static_export.folder.Build.write = write_then_die
             call_command("exportsite", str(root), stdout=StringIO())
         finally:
             os._exit(1)
@@ -109,7 +109,7 @@ def test_an_export_killed_half_way_leaves_the_previous_build_serving(tmp_path):
     assert live(root) == first, "current still points at the old build"
     assert {p: p.read_bytes() for p in first.rglob("*") if p.is_file()} == before
     # It was rewriting the spare copy of the first build (the first export's, see
-    # static_export._prepare_spare) in place when it died.
+    # static_export.spare.prepare_spare) in place when it died.
     (leftover,) = (root / "builds").glob(".tmp-*")
     pages = [page.read_text() for page in leftover.glob("posts/*/index.html")]
     assert sum("v2" in page for page in pages) == 3, "it died half-way"
@@ -170,7 +170,7 @@ def test_exportsite_without_migrations_is_one_line(tmp_path, monkeypatch):
     def no_table(*args, **kwargs):
         raise OperationalError("no such table: publishing_post")
 
-    monkeypatch.setattr(static_export, "source_key", no_table)
+    monkeypatch.setattr(static_export.export, "source_key", no_table)
     assert "no such table" in one_line_error(str(tmp_path))
 
 

@@ -277,9 +277,9 @@ def test_nothing_is_rendered_when_nothing_changed_and_a_full_run_keeps_an_identi
     make_post(status=Post.Status.PUBLISHED, title="First")
     first = export_site(tmp_path)
     writes = []
-    real_write = static_export._Build.write
+    real_write = static_export.folder.Build.write
     monkeypatch.setattr(
-        static_export._Build,
+        static_export.folder.Build,
         "write",
         lambda self, *a, **kw: writes.append(a[0]) or real_write(self, *a, **kw),
     )
@@ -293,7 +293,7 @@ def test_nothing_is_rendered_when_nothing_changed_and_a_full_run_keeps_an_identi
 
 def test_posts_changed_during_an_export_are_redone_on_top_of_the_new_build(tmp_path, monkeypatch):
     posts = [make_post(status=Post.Status.PUBLISHED, title=f"Post {i}") for i in range(4)]
-    real = static_export._export_index
+    real = static_export.export.export_index
     calls = []
 
     def editor_saves_meanwhile(*args, **kwargs):
@@ -302,7 +302,7 @@ def test_posts_changed_during_an_export_are_redone_on_top_of_the_new_build(tmp_p
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(static_export, "_export_index", editor_saves_meanwhile)
+    monkeypatch.setattr(static_export.export, "export_index", editor_saves_meanwhile)
     result = export_site(tmp_path)
     assert len(calls) == 2, "the key moved during the first pass: a second pass"
     # The first pass listed the new version on the index but rendered the old post page.
@@ -318,7 +318,7 @@ def test_a_failure_mid_export_leaves_the_previous_build_serving(tmp_path, monkey
     first = export_site(tmp_path)
     for post in posts:
         edit(post, title=f"{post.title} v2")
-    real_post = static_export._Renderer.post
+    real_post = static_export.render.Renderer.post
     rendered = []
 
     def fail_on_the_third(self, post):
@@ -327,7 +327,7 @@ def test_a_failure_mid_export_leaves_the_previous_build_serving(tmp_path, monkey
             raise OSError(28, "No space left on device")
         return real_post(self, post)
 
-    monkeypatch.setattr(static_export._Renderer, "post", fail_on_the_third)
+    monkeypatch.setattr(static_export.render.Renderer, "post", fail_on_the_third)
     with pytest.raises(OSError, match="No space"):
         export_site(tmp_path)
     assert live(tmp_path) == first.build
@@ -343,7 +343,7 @@ def test_pages_are_copied_where_hard_links_are_impossible(tmp_path, monkeypatch)
     def cross_device(source, target):
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
-    monkeypatch.setattr(static_export.os, "link", cross_device)
+    monkeypatch.setattr(os, "link", cross_device)
     first = export_site(tmp_path)
     assert first.spare is None, "a spare build is made of hard links only"
     assert not list((tmp_path / "builds").glob(".*")), "nothing is left of it"
@@ -466,7 +466,7 @@ def test_a_spare_is_made_only_while_fewer_than_keep_builds_exist(tmp_path):
     assert made == [True, True, False, False]
     # One left beside ``keep`` builds (``keep`` lowered, two exports at once) is never used.
     builds_dir = tmp_path / "builds"
-    spare = static_export._prepare_spare(builds_dir, live(tmp_path), should_stop=lambda: False)
+    spare = static_export.spare.prepare_spare(builds_dir, live(tmp_path), should_stop=lambda: False)
     assert spare is not None and spare.is_dir()
     assert spare in static_export.clean_up(tmp_path, keep=3) and not spare.exists()
 
@@ -485,9 +485,9 @@ def test_no_spare_is_made_of_a_build_taken_while_it_is_copied(tmp_path, monkeypa
         if len(linked) == 2:
             build.rename(builds_dir / ".tmp-taken")
 
-    monkeypatch.setattr(static_export.os, "link", link_then_take)
+    monkeypatch.setattr(os, "link", link_then_take)
     caplog.set_level(logging.WARNING, logger=static_export.__name__)
-    assert static_export._prepare_spare(builds_dir, build, should_stop=lambda: False) is None
+    assert static_export.spare.prepare_spare(builds_dir, build, should_stop=lambda: False) is None
     assert "no spare build" in caplog.text
     (first_spare,) = builds_dir.glob(".spare-*")  # the first export's, untouched
     assert sorted(p.name for p in builds_dir.iterdir()) == [first_spare.name, ".tmp-taken"]
@@ -499,7 +499,8 @@ def test_a_rewritten_build_follows_deleted_renamed_swapped_and_new_posts(
     tmp_path, monkeypatch, batch
 ):
     """Batches of one: a post's page is written before the post that had its slug comes."""
-    monkeypatch.setattr(static_export, "RENDER_BATCH", batch)
+    for module in (static_export.post_pages, static_export.index_pages):
+        monkeypatch.setattr(module, "RENDER_BATCH", batch)
     root = tmp_path / "site"
     a, b, c, d, e = (
         make_post(status=Post.Status.PUBLISHED, title=f"Post {n}", slug=f"slug-{n}")
@@ -592,7 +593,7 @@ def test_slugs_traded_while_the_posts_are_read_lose_no_page(tmp_path, monkeypatc
     edit(x, title="x, edited")
     export_site(root)
     edit(x, title="x, edited again")  # rendered at the end of the first pass; z is kept
-    real_add, traded = static_export._SitemapKeys.add, []
+    real_add, traded = static_export.post_pages.SitemapKeys.add, []
 
     def trade_once_z_was_read(self, pk, slug, key):
         real_add(self, pk, slug, key)
@@ -601,7 +602,7 @@ def test_slugs_traded_while_the_posts_are_read_lose_no_page(tmp_path, monkeypatc
             edit(z, slug="q")
             edit(x, slug="z")
 
-    monkeypatch.setattr(static_export._SitemapKeys, "add", trade_once_z_was_read)
+    monkeypatch.setattr(static_export.post_pages.SitemapKeys, "add", trade_once_z_was_read)
     result = export_site(root)
     assert traded
     assert "x, edited again" in (result.build / "posts/z/index.html").read_text()

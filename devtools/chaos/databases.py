@@ -12,7 +12,7 @@ from devtools.mariadb import MariaDBServer
 from devtools.pgcluster import PostgresCluster
 from devtools.pgreplica import ReplicatedPair
 
-#: The private network of the soak's namespaces (devtools.chaos.Network).
+#: The private network of the soak's namespaces (devtools.chaos.network.Network).
 NAMESPACE_NET = "10.231.0.0/16"
 
 

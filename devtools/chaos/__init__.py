@@ -1,0 +1,44 @@
+"""Chaos soak: run the real system under random faults, then check its invariants.
+
+``make chaos`` (or ``python -m devtools.chaos --duration 600 --seed 1``) starts a throwaway
+PostgreSQL (``--vendor postgresql-replicated``, what ``make chaos`` uses: a primary with a
+synchronous hot standby; ``--vendor mariadb``: MariaDB), several ``runscheduler`` replicas, a web
+process, a stream of editors scheduling, rescheduling and cancelling posts (with quiet spells:
+everything postponed, then one lone post that only a wake-up of the leader gets out on time),
+and jobs at several cadences (transactional, claim-first, one that sometimes fails, one that
+sometimes hangs, one that works 3 s per run, one kept for catch-ups, and a probe that runs
+every 10 s in the publishing group beside the publish jobs). Two more replicas run a group of
+their own in lease lock mode (``INSTATIC_LOCK_MODE=transaction``), which must never share a group
+with session locks (on MariaDB, which has no lease mode, they run it with ``GET_LOCK`` like the
+others, and their SIGTERM fault times a MariaDB follower's and leader's exit).
+
+Meanwhile it injects faults at random: SIGKILL, SIGSTOP then SIGCONT, SIGTERM and restart,
+termination of the leader's database sessions, a database restart (PostgreSQL
+``pg_ctl restart -m fast``, MariaDB ``mysqladmin shutdown`` and a start), a network partition
+of one replica; run-now requests (sometimes followed by a SIGKILL of the leader); a catch-up of
+1,800 slots; ``runscheduler --once`` next to the replicas; termination of only the leader's lock
+session, and a database restart, while a slow claim-first run is in progress; a row lock held
+on a due post; SIGTERM of a lease-mode replica; two faults at once (the follower first in line
+for a group's lock frozen, then the group's leader SIGKILLed: the server grants the lock to the
+frozen waiter); a SIGKILL of the leader while the slow claim-first job runs on it; and, with a
+standby, a failover (the primary stopped with ``-m immediate``, the standby promoted, the old
+primary rebuilt as the new standby).
+
+Each replica lives in a network namespace this script creates, joined to the host by a veth
+pair whose host end carries a private address the database listens on; a partition takes that
+link down, so the replica's packets are silently dropped (no FIN, no RST) until it comes back.
+Traffic only ever goes to loopback or to those namespaces. Without root (or ``ip netns``) the
+partition fault is left out and reported as such.
+
+Afterwards it checks the invariants (``devtools/chaos/invariants.py``, one function each, from
+the database, the logs and the faults' records), prints a table of faults (with the time until
+work resumed per fault kind: a new leader, a served run-now request, a finished catch-up, a
+published post) and invariants, and exits non-zero if any invariant broke. The same seed gives
+the same fault plan.
+
+Modules: ``config`` (the soak's jobs, lease and bounds), ``databases`` (the server it runs on),
+``network`` (the replicas' namespaces), ``records`` and ``soak`` (what it started and saw),
+``editors`` (the editors' stream), ``faults`` (one function per fault kind), ``evidence`` and
+``invariants`` (the checks), ``report`` (the tables), ``run`` (the command line and the soak's
+phases).
+"""

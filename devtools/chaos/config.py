@@ -1,0 +1,104 @@
+"""The soak's fixed plan: its jobs (tests.chaosapp's), lease, groups, and the bounds it checks.
+
+One place for every number an invariant or a fault holds the system to, each with why it is
+that number.
+"""
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+LEASE = 3.0
+HEARTBEAT = 0.5
+SESSION_GROUPS = ("publishing", "plugins")  # what the session-lock replicas run
+LEASE_GROUP = "chaoslease"  # run only by the lease-mode replicas (tests/chaosapp/jobs.py)
+LEASE_REPLICAS = (101, 102)  # their indexes, apart from the session replicas' 1..5
+
+
+@dataclass(frozen=True)
+class ChaosJob:
+    period: int  # seconds
+    transactional: bool = False
+    group: str = "plugins"
+
+
+JOBS = {  # the periodic jobs of tests.chaosapp
+    "chaosapp.tx_tick": ChaosJob(1, transactional=True),
+    "chaosapp.claim_tick": ChaosJob(2),
+    "chaosapp.flaky": ChaosJob(3, transactional=True),
+    "chaosapp.hang": ChaosJob(5),
+    "chaosapp.slow_claim": ChaosJob(4),
+    "chaosapp.catchup": ChaosJob(1, transactional=True),
+    "chaosapp.lease_tick": ChaosJob(1, transactional=True, group=LEASE_GROUP),
+    "chaosapp.publish_probe": ChaosJob(10, transactional=True, group="publishing"),
+}
+PLUGIN_JOBS = [name for name, job in JOBS.items() if job.group == "plugins"]
+CLAIM_FIRST_JOBS = [name for name in PLUGIN_JOBS if not JOBS[name].transactional]
+TRANSACTIONAL_JOBS = [name for name, job in JOBS.items() if job.transactional]
+SLOW_JOB = "chaosapp.slow_claim"  # claim first, then ~3 s without the database
+CATCHUP_JOB = "chaosapp.catchup"
+CATCHUP_BACK = timedelta(minutes=30)  # 1,800 slots: more than one catch-up batch of 1,000
+MISSED_REASONS = ("downtime", "paused", "overlap", "plugin disabled", "catch-up window")
+PROBE_JOB = "chaosapp.publish_probe"  # a periodic run in the publishing group (see quiet_spell)
+
+# Bounds of the on-time invariant. A healthy leader publishes a due post within a tenth of a
+# second. One that stops working for longer than LEASE is fenced and replaced within LEASE +
+# HEARTBEAT (the documented worst-case takeover), so a post more than twice that late while no
+# fault was near is a bug, not a slow machine (CI runs the soak beside other work on 2 cores).
+# A lost wake-up leaves the leader asleep until its next planned tick: PROBE_JOB's next slot
+# for a lone post (8.5-9.5 s late), INSTATIC_NOTIFY_MAX_TICK (30 s) with nothing else planned.
+LATE_BOUND = 2 * (LEASE + HEARTBEAT)
+RETRY_MAX = 5.0  # INSTATIC_DB_RETRY_MAX: a loop's longest back-off after a database error
+# How long a fault's effect on publishing may outlast the fault: a loop still backing off from
+# the database's errors, then a takeover and the new leader's first ticks.
+FAULT_SLACK = RETRY_MAX + LATE_BOUND
+# The faults that can leave the publishing group without a working leader for a while: each
+# that stops, cuts off or fences a scheduler (its target may lead publishing whatever group it
+# was picked for) and each database restart or failover; a run-now whose node was killed too.
+# The others leave publishing alone (a row lock explains the lateness of its own post only).
+PUBLISHING_DISRUPTIONS = frozenset(
+    {
+        "kill",
+        "freeze",
+        "term",
+        "session",
+        "partition",
+        "pgrestart",
+        "pgrestart-busy",
+        "failover",
+        "doublefault",
+        "killrun",
+    }
+)
+# A frozen waiter granted a dead leader's lock is removed once its heartbeat is a lease old:
+# the group leads again within this long after the kill (the leadership row's time).
+DOUBLE_FAULT_BOUND = LEASE + 1.0
+# A killed node's claim-first run is abandoned (the server shows none of its sessions) and its
+# job free again within this long after the kill.
+KILLED_RUN_BOUND = 1.0
+# The editors' quiet spells: busy editing for this long (s) between two of them.
+QUIET_EVERY = (3.0, 6.0)
+LONE_LEAD = 2.0  # a lone post goes to PROBE_JOB's first slot at least this far (s) ahead
+SCHEDULE_AHEAD = 0.1  # a lone post's schedule starts this long (s) before its timed commit
+POSTPONE_STEP = 0.05  # seconds between the posts a quiet spell postpones past the probe's slot
+
+# Bounds of the no-spin invariants.
+SPIN_SLACK = 5  # runs per minute above 1.2 x the schedule (catch-up and retried runs)
+PUBLISH_MAX_PER_MINUTE = 240  # the editors make the publish job due about 3 times a second
+ROWLOCK_MAX_RATE = 6.0  # publish runs per second while one due post is locked
+CLAIMED_ELSEWHERE = "already claimed elsewhere"
+CLAIMED_ELSEWHERE_PER_FAULT = 5
+# Seconds for a lease-mode replica to stop on SIGTERM (no job running): from the signal to its
+# "node ... stopped" line, which is what the scheduler controls. The process itself must then
+# be gone (exit 0) within LEASE_TERM_WAIT; interpreter teardown on a starved CPU is not ours.
+LEASE_TERM_MAX = 1.0
+LEASE_TERM_WAIT = 5.0  # then it is killed, so a stuck one does not stall the soak
+# Log lines of a ``--once`` process whose work a fault cut off (its exit code may be non-zero).
+ONCE_CUT_OFF = re.compile(
+    r"database unavailable|could not connect|server closed the connection|terminating connection"
+    r"|connection (refused|failed|is closed)|OperationalError|InterfaceError|no longer leader"
+    r"|lost advisory lock|Lost connection|gone away|Can't connect"
+)
+LOG_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")

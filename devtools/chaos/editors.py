@@ -1,0 +1,185 @@
+"""The editors' stream: posts scheduled, rescheduled and cancelled through the services.
+
+Between busy spells, quiet spells postpone everything and schedule one lone post that only
+a wake-up of the leader gets out on time.
+"""
+
+import random
+import time
+from datetime import datetime, timedelta
+
+from devtools.chaos.config import (
+    JOBS,
+    LONE_LEAD,
+    POSTPONE_STEP,
+    PROBE_JOB,
+    QUIET_EVERY,
+    SCHEDULE_AHEAD,
+)
+from devtools.chaos.soak import Soak
+
+
+def editor_stream(soak: Soak, seed: int) -> None:
+    """Schedule, reschedule and cancel posts through the publishing services, continuously."""
+    from django.db import close_old_connections, connection
+
+    from coordination.clock import database_now
+    from publishing import posts as services
+    from publishing.models import Post, PostStatus
+
+    rng = random.Random(seed)
+    counter = 0
+    lone = 0
+    quiet_at = time.monotonic() + rng.uniform(*QUIET_EVERY)
+    while not soak.stop_stream.is_set():
+        if time.monotonic() >= quiet_at:
+            lone += 1
+            postponed_until = quiet_spell(soak, rng, f"chaos-{seed}-lone-{lone}")
+            # The next spell would postpone the postponed posts again: they go live first.
+            quiet_at = max(time.monotonic() + rng.uniform(*QUIET_EVERY), postponed_until + 0.5)
+            continue
+        try:
+            close_old_connections()
+            op = rng.choices(["schedule", "reschedule", "cancel"], weights=[6, 2, 2])[0]
+            now = database_now()
+            if op == "schedule":
+                counter += 1
+                post = Post.objects.create(
+                    title=f"Chaos post {counter}", slug=f"chaos-{seed}-{counter}", body="Body."
+                )
+                services.schedule_post(
+                    post=post, publish_at=now + timedelta(seconds=rng.uniform(1, 12)), user=None
+                )
+            else:
+                candidates = list(
+                    Post.objects.filter(status=PostStatus.SCHEDULED).values_list("pk", flat=True)[
+                        :50
+                    ]
+                )
+                if candidates:
+                    post = Post.objects.get(pk=rng.choice(candidates))
+                    if op == "reschedule":
+                        services.reschedule_post(
+                            post=post,
+                            publish_at=now + timedelta(seconds=rng.uniform(1, 12)),
+                            user=None,
+                        )
+                    else:
+                        services.cancel_schedule(post=post, user=None)
+            soak.editor_ops[op] += 1
+        except Exception:
+            # A racing publish, a restarting server: editors see an error and carry on.
+            soak.editor_errors += 1
+            try:
+                connection.close()
+            except Exception:
+                pass
+        soak.stop_stream.wait(rng.uniform(0.05, 0.4))
+    connection.close()
+
+
+def quiet_spell(soak: Soak, rng: random.Random, slug: str) -> float:
+    """The editors postpone everything, then schedule one lone post as PROBE_JOB runs; return
+    when (``time.monotonic``) the last postponed post is due.
+
+    In the busy stream a new post is never the next one due (dozens are due sooner), so a lost
+    wake-up costs a fraction of a second and nothing notices. Here nothing else is due before
+    the probe's next slot (the other posts are postponed to just after it): the lone post goes
+    live 0.5-1.5 s after a slot of PROBE_JOB, and its schedule commits (with its wake-up) as
+    the probe's run starts: the leader has just read its jobs' state and checks its
+    lock, and the run checks it again before it commits. A ``NOTIFY`` another query on the lock
+    session read must still wake the leader: the probe's run ends as planned, which does not
+    make the leader plan again, so if the wake-up is lost the post waits for the probe's next
+    slot. The spell lasts until the post is live (at most a probe period and a bit), so the
+    editors' next wake-ups cannot hide a late one.
+    """
+    from django.db import close_old_connections, connection, transaction
+
+    from publishing import posts as services
+    from publishing.models import Post, PostStatus
+
+    live_after = timedelta(seconds=rng.uniform(0.5, 1.5))
+    jitter = rng.uniform(-0.005, 0.015)
+    period = JOBS[PROBE_JOB].period
+    postponed_until = time.monotonic()
+    try:
+        close_old_connections()
+        post = Post.objects.create(title=f"Chaos lone post {slug}", slug=slug, body="Body.")
+        slot, ready = next_probe_slot()
+        count = postpone_all(soak, slot + timedelta(seconds=period + 0.5))
+        postponed_until = ready + period + 0.5 + POSTPONE_STEP * count
+        # Commit as the probe's run starts (its recent runs' lag behind their slots): within
+        # about 15 ms of that a wake-up went missing (measured). Scheduling takes 10-80 ms on
+        # a busy machine, so it is done just before, and only the commit is timed.
+        commit_at = ready + probe_start_lag() + jitter
+        if soak.stop_stream.wait(max(0.0, commit_at - SCHEDULE_AHEAD - time.monotonic())):
+            return postponed_until
+        with transaction.atomic():
+            services.schedule_post(post=post, publish_at=slot + live_after, user=None)
+            soak.stop_stream.wait(max(0.0, commit_at - time.monotonic()))
+        soak.lone_commits.append((slug, slot, time.monotonic() - ready))
+        soak.editor_ops["lone post"] += 1
+        deadline = time.monotonic() + live_after.total_seconds() + period + 3
+        while time.monotonic() < deadline and not soak.stop_stream.is_set():
+            if Post.objects.filter(pk=post.pk, status=PostStatus.PUBLISHED).exists():
+                break
+            soak.stop_stream.wait(0.1)
+    except Exception:
+        soak.editor_errors += 1
+        connection.close()
+    return postponed_until
+
+
+def postpone_all(soak: Soak, until: datetime) -> int:
+    """Reschedule every scheduled post to ``until`` and after, POSTPONE_STEP apart, one at a
+    time as editors would (errors are counted); return how many there were."""
+    from django.db import connection
+
+    from publishing import posts as services
+    from publishing.models import Post, PostStatus
+
+    scheduled = list(Post.objects.filter(status=PostStatus.SCHEDULED).values_list("pk", flat=True))
+    for i, pk in enumerate(scheduled):
+        try:
+            post = Post.objects.get(pk=pk)
+            at = until + timedelta(seconds=POSTPONE_STEP * i)
+            services.reschedule_post(post=post, publish_at=at, user=None)
+            soak.editor_ops["postpone"] += 1
+        except Exception:
+            soak.editor_errors += 1
+            connection.close()
+    return len(scheduled)
+
+
+def probe_start_lag() -> float:
+    """Median seconds from PROBE_JOB's last few slots to their runs' start (when the leader
+    has read its jobs' state and checked its lock), 0.03 s before it has run."""
+    from coordination.models import JobRun
+
+    rows = (
+        JobRun.objects.filter(job=PROBE_JOB, trigger=JobRun.Trigger.SCHEDULE)
+        .exclude(started_at=None)
+        .order_by("-slot")
+        .values_list("slot", "started_at")[:5]
+    )
+    lags = sorted((started - slot).total_seconds() for slot, started in rows)
+    lags = [lag for lag in lags if 0 <= lag < 1]  # not a catch-up after a fault
+    return lags[len(lags) // 2] if lags else 0.03
+
+
+def next_probe_slot() -> tuple[datetime, float]:
+    """Return PROBE_JOB's first slot at least LONE_LEAD s ahead and when (``time.monotonic``)
+    it comes (a slot LONE_LEAD s from now if its state is missing or far off)."""
+    from coordination.clock import database_now
+    from coordination.models import JobState
+
+    period = timedelta(seconds=JOBS[PROBE_JOB].period)
+    lead = timedelta(seconds=LONE_LEAD)
+    slot = JobState.objects.filter(name=PROBE_JOB).values_list("next_due", flat=True).first()
+    now = database_now()
+    read = time.monotonic()
+    if slot is None or slot - now > period + lead:
+        slot = now + lead
+    while slot - now < lead:
+        slot += period
+    return slot, read + (slot - now).total_seconds()

@@ -1,0 +1,82 @@
+"""What the soak keeps about its processes and faults, for the faults, invariants and report."""
+
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+
+@dataclass
+class Replica:
+    """One ``runscheduler`` replica: its slot (``index``), which start of it this is, its log."""
+
+    index: int
+    incarnation: int
+    process: subprocess.Popen
+    log_path: Path
+    lease: bool = False  # runs LEASE_GROUP in lease lock mode instead of the session groups
+    deliberately_stopped: bool = False
+
+    @property
+    def name(self) -> str:
+        return replica_name(self.index, self.incarnation, lease=self.lease)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+
+def replica_name(index: int, incarnation: int, *, lease: bool) -> str:
+    """Return the node name a replica runs under (a restart is a new incarnation, a new node)."""
+    return f"chaos-{'lease-' if lease else ''}{index}.{incarnation}"
+
+
+@dataclass
+class Fault:
+    """One injected fault; ``takeover`` is the time until work resumed (None: it did not)."""
+
+    kind: str
+    target: str
+    at: float = field(default_factory=time.monotonic)
+    wall: float = field(default_factory=time.time)  # to match log lines to the fault
+    ended: float | None = None
+    takeover: float | None = None
+    expects_takeover: bool = True
+    note: str = ""
+    problem: str = ""  # what went wrong, shown first in the table
+    exit_code: int | None = None
+    exit_seconds: float | None = None
+    rate: float | None = None  # publish runs per second (rowlock)
+    lead_gap: float | None = None  # seconds from the kill, database clock (doublefault, killrun)
+    disrupts_publishing: bool = False  # may leave publishing leaderless (set by inject)
+    post_id: int | None = None  # the post a rowlock held
+
+    def skip(self, why: str) -> None:
+        self.note = f"skipped: {why}"
+        self.expects_takeover = False
+
+    @property
+    def skipped(self) -> bool:
+        return self.note.startswith("skipped")
+
+    def ended_wall(self) -> float:
+        """When the fault's work ended (a takeover waited for, a process restarted), as epoch
+        seconds like ``wall``."""
+        return self.wall + ((self.ended or self.at) - self.at)
+
+
+@dataclass
+class OnceRun:
+    """A ``runscheduler --once`` process, reaped when it exits."""
+
+    fault: Fault
+    process: subprocess.Popen
+    log_path: Path
+
+
+class SlowRun(NamedTuple):
+    """A run of SLOW_JOB in progress on the plugins leader, with the leader's lock session."""
+
+    id: int
+    node: str
+    lock_pid: int

@@ -1,0 +1,206 @@
+"""The soak's command line and phases: start, inject faults, settle, check, report, stop."""
+
+import argparse
+import fcntl
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from devtools import chaos
+from devtools.chaos import databases
+from devtools.chaos.clock import log
+from devtools.chaos.config import BASE_DIR, JOBS, LEASE, LEASE_GROUP, LEASE_REPLICAS, SESSION_GROUPS
+from devtools.chaos.editors import editor_stream
+from devtools.chaos.faults import fault_kinds, inject
+from devtools.chaos.faults.processes import reap_once
+from devtools.chaos.invariants import check_invariants
+from devtools.chaos.network import Network
+from devtools.chaos.queries import dead_running_sql
+from devtools.chaos.report import print_trouble, report
+from devtools.chaos.soak import Soak
+
+
+def setup_django(env: dict) -> str:
+    """Configure Django in this process (editors' stream, run-now); return the publish job."""
+    for key in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "INSTATIC_TEST_EXTRA_APPS"):
+        os.environ[key] = env[key]
+    os.environ["INSTATIC_VAR_DIR"] = env["INSTATIC_VAR_DIR"]
+    import django
+
+    django.setup()
+    from publishing.job_names import PUBLISH_JOB
+
+    return PUBLISH_JOB
+
+
+def wait_for_leaders(soak: Soak) -> None:
+    for group in (*SESSION_GROUPS, LEASE_GROUP):
+        while soak.leader(group) is None:
+            time.sleep(0.1)
+
+
+def inject_faults(soak: Soak, started: float) -> None:
+    """Inject faults until the duration is up: every kind once per round, rounds shuffled.
+
+    The pause between faults is short so a 10-minute soak injects at least 150 of them.
+    """
+    rng = soak.rng
+    plan = fault_kinds(soak.db)
+    while time.monotonic() - started < soak.args.duration:
+        time.sleep(rng.uniform(0.2, 1.0))
+        reap_once(soak)
+        if time.monotonic() - started >= soak.args.duration:
+            break
+        if not plan:
+            plan = fault_kinds(soak.db)
+            rng.shuffle(plan)
+        soak.faults.append(inject(soak, plan.pop()))
+
+
+def settle(soak: Soak, end_db) -> None:
+    """Let the system heal before the checks.
+
+    Everything due before the end gets published, leases of killed nodes expire, ``--once``
+    processes finish, and at least ``lease + 2 x period`` (the slowest job's) passes after the
+    last fault, the time the progress invariant allows.
+    """
+    log("settling")
+    reap_once(soak, wait=30)
+    deadline = time.monotonic() + 30 + 2 * LEASE
+    while time.monotonic() < deadline:
+        due = soak.scalar(
+            "SELECT count(*) FROM publishing_post WHERE status = 'scheduled'"
+            " AND publish_at < %s AND last_error = ''",
+            (end_db,),
+        )
+        if not due and not soak.scalar(dead_running_sql(soak.db)):
+            break
+        time.sleep(0.5)
+    last_fault = max((f.ended for f in soak.faults if f.ended), default=time.monotonic())
+    progress_at = last_fault + LEASE + 2 * max(job.period for job in JOBS.values())
+    time.sleep(max(0.0, progress_at - time.monotonic()))
+
+
+#: Soaks share machine-wide resources (the 10.231.0.0/16 addresses of their namespaces'
+#: links), so two at once on one machine would route each other's packets: they take turns.
+MACHINE_LOCK = Path("/tmp/instatic-chaos.lock")
+
+
+def run(args: argparse.Namespace) -> bool:
+    with open(MACHINE_LOCK, "a") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another soak runs on this machine ({MACHINE_LOCK}); waiting for it to end")
+            fcntl.flock(held, fcntl.LOCK_EX)
+        return run_alone(args)
+
+
+def run_alone(args: argparse.Namespace) -> bool:
+    rng = random.Random(args.seed)
+    network = Network(args.replicas, tag=str(os.getpid() % 1000))
+    network.create()
+    workdir = Path(
+        subprocess.check_output(["mktemp", "-d", "/tmp/instatic-chaos-XXXX"], text=True).strip()
+    )
+    db = databases.make(args.vendor)
+    soak = None
+    keep = True  # an error before the report keeps the logs too
+    try:
+        db.start(["127.0.0.1"] + [network.host_address(i) for i in network.created])
+        log(f"{db.label} at {db.url()}")
+        soak = Soak(args, db, network, workdir, rng)
+        env = soak.env()
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+            cwd=BASE_DIR,
+            env=env,
+            check=True,
+        )
+        soak.publish_job = setup_django(env)
+        soak.measure_clock()
+        for i in range(1, args.replicas + 1):
+            soak.start_replica(i)
+        for i in LEASE_REPLICAS:
+            soak.start_replica(i, lease=True)
+        from devtools.servers import free_port
+
+        soak.web_port = free_port()
+        soak.web = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{soak.web_port}", "--noreload"],
+            cwd=BASE_DIR,
+            env={**env, "DJANGO_DEBUG": "1"},
+            stdout=open(workdir / "web.log", "wb"),  # noqa: SIM115 - owned by the child
+            stderr=subprocess.STDOUT,
+        )
+        wait_for_leaders(soak)
+        stream = threading.Thread(target=editor_stream, args=(soak, args.seed), daemon=True)
+        stream.start()
+        started = time.monotonic()
+        inject_faults(soak, started)
+        soak.stop_stream.set()
+        stream.join(30)
+        end_db = soak.db_now()
+        settle(soak, end_db)
+        results = check_invariants(soak, end_db)
+        code = report(soak, results, time.monotonic() - started)
+        # A broken invariant is only worth something with the nodes' own account of it.
+        keep = args.keep_logs or not code
+        return code
+    finally:
+        if soak is not None:
+            stop_everything(soak)
+        db.stop()
+        network.destroy()
+        if keep:
+            if soak is not None:
+                print_trouble(workdir)
+            log(f"logs kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def stop_everything(soak: Soak) -> None:
+    soak.stop_stream.set()
+    processes = [r.process for r in soak.replicas.values()] + [o.process for o in soak.once_runs]
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if soak.web is not None:
+        soak.web.terminate()
+        soak.web.wait(20)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m devtools.chaos", description=chaos.__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--duration", type=float, default=float(os.environ.get("CHAOS_DURATION", 180))
+    )
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("CHAOS_SEED", 1)))
+    parser.add_argument("--replicas", type=int, default=4)
+    parser.add_argument("--keep-logs", action="store_true")
+    parser.add_argument(
+        "--vendor",
+        choices=sorted(databases.DATABASES),
+        default=os.environ.get("CHAOS_VENDOR", "postgresql"),
+        help="the database server to soak on (default postgresql)",
+    )
+    args = parser.parse_args(argv)
+    if not 3 <= args.replicas <= 5:
+        parser.error("--replicas must be 3 to 5")
+    return 0 if run(args) else 1
