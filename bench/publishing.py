@@ -54,7 +54,7 @@ def insert_posts(conn, prefix: str, due: list) -> None:
 
 
 def wake(conn, at) -> None:
-    """What publishing.services does when an editor schedules: lower the wake-up, NOTIFY."""
+    """What an editor action does when it schedules: lower the wake-up, NOTIFY."""
     conn.execute(WAKE_SQL, {"at": at})
     conn.execute("SELECT pg_notify('instatic_wakeup_publishing', '')")
 

@@ -22,7 +22,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
-from publishing import rendering, services  # noqa: E402
+from publishing import posts, rendering  # noqa: E402
 from publishing.models import Post  # noqa: E402
 
 N = 200_000
@@ -98,10 +98,10 @@ def main() -> int:
         # The pattern whose save-time render is heaviest (the most stored HTML to serve).
         worst_name, worst_text = heaviest_name, PATTERNS[heaviest_name]
         for i in range(10):
-            post = services.save_post(
+            post = posts.save_post(
                 post=Post(title=f"Hostile {i}", slug=f"hostile-{i}", body=worst_text), user=None
             )
-            services.publish_now(post=post, user=None)
+            posts.publish_now(post=post, user=None)
         client = Client()
         assert client.get("/").status_code == 200
         times = []

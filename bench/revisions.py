@@ -11,7 +11,7 @@ client:
   the word-by-word marking does (each pair of paragraphs is aligned, so all of them are
   marked until the word budget of ``publishing.diffs`` runs out);
 - the time of a save as the admin makes it (the form's body check, then
-  ``services.save_post``) of the longest body in several shapes, hostile ones included,
+  ``posts.save_post``) of the longest body in several shapes, hostile ones included,
   beside the same for plain text of the same length.
 
 Target: at most 500 ms for each (absolute times, on this machine; the baselines show what
@@ -41,7 +41,7 @@ from django.urls import reverse  # noqa: E402
 from bench import _report  # noqa: E402
 from bench._harness import print_table  # noqa: E402
 from coordination.clock import database_now  # noqa: E402
-from publishing import rendering, services  # noqa: E402
+from publishing import posts, rendering  # noqa: E402
 from publishing.conf import settings  # noqa: E402
 from publishing.forms import check_body  # noqa: E402
 from publishing.models import Post, PostRevision  # noqa: E402
@@ -125,7 +125,7 @@ def saver(body: str):
             check_body(body)
         except Exception:  # noqa: BLE001 - a refused body is shown again; it costs the check
             return
-        services.save_post(post=Post(title="T", slug=f"s-{next(_slugs)}", body=body), user=None)
+        posts.save_post(post=Post(title="T", slug=f"s-{next(_slugs)}", body=body), user=None)
 
     return save
 

@@ -1,7 +1,7 @@
 """The editors' admin: write, schedule, reschedule, cancel, publish and unpublish posts.
 
 Nothing here changes publishing state by itself: saving the form and the list actions call
-:mod:`publishing.services`, the same code the publish job and tests use. Times are shown in
+:mod:`publishing.posts`, the same code scripts and tests use. Times are shown in
 the editor's time zone (Django's current time zone) with the zone's name.
 """
 
@@ -25,7 +25,7 @@ from coordination.admin import ReadOnlyAdminMixin
 from coordination.admin_paging import CappedCountPaginator
 from coordination.clock import database_now
 from coordination.wording import lateness_text
-from publishing import selectors, services
+from publishing import actions, posts, selectors
 from publishing.admin_calendar import calendar_view
 from publishing.admin_panel import PostState, is_late, outcome_text, state_text
 from publishing.admin_revisions import (
@@ -137,7 +137,7 @@ class PostChangeList(ChangeList):
 
 
 class PublishEventInline(admin.TabularInline):
-    """The post's publish history, newest first; written by the services only."""
+    """The post's publish history, newest first; written by the actions only."""
 
     model = PublishEvent
     fields = ["when", "kind", "actor", "how_late", "details"]
@@ -193,7 +193,7 @@ class PostAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", FailedFilter]
     search_fields = ["title", "slug", "body"]
-    # A page at 100,000 posts is one range scan of an index matching the order (issue 19):
+    # A page at 100,000 posts is one range scan of an index matching the order:
     # no full count (it stops at a cap and says "more than"), no date hierarchy (its links
     # are a DISTINCT over every post; the calendar is the view by time), no bodies read.
     ordering = ["-created_at", "-id"]
@@ -218,7 +218,7 @@ class PostAdmin(admin.ModelAdmin):
 
     # --- permissions ------------------------------------------------------------------
     def has_publish_permission(self, request) -> bool:
-        return services.can_publish(request.user)
+        return actions.can_publish(request.user)
 
     def _may_touch(self, request, obj) -> bool:
         """Return False for scheduled or live posts when the user may not publish."""
@@ -238,7 +238,7 @@ class PostAdmin(admin.ModelAdmin):
 
         A drafter's tab on a draft that a publisher scheduled meanwhile would otherwise get a
         bare 403; let it through to the form, which refuses every stale submission with the
-        conflict message (and the services would refuse the write anyway).
+        conflict message (and the actions would refuse the write anyway).
         """
         if obj is None or request.method != "POST":
             return False
@@ -247,7 +247,7 @@ class PostAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (
-            obj is None or services.can_delete(request.user, obj)
+            obj is None or posts.can_delete(request.user, obj)
         )
 
     # --- deleting ---------------------------------------------------------------------
@@ -255,7 +255,7 @@ class PostAdmin(admin.ModelAdmin):
         """Refuse (on the confirmation page) a bulk delete that includes posts the user may not
         delete, e.g. posts with a publish history for anyone but a superuser."""
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        if any(not services.can_delete(request.user, post) for post in objs):
+        if any(not posts.can_delete(request.user, post) for post in objs):
             perms_needed.add(
                 _("posts that were scheduled or published (only superusers may delete them)")
             )
@@ -263,16 +263,16 @@ class PostAdmin(admin.ModelAdmin):
 
     def delete_view(self, request, object_id, extra_context=None):
         obj = self.get_object(request, object_id)
-        keeps = obj is not None and services.has_history(obj)
+        keeps = obj is not None and posts.has_history(obj)
         extra_context = {**(extra_context or {}), "keeps_history": keeps}
         return super().delete_view(request, object_id, extra_context=extra_context)
 
     def delete_model(self, request, obj):
-        services.delete_post(post=obj, user=request.user)
+        posts.delete_post(post=obj, user=request.user)
 
     def delete_queryset(self, request, queryset):
         for post in queryset.order_by("pk"):
-            services.delete_post(post=post, user=request.user)
+            posts.delete_post(post=post, user=request.user)
 
     # --- the form ---------------------------------------------------------------------
     def get_fieldsets(self, request, obj=None):
@@ -338,10 +338,10 @@ class PostAdmin(admin.ModelAdmin):
         return kwargs
 
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        """Show a conflict the services found under the row lock like one the form found.
+        """Show a conflict the actions found under the row lock like one the form found.
 
         The form refuses a stale version before anything is saved; if a colleague's change
-        lands between that check and the row lock, the services raise :class:`EditConflict`,
+        lands between that check and the row lock, the actions raise :class:`EditConflict`,
         the view's transaction rolls back (nothing written), and the form is shown again, now
         seeing the newer version.
         """
@@ -351,7 +351,7 @@ class PostAdmin(admin.ModelAdmin):
             return super().changeform_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
-        """Save the content, then carry out the status the editor chose via the services.
+        """Save the content, then carry out the status the editor chose via the actions.
 
         ``before`` is the status the form was loaded with (its version matched, so it is still
         the post's status): a status the editor left alone is never turned into a transition.
@@ -360,7 +360,7 @@ class PostAdmin(admin.ModelAdmin):
         user = request.user
         # The version the form was loaded with; each later call expects the one just written.
         expected = form.cleaned_data.get("version") if change else None
-        services.save_post(post=obj, user=user, expected_version=expected)
+        posts.save_post(post=obj, user=user, expected_version=expected)
         if "target_status" not in form.cleaned_data:
             return
         target = form.cleaned_data.get("target_status") or before
@@ -370,21 +370,21 @@ class PostAdmin(admin.ModelAdmin):
         done = True
         try:
             if target == S.SCHEDULED and before != S.SCHEDULED:
-                services.schedule_post(
+                posts.schedule_post(
                     post=obj, publish_at=publish_at, unpublish_at=unpublish_at, **versioned
                 )
             elif target == S.SCHEDULED:
-                services.reschedule_post(
+                posts.reschedule_post(
                     post=obj, publish_at=publish_at, unpublish_at=unpublish_at, **versioned
                 )
             elif target == S.DRAFT and before == S.SCHEDULED:
-                services.cancel_schedule(post=obj, **versioned)
+                posts.cancel_schedule(post=obj, **versioned)
             elif target == S.PUBLISHED and before != S.PUBLISHED:
-                services.publish_now(post=obj, **versioned)
+                posts.publish_now(post=obj, **versioned)
             elif target == S.PUBLISHED:
-                services.set_unpublish_at(post=obj, unpublish_at=unpublish_at, **versioned)
+                posts.set_unpublish_at(post=obj, unpublish_at=unpublish_at, **versioned)
             elif target == S.UNPUBLISHED and before == S.PUBLISHED:
-                services.unpublish_now(post=obj, **versioned)
+                posts.unpublish_now(post=obj, **versioned)
             else:
                 done = False
         except EditConflict:
@@ -607,15 +607,15 @@ class PostAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Publish selected posts now"), permissions=["publish"])
     def publish_now_action(self, request, queryset):
-        self._run_action(request, queryset, services.publish_now, "published")
+        self._run_action(request, queryset, posts.publish_now, "published")
 
     @admin.action(description=_("Cancel the schedule of selected posts"), permissions=["publish"])
     def cancel_schedule_action(self, request, queryset):
-        self._run_action(request, queryset, services.cancel_schedule, "taken back to draft")
+        self._run_action(request, queryset, posts.cancel_schedule, "taken back to draft")
 
     @admin.action(description=_("Unpublish selected posts"), permissions=["publish"])
     def unpublish_action(self, request, queryset):
-        self._run_action(request, queryset, services.unpublish_now, "unpublished")
+        self._run_action(request, queryset, posts.unpublish_now, "unpublished")
 
 
 @admin.register(PublishEvent)

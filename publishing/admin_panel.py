@@ -4,7 +4,7 @@
 (a pure function, tested with a table); :func:`outcome_text` says what an action did, for
 the message after it. The buttons themselves are the post form's ``target_status`` field
 (:class:`publishing.forms.PublishingActionsWidget`); the admin carries them out through
-:mod:`publishing.services`.
+:mod:`publishing.posts`.
 """
 
 from dataclasses import dataclass

@@ -3,7 +3,7 @@ and preview links.
 
 Reached from the post's change page (``admin:publishing_post_revisions``). Anyone who may view
 the post sees its revisions; scheduling, cancelling and restoring need the publish permission
-and handing out or revoking preview links the change permission: the services check both, the
+and handing out or revoking preview links the change permission: the actions check both, the
 page only hides what the user could not do. Every form that writes carries the post's version
 as the page showed it, so a colleague's change in between is refused, not undone.
 """
@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from coordination.clock import database_now
-from publishing import selectors, services
+from publishing import actions, previews, revisions, selectors
 from publishing.diffs import revision_diff
 from publishing.exceptions import EditConflict, InvalidSchedule, PublishingError
 from publishing.forms import PreviewLinkForm, RevisionForm
@@ -70,7 +70,7 @@ def _revision_form(request, post: Post) -> RevisionForm:
 def revisions_view(model_admin, request, object_id):
     """Show the post's revisions; on POST, schedule a new one from the form."""
     post = _post(model_admin, request, object_id)
-    may_publish = services.can_publish(request.user)
+    may_publish = actions.can_publish(request.user)
     form = None
     if request.method == "POST" and not may_publish:
         raise PermissionDenied
@@ -117,7 +117,7 @@ def revisions_view(model_admin, request, object_id):
         "revisions": revisions,
         "form": form,
         "may_publish": may_publish,
-        "may_preview": services.can_preview(request.user),
+        "may_preview": previews.can_preview(request.user),
         "preview_form": PreviewLinkForm(),
         "preview_link": request.session.pop(_preview_key(post), None),
         "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
@@ -127,7 +127,7 @@ def revisions_view(model_admin, request, object_id):
 
 
 class _NotScheduled(Exception):
-    """The services refused the revision; the form holds why."""
+    """The actions refused the revision; the form holds why."""
 
 
 def _schedule(request, post: Post, form: RevisionForm):
@@ -137,7 +137,7 @@ def _schedule(request, post: Post, form: RevisionForm):
     """
     data = form.cleaned_data
     try:
-        revision = services.schedule_revision(
+        revision = revisions.schedule_revision(
             post=post,
             title=data["title"],
             body=data["body"],
@@ -174,7 +174,7 @@ def revision_action_view(model_admin, request, object_id, number: int, action: s
         return HttpResponseNotAllowed(["POST"])
     post = _post(model_admin, request, object_id)
     revision = get_object_or_404(PostRevision, post=post, number=number)
-    act = {"cancel": services.cancel_revision, "restore": services.restore_revision}[action]
+    act = {"cancel": revisions.cancel_revision, "restore": revisions.restore_revision}[action]
     try:
         done = act(
             revision=revision, user=request.user, expected_version=_submitted_version(request)
@@ -254,7 +254,7 @@ def preview_view(model_admin, request, object_id, action: str):
     post = _post(model_admin, request, object_id)
     try:
         if action == "revoke":
-            services.revoke_preview_links(
+            previews.revoke_preview_links(
                 post=post, user=request.user, expected_version=_submitted_version(request)
             )
             messages.success(request, _("Every earlier preview link of this post is now dead."))
@@ -264,7 +264,7 @@ def preview_view(model_admin, request, object_id, action: str):
                 messages.error(request, _("Choose how long the link works."))
                 return HttpResponseRedirect(revisions_url(post))
             hours = form.cleaned_data["hours"]
-            path = services.preview_url(
+            path = previews.preview_url(
                 post=post, user=request.user, expires_in=timedelta(hours=hours)
             )
             # Shown once on the page after the redirect, not put in the URL or a message log.

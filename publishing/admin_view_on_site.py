@@ -9,7 +9,7 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from publishing import services
+from publishing import previews
 from publishing.models import Post
 
 #: How long the preview link made for "View on site" works: long enough to look it over.
@@ -20,9 +20,9 @@ def off_site_response(request, post: Post) -> HttpResponseRedirect | None:
     """Return where "View on site" of ``post`` goes if it is not live, or None if it is."""
     if post.status == Post.Status.PUBLISHED:
         return None
-    if services.can_preview(request.user):
+    if previews.can_preview(request.user):
         return HttpResponseRedirect(
-            services.preview_url(post=post, user=request.user, expires_in=PREVIEW_LIFETIME)
+            previews.preview_url(post=post, user=request.user, expires_in=PREVIEW_LIFETIME)
         )
     messages.info(
         request,

@@ -1,4 +1,4 @@
-"""Errors the publishing services raise; each message says what to do about it."""
+"""Errors the publishing actions raise; each message says what to do about it."""
 
 from datetime import datetime
 
@@ -41,7 +41,7 @@ class NotPublishable(PublishingError):
 class EditConflict(PublishingError):
     """Someone changed the post after the editor opened it: nothing was written.
 
-    Raised by the services when the caller's ``expected_version`` is not the row's version
+    Raised by the actions when the caller's ``expected_version`` is not the row's version
     under the row lock. The message names who changed the post and when, in the current time
     zone (the editor's, during a request), and says what state the post is in now.
     """

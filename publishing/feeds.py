@@ -1,7 +1,7 @@
 """The Atom feed of live posts.
 
 Every text it takes from a post or a user goes through :func:`validation.xml_text`: the
-services refuse characters XML 1.0 cannot carry, but one stored before (or written some
+actions refuse characters XML 1.0 cannot carry, but one stored before (or written some
 other way) must not make the feed fail for every reader.
 """
 

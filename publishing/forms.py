@@ -10,11 +10,11 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from coordination.clock import database_now
+from publishing.actions import can_publish, edit_conflict
 from publishing.conf import settings
 from publishing.exceptions import EditConflict
 from publishing.models import Post
 from publishing.rendering import RenderError, render_markdown
-from publishing.services import can_publish, edit_conflict
 from publishing.stale_forms import MergingFormMixin
 from publishing.validation import schedule_problems
 from publishing.wall_time import WallTimeField
@@ -120,7 +120,7 @@ def post_values(post: Post) -> dict:
 
 
 class PostAdminForm(MergingFormMixin, forms.ModelForm):
-    """Validates what the editor asks for; the admin carries it out through the services.
+    """Validates what the editor asks for; the admin carries it out through the actions.
 
     ``user`` is set on the form class by :meth:`PostAdmin.get_form`. Users without the
     publish permission get no ``target_status`` field and no time fields: they draft only.
@@ -130,7 +130,7 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
     post saves nothing: it comes back merged with their change (:mod:`publishing.stale_forms`)
     with one message saying who changed it and when (:attr:`conflict`), and the current
     version, so that saving the merged form is the editor's decision. The admin passes the
-    version on to the services, which check it again under the row lock. The choices and
+    version on to the actions, which check it again under the row lock. The choices and
     checks below are those of the status the form was loaded with, which the matching version
     guarantees.
     """
@@ -326,7 +326,7 @@ class RevisionForm(MergingFormMixin, forms.Form):
     older version is merged with the change made since (another revision scheduled, a direct
     edit, a revision switched in by the scheduler) and shown again, like the post form's
     (:mod:`publishing.stale_forms`). The admin passes the version on to
-    :func:`publishing.services.schedule_revision`, which checks it again under the row lock.
+    :func:`publishing.revisions.schedule_revision`, which checks it again under the row lock.
     """
 
     title = forms.CharField(label=_("Title"), max_length=200)

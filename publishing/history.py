@@ -1,4 +1,4 @@
-"""Publish events' data: what the services store, and the words the admin shows for it.
+"""Publish events' data: what the actions store, and the words the admin shows for it.
 
 An event stores what happened as typed values in ``PublishEvent.data`` (times as ISO 8601 in
 UTC), never as a sentence: a sentence written at the time would carry the writer's format and

@@ -31,8 +31,9 @@ from coordination.clock import database_now
 from coordination.models import JobState
 from coordination.registry import JobContext, job
 from coordination.schedules import WhenDue
-from publishing import selectors, services
+from publishing import batches, selectors
 from publishing.conf import settings
+from publishing.job_names import BACKLOG_JOB, PUBLISH_JOB
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def on_time_window() -> timedelta:
 
 
 @job(
-    name=services.PUBLISH_JOB,
+    name=PUBLISH_JOB,
     group="publishing",
     schedule=WhenDue(fallback=timedelta(seconds=60)),
     transactional=True,
@@ -57,9 +58,9 @@ def publish_due(ctx: JobContext) -> datetime | None:
     window = on_time_window()
     # One clock read for the run's three batches (each would read its own otherwise).
     now = database_now()
-    published = services.publish_due(batch_size=batch_size, node=ctx.node, recent=window, now=now)
-    unpublished = services.unpublish_due(batch_size=batch_size, node=ctx.node, now=now)
-    revised = services.switch_due_revisions(batch_size=batch_size, node=ctx.node, now=now)
+    published = batches.publish_due(batch_size=batch_size, node=ctx.node, recent=window, now=now)
+    unpublished = batches.unpublish_due(batch_size=batch_size, node=ctx.node, now=now)
+    revised = batches.switch_due_revisions(batch_size=batch_size, node=ctx.node, now=now)
     if published.selected or unpublished.selected:
         logger.info(
             "[publish-scheduler] published %d post(s), unpublished %d, %d failed to publish",
@@ -84,14 +85,14 @@ def publish_due(ctx: JobContext) -> datetime | None:
 
 
 @job(
-    name=services.BACKLOG_JOB,
+    name=BACKLOG_JOB,
     group="publishing",
     schedule=WhenDue(fallback=timedelta(minutes=10)),
     transactional=True,
 )
 def publish_backlog(ctx: JobContext) -> datetime | None:
     """Publish one batch of posts due longer ago than the window; return now while more are."""
-    published = services.publish_due(
+    published = batches.publish_due(
         batch_size=int(settings.PUBLISH_BACKLOG_BATCH_SIZE),
         node=ctx.node,
         overdue=on_time_window(),
@@ -119,7 +120,7 @@ def _wake_backlog_job(now: datetime) -> None:
     run holds it: the publish job must not queue behind a backlog batch, and a running
     backlog job looks for more overdue posts itself before it ends.
     """
-    state = JobState.objects.filter(name=services.BACKLOG_JOB)
+    state = JobState.objects.filter(name=BACKLOG_JOB)
     if state.filter(Q(next_due__lte=now) | Q(wake_at__lte=now)).exists():
         return
     ledger.record_wakeup_request(services.BACKLOG_JOB, now, skip_locked=True)

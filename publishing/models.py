@@ -1,9 +1,10 @@
 """Posts and their publish history.
 
 A post's life is ``draft -> scheduled -> published -> unpublished``; every change of that state
-goes through :mod:`publishing.services`, which writes a :class:`PublishEvent` for it. Times that
-say when something *happened* (``published_at``, ``created_at``, ``updated_at``, event ``at``)
-come from the database clock, never from an app server's clock.
+goes through :mod:`publishing.posts` (editors) or :mod:`publishing.batches` (the publish job),
+which write a :class:`PublishEvent` for it. Times that say when something *happened*
+(``published_at``, ``created_at``, ``updated_at``, event ``at``) come from the database clock,
+never from an app server's clock.
 """
 
 from django.conf import settings
@@ -18,7 +19,7 @@ from publishing.validation import validate_body_text, validate_title_text
 
 
 class PostStatus(models.TextChoices):
-    """Where a post is in its life; services move it, nothing else."""
+    """Where a post is in its life; the actions move it, nothing else."""
 
     DRAFT = "draft", _("Draft")
     SCHEDULED = "scheduled", _("Scheduled")
@@ -98,7 +99,7 @@ class Post(models.Model):
         editable=False,
         help_text=_("Who made the last change: an editor's username or the scheduler's node."),
     )
-    # The optimistic-concurrency token: every write adds one (see publishing.services), so a
+    # The optimistic-concurrency token: every write adds one (see publishing.actions), so a
     # form saved against an older version is refused instead of undoing a colleague's change.
     # Not updated_at: on PostgreSQL Now() is the transaction's start, which need not move.
     version = models.PositiveIntegerField(_("version"), default=1, editable=False)
@@ -123,10 +124,10 @@ class Post(models.Model):
             models.Index(fields=["status", "-published_at", "-id"], name="publishing_post_live"),
             # The public pages' Last-Modified: the latest change of a live post, in one probe.
             models.Index(fields=["status", "-updated_at"], name="publishing_post_changed"),
-            # The admin's post list in its default order: a page is a range scan at any size
-            # (issue 19), never a sort of every post. Filtered by status, the same scan stops
-            # after a page of matches; a rare status is found through the indexes above. No
-            # index more than needed: publishing a post writes an entry in every one.
+            # The admin's post list in its default order: a page is a range scan at any size,
+            # never a sort of every post. Filtered by status, the same scan stops after a
+            # page of matches; a rare status is found through the indexes above. No index
+            # more than needed: publishing a post writes an entry in every one.
             models.Index(fields=["-created_at", "-id"], name="publishing_post_recent"),
         ]
         constraints = [

@@ -1,7 +1,7 @@
 """Markdown to safe HTML: the one place post bodies are turned into markup.
 
 A body is rendered once, when it is saved (:func:`render`, called by
-``services.save_post``); the post keeps the HTML and the excerpt, and page views only read
+``posts.save_post``); the post keeps the HTML and the excerpt, and page views only read
 them. Rendering is pyromark (pulldown-cmark, in Rust: linear in the length of the body, and
 about a hundred times faster than a pure-Python parser on hostile input) followed by ``nh3``
 against an allow-list of tags, attributes and URL schemes, so raw HTML, ``javascript:`` links

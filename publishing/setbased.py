@@ -1,6 +1,6 @@
-"""The publish job's batch change as set-based SQL: the posts' ``UPDATE`` feeds the events.
+"""The publish job's batch writes as set-based SQL: the posts' ``UPDATE`` feeds the events.
 
-A batch of due posts (selected and locked by :mod:`publishing.services`) changes state in one
+A batch of due posts (selected and locked by :mod:`publishing.batches`) changes state in one
 conditional ``UPDATE`` that repeats the whole condition (status, due by the database time of
 the transaction, not failed), so a post cancelled or rescheduled after it was selected is left
 alone and none changes twice; each changed post gets one event at the same instant with its
@@ -19,13 +19,18 @@ How the vendors do it (:func:`change_due_posts` is the one dispatch):
 A change that takes posts down (the unpublish batch) also sets aside their pending revisions
 (:class:`SetAside`) in the same statement on PostgreSQL, in two more on the others: a revision
 written for the version that went down must not go live over whatever is published next.
+
+The revision switch's writes are set-based too, on every vendor alike: one conditional
+``UPDATE`` of the due revisions (:func:`change_due_revisions`), one that copies their content
+onto their posts (:func:`copy_revisions_onto_posts`) and one multi-row ``INSERT`` of their
+events (:func:`record_revision_events`).
 """
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import F, QuerySet
+from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from publishing.models import Post, PostRevision, PublishEvent
 
@@ -230,5 +235,64 @@ def _set_aside_generic(change: DueChange, post_ids: list[int]) -> None:
                 data={"revision": number, "revision_status": status, "note": set_aside.note},
             )
             for _, post_id, number, status in rows
+        ]
+    )
+
+
+def change_due_revisions(condition: QuerySet, ids: list[int], **values) -> list[int]:
+    """Apply ``values`` to the revisions in ``ids`` still matching ``condition``; return them."""
+    matching = list(condition.filter(pk__in=ids).values_list("pk", flat=True))
+    if not matching:
+        return []
+    updated = condition.filter(pk__in=matching).update(**values)
+    if updated != len(matching):
+        raise ConcurrentChange(
+            f"{len(matching)} revisions matched but {updated} were updated; rolling back"
+        )
+    return matching
+
+
+def copy_revisions_onto_posts(
+    revision_ids: list[int], post_ids: list[int], *, now: datetime, updated_by: str
+) -> None:
+    """Copy each switched revision's content onto its (locked, live) post in one UPDATE."""
+    revision = PostRevision.objects.filter(pk__in=revision_ids, post_id=OuterRef("pk"))
+
+    def column(name: str) -> Subquery:
+        return Subquery(revision.values(name)[:1])
+
+    updated = Post.objects.filter(pk__in=post_ids, status=Post.Status.PUBLISHED).update(
+        title=column("title"),
+        body=column("body"),
+        body_html=column("body_html"),
+        excerpt=column("excerpt"),
+        last_error="",
+        updated_at=now,
+        updated_by=updated_by,
+        version=F("version") + 1,
+    )
+    switched = len(revision_ids)
+    if updated != switched:
+        raise ConcurrentChange(
+            f"{switched} revisions switched but {updated} posts were updated; rolling back"
+        )
+
+
+def record_revision_events(
+    kind: str, rows: list, *, node: str, now: datetime, note: str = ""
+) -> None:
+    """Record one ``kind`` event per revision in ``rows`` (each with ``post_id``, ``number`` and
+    ``planned``, the time it was due at), at ``now``, with its lateness."""
+    PublishEvent.objects.bulk_create(
+        [
+            PublishEvent(
+                post_id=row.post_id,
+                kind=kind,
+                node=node,
+                at=now,
+                lateness=(now - row.planned).total_seconds(),
+                data={"revision": row.number, **({"note": note} if note else {})},
+            )
+            for row in rows
         ]
     )

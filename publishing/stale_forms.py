@@ -95,7 +95,7 @@ class MergingFormMixin:
     The form declares an ``opened`` hidden field, lists the fields it merges in
     ``merge_fields``, and calls :meth:`start_merge` at the end of ``__init__`` with the post's
     current values (taken before cleaning changes the instance) and the conflict of the
-    submission (``services.edit_conflict``), and :meth:`apply_picks` at the start of
+    submission (``actions.edit_conflict``), and :meth:`apply_picks` at the start of
     ``clean()``. Forms with a status choice merge ``status`` too (``target_status``).
     """
 

@@ -1,4 +1,4 @@
-"""What makes a post publishable and a schedule valid: one definition for form, services, job."""
+"""What makes a post publishable and a schedule valid: one definition for form, actions, job."""
 
 import re
 from datetime import UTC, datetime, timedelta, tzinfo

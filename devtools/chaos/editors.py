@@ -24,7 +24,7 @@ def editor_stream(soak: Soak, seed: int) -> None:
     from django.db import close_old_connections, connection
 
     from coordination.clock import database_now
-    from publishing import services
+    from publishing import posts as services
     from publishing.models import Post, PostStatus
 
     rng = random.Random(seed)
@@ -95,7 +95,7 @@ def quiet_spell(soak: Soak, rng: random.Random, slug: str) -> float:
     """
     from django.db import close_old_connections, connection, transaction
 
-    from publishing import services
+    from publishing import posts as services
     from publishing.models import Post, PostStatus
 
     live_after = timedelta(seconds=rng.uniform(0.5, 1.5))
@@ -135,7 +135,7 @@ def postpone_all(soak: Soak, until: datetime) -> int:
     time as editors would (errors are counted); return how many there were."""
     from django.db import connection
 
-    from publishing import services
+    from publishing import posts as services
     from publishing.models import Post, PostStatus
 
     scheduled = list(Post.objects.filter(status=PostStatus.SCHEDULED).values_list("pk", flat=True))

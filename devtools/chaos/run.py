@@ -43,7 +43,7 @@ def setup_django(env: dict) -> str:
     import django
 
     django.setup()
-    from publishing.services import PUBLISH_JOB
+    from publishing.job_names import PUBLISH_JOB
 
     return PUBLISH_JOB
 

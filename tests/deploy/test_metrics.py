@@ -294,7 +294,7 @@ def test_serve_binds_the_requested_port(metrics):
 @pytest.mark.django_db
 def test_publishing_a_due_post_observes_its_lateness(django_capture_on_commit_callbacks):
     from coordination.metrics import METRICS
-    from publishing import services
+    from publishing import batches
 
     before = sample(METRICS, "instatic_publish_lateness_seconds_count") or 0
     Post.objects.create(
@@ -305,6 +305,6 @@ def test_publishing_a_due_post_observes_its_lateness(django_capture_on_commit_ca
         publish_at=database_now() - timedelta(seconds=30),
     )
     with django_capture_on_commit_callbacks(execute=True):
-        result = services.publish_due(batch_size=10)
+        result = batches.publish_due(batch_size=10)
     assert len(result.done) == 1
     assert sample(METRICS, "instatic_publish_lateness_seconds_count") == before + 1

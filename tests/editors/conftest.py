@@ -1,3 +1,3 @@
 """The editors tests sign in as the publishing tests' staff users."""
 
-from tests.publishing.conftest import editor  # noqa: F401 - a fixture, used by name
+from tests.publishing.conftest import drafter, editor  # noqa: F401 - fixtures, used by name

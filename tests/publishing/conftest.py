@@ -12,7 +12,8 @@ from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
-from coordination.models import Node
+from coordination.models import JobState, Node
+from publishing.job_names import PUBLISH_JOB
 from publishing.models import Post
 from publishing.rendering import render
 
@@ -174,10 +175,19 @@ def make_due(revision, seconds_ago: float = 5):
     return revision
 
 
+def kinds(post: Post) -> list[str]:
+    """Return the kinds of ``post``'s events, oldest first."""
+    return list(post.events.order_by("at", "id").values_list("kind", flat=True))
+
+
+def publish_job_state(**values) -> JobState:
+    """Insert the publish job's state row, due in an hour unless ``values`` say otherwise."""
+    values.setdefault("next_due", database_now() + timedelta(hours=1))
+    return JobState.objects.create(name=PUBLISH_JOB, group="publishing", **values)
+
+
 def run_publish_job(node: str = "test-node"):
     """Run the publish job's function once, as a leader's tick would; return its next due."""
-    from publishing.services import PUBLISH_JOB
-
     return run_job(PUBLISH_JOB, node=node)
 
 

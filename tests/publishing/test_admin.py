@@ -9,10 +9,10 @@ from django.urls import reverse
 
 from coordination.clock import database_now
 from coordination.models import Node
-from publishing import services
+from publishing import batches, posts
 from publishing.models import Post, PublishEvent
 from publishing.rendering import RenderError
-from tests.publishing.conftest import due_post, form_data, future_post, live_node, make_post
+from tests.publishing.conftest import due_post, form_data, future_post, kinds, live_node, make_post
 
 pytestmark = pytest.mark.django_db
 
@@ -30,10 +30,6 @@ OPERATOR_HINT = "python manage.py runscheduler"
 
 def change_url(post: Post) -> str:
     return reverse("admin:publishing_post_change", args=[post.pk])
-
-
-def kinds(post: Post) -> list[str]:
-    return list(post.events.order_by("at", "id").values_list("kind", flat=True))
 
 
 def submit(client, url: str, **changes):
@@ -101,7 +97,7 @@ def test_editor_schedules_in_their_time_zone(as_editor, editor):
 
 @override_settings(TIME_ZONE="America/New_York")
 def test_reschedule_through_the_form(as_editor, editor):
-    post = services.schedule_post(
+    post = posts.schedule_post(
         post=make_post(), publish_at=datetime(2099, 1, 10, 15, 0, tzinfo=UTC), user=editor
     )
     response = submit(as_editor, change_url(post), publish_at_1="09:30:00")
@@ -227,21 +223,21 @@ def test_a_body_that_cannot_be_rendered_is_refused(as_editor):
 
 def test_an_overdue_failed_post_can_be_fixed_without_a_new_time(as_editor):
     post = due_post(seconds_ago=600, slug="fine-slug", title="")
-    services.publish_due()
+    batches.publish_due()
     post.refresh_from_db()
     assert post.is_failed
     response = submit(as_editor, change_url(post), title="Now it has a title")
     assert response.status_code == 302
     post.refresh_from_db()
     assert (post.status, post.last_error) == (S.SCHEDULED, "")
-    assert services.publish_due().done == [post.pk]
+    assert batches.publish_due().done == [post.pk]
 
 
 # --- read-only system fields, history, failures -----------------------------------------
 
 
 def test_system_fields_are_read_only_and_history_is_shown(as_editor, editor):
-    post = services.schedule_post(
+    post = posts.schedule_post(
         post=make_post(), publish_at=database_now() + timedelta(hours=1), user=editor
     )
     page = as_editor.get(change_url(post))
@@ -255,7 +251,7 @@ def test_system_fields_are_read_only_and_history_is_shown(as_editor, editor):
 
 def test_a_failed_publish_is_visible_in_the_admin(as_editor):
     post = due_post(title="")
-    services.publish_due(node="node-z")
+    batches.publish_due(node="node-z")
     listing = as_editor.get(LIST_URL).content.decode()
     assert "publish failed" in listing
     assert "1 scheduled post failed to publish." in listing
@@ -268,7 +264,7 @@ def test_a_failed_publish_is_visible_in_the_admin(as_editor):
 
 def test_the_list_shows_when_a_post_went_live_and_how_late(as_editor):
     post = due_post(seconds_ago=2.5)
-    services.publish_due()
+    batches.publish_due()
     lateness = post.events.get().lateness
     assert lateness >= 2.5
     listing = as_editor.get(LIST_URL).content.decode()
@@ -386,12 +382,12 @@ def test_banner_is_not_shown_to_staff_without_post_permissions(client, db):
 @override_settings(TIME_ZONE="Europe/Berlin")
 @pytest.mark.parametrize("url", [INDEX_URL, LIST_URL])
 def test_lineup_lists_the_next_scheduled_posts(as_editor, editor, url):
-    later = services.schedule_post(
+    later = posts.schedule_post(
         post=make_post(title="Later"),
         publish_at=datetime(2099, 12, 24, 17, 0, tzinfo=UTC),
         user=editor,
     )
-    sooner = services.schedule_post(
+    sooner = posts.schedule_post(
         post=make_post(title="Sooner"),
         publish_at=datetime(2099, 6, 1, 6, 30, tzinfo=UTC),
         user=editor,

@@ -16,7 +16,7 @@ from django.test import override_settings
 from django.urls import reverse
 
 from coordination.clock import database_now
-from publishing import services
+from publishing import batches, posts, revisions
 from publishing.admin import local_time
 from publishing.models import Post
 from tests.publishing.conftest import due_post, form_data, future_post, make_due, make_post
@@ -70,7 +70,7 @@ def assert_conflict(response, post: Post, by: str, typed: str = TYPED) -> str:
 def test_a_stale_live_tab_does_not_republish_an_unpublished_post(as_editor, bob):
     post = make_post(status=S.PUBLISHED, title="Live")
     tab = open_tab(as_editor, post)
-    services.unpublish_now(post=post, user=bob)
+    posts.unpublish_now(post=post, user=bob)
     before = snapshot(post)
     response = as_editor.post(change_url(post), {**tab, "title": TYPED})
     html = assert_conflict(response, post, "bob")
@@ -88,7 +88,7 @@ def test_a_stale_live_tab_does_not_republish_an_unpublished_post(as_editor, bob)
 def test_a_stale_draft_tab_does_not_cancel_a_schedule(as_editor, bob):
     post = make_post()
     tab = open_tab(as_editor, post)
-    services.schedule_post(post=post, publish_at=database_now() + timedelta(hours=1), user=bob)
+    posts.schedule_post(post=post, publish_at=database_now() + timedelta(hours=1), user=bob)
     before = snapshot(post)
     response = as_editor.post(change_url(post), {**tab, "body": TYPED})
     assert_conflict(response, post, "bob")
@@ -98,7 +98,7 @@ def test_a_stale_draft_tab_does_not_cancel_a_schedule(as_editor, bob):
 def test_a_stale_unpublished_tab_does_not_take_a_republished_post_down(as_editor, bob):
     post = make_post(status=S.UNPUBLISHED)
     tab = open_tab(as_editor, post)
-    services.publish_now(post=post, user=bob)
+    posts.publish_now(post=post, user=bob)
     before = snapshot(post)
     response = as_editor.post(change_url(post), {**tab, "title": TYPED})
     assert_conflict(response, post, "bob")
@@ -108,7 +108,7 @@ def test_a_stale_unpublished_tab_does_not_take_a_republished_post_down(as_editor
 def test_a_stale_scheduled_tab_does_not_reschedule_a_cancelled_post(as_editor, bob):
     post = future_post()
     tab = open_tab(as_editor, post)
-    services.cancel_schedule(post=post, user=bob)
+    posts.cancel_schedule(post=post, user=bob)
     before = snapshot(post)
     later = database_now() + timedelta(days=2)
     response = as_editor.post(
@@ -149,7 +149,7 @@ def test_published_by_the_scheduler_while_open_is_a_conflict_not_an_invalid_choi
     post = future_post(title="Soon")
     tab = open_tab(as_editor, post)
     Post.objects.filter(pk=post.pk).update(publish_at=database_now() - timedelta(seconds=1))
-    assert services.publish_due(node="node-a").done == [post.pk]
+    assert batches.publish_due(node="node-a").done == [post.pk]
     before = snapshot(post)
     response = as_editor.post(change_url(post), {**tab, "title": TYPED})
     assert_conflict(response, post, "Scheduler (node node-a)")
@@ -166,7 +166,7 @@ def test_unpublished_by_the_scheduler_while_open_is_a_conflict_not_a_past_time(a
     tab = open_tab(as_editor, post)
     # The unpublish time comes and the job takes the post down.
     Post.objects.filter(pk=post.pk).update(unpublish_at=database_now() - timedelta(seconds=1))
-    assert services.unpublish_due(node="node-b").done == [post.pk]
+    assert batches.unpublish_due(node="node-b").done == [post.pk]
     response = as_editor.post(change_url(post), {**tab, "title": TYPED})
     assert_conflict(response, post, "Scheduler (node node-b)")
     assert Post.objects.get(pk=post.pk).status == S.UNPUBLISHED
@@ -175,7 +175,7 @@ def test_unpublished_by_the_scheduler_while_open_is_a_conflict_not_a_past_time(a
 def test_a_drafters_tab_on_a_draft_a_publisher_scheduled_is_a_conflict_not_a_403(as_drafter, bob):
     post = make_post()
     tab = open_tab(as_drafter, post)
-    services.schedule_post(post=post, publish_at=database_now() + timedelta(hours=1), user=bob)
+    posts.schedule_post(post=post, publish_at=database_now() + timedelta(hours=1), user=bob)
     before = snapshot(post)
     response = as_drafter.post(change_url(post), {**tab, "body": TYPED})
     html = assert_conflict(response, post, "bob")
@@ -195,7 +195,7 @@ def test_a_conflict_found_only_under_the_row_lock_writes_nothing(as_editor, bob)
 
     post = make_post(status=S.PUBLISHED)
     tab = open_tab(as_editor, post)
-    services.unpublish_now(post=post, user=bob)
+    posts.unpublish_now(post=post, user=bob)
     before = snapshot(post)
     real = forms.edit_conflict
     calls = []
@@ -214,7 +214,7 @@ def test_a_conflict_found_only_under_the_row_lock_writes_nothing(as_editor, bob)
 def test_the_conflict_page_shows_the_history_that_explains_it(as_editor, bob):
     post = make_post(status=S.PUBLISHED)
     tab = open_tab(as_editor, post)
-    services.unpublish_now(post=post, user=bob)
+    posts.unpublish_now(post=post, user=bob)
     html = as_editor.post(change_url(post), {**tab, "title": TYPED}).content.decode()
     history = html[html.index("Publish history") :]
     assert "Unpublished" in history and ">bob<" in history
@@ -228,7 +228,7 @@ def save_as(user, post: Post, **values) -> Post:
     current = Post.objects.get(pk=post.pk)
     for name, value in values.items():
         setattr(current, name, value)
-    return services.save_post(post=current, user=user, expected_version=current.version)
+    return posts.save_post(post=current, user=user, expected_version=current.version)
 
 
 def merge_box(html: str) -> str:
@@ -310,7 +310,7 @@ def test_my_status_choice_survives_a_colleagues_title_change(as_editor, bob):
 
 def test_a_scheduled_revision_switched_in_while_open_counts_as_theirs(as_editor, editor):
     post = make_post(status=S.PUBLISHED, title="Opening hours", body="We open at 9.")
-    revision = services.schedule_revision(
+    revision = revisions.schedule_revision(
         post=post,
         title="Opening hours (summer)",
         body="We open at 9.",
@@ -319,7 +319,7 @@ def test_a_scheduled_revision_switched_in_while_open_counts_as_theirs(as_editor,
     )
     tab = open_tab(as_editor, post)
     make_due(revision)
-    assert services.switch_due_revisions(node="node-a").done
+    assert batches.switch_due_revisions(node="node-a").done
     response = as_editor.post(change_url(post), {**tab, "body": TYPED})
     assert_conflict(response, post, "Scheduler (node node-a)")
     merged = form_data(response)
@@ -335,7 +335,7 @@ def test_published_by_the_job_while_open_counts_as_theirs_and_says_what_cannot_b
     post = due_post(seconds_ago=1, title="Launch day")
     tab = open_tab(as_editor, post)
     later = database_now() + timedelta(days=3)
-    assert services.publish_due(node="node-a").done == [post.pk]
+    assert batches.publish_due(node="node-a").done == [post.pk]
     before = snapshot(post)
     response = as_editor.post(
         change_url(post),

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.urls import reverse
 
-from publishing import services
+from publishing import batches
 from publishing.admin_panel import PostState, state_text
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import due_post, form_data, future_post, make_post
@@ -112,7 +112,7 @@ def test_a_button_saves_the_text_stays_on_the_post_and_says_when_it_goes_out(as_
 
 def test_the_history_names_the_scheduler_and_a_sub_second_lateness_is_on_time(as_editor):
     post = due_post(seconds_ago=0.2)
-    assert services.publish_due(node="vm:11206").done == [post.pk]
+    assert batches.publish_due(node="vm:11206").done == [post.pk]
     PublishEvent.objects.filter(post=post).update(lateness=0.35)
     html = as_editor.get(change_url(post)).content.decode()
     history = html.split('id="events-group"', 1)[1]

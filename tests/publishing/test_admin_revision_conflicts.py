@@ -13,7 +13,7 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from coordination.clock import database_now
-from publishing import services
+from publishing import batches, posts, revisions
 from publishing.models import PostRevision
 from tests.publishing.conftest import form_data, live_post, make_due
 
@@ -44,7 +44,7 @@ def open_page(client, post) -> dict:
 
 def schedule_as(user, post, *, title, body, publish_at=LATER):
     post.refresh_from_db()
-    return services.schedule_revision(
+    return revisions.schedule_revision(
         post=post, title=title, body=body, publish_at=publish_at, user=user
     )
 
@@ -109,7 +109,7 @@ def test_a_revision_the_scheduler_switched_in_meanwhile_counts_as_theirs(as_edit
     )
     tab = open_page(as_editor, post)
     make_due(revision)
-    assert services.switch_due_revisions(node="node-a").done
+    assert batches.switch_due_revisions(node="node-a").done
     response = as_editor.post(revisions_url(post), {**tab, "body": TYPED})
     html = response.content.decode()
     assert "was changed by Scheduler (node node-a)" in html
@@ -127,7 +127,7 @@ def test_a_revision_the_scheduler_switched_in_meanwhile_counts_as_theirs(as_edit
 def test_a_post_taken_down_meanwhile_keeps_the_editors_text_on_the_page(as_editor, bob):
     post = live_post(title="Opening hours", body="We open at 9.")
     tab = open_page(as_editor, post)
-    services.unpublish_now(post=post, user=bob)
+    posts.unpublish_now(post=post, user=bob)
     response = as_editor.post(revisions_url(post), {**tab, "body": TYPED})
     assert response.status_code == 200, "not a 403 that loses the text"
     html = response.content.decode()

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from coordination.clock import database_now
 from editors.models import EditorProfile
-from publishing import services
+from publishing import previews, revisions
 from publishing.models import Post, PostRevision
 from tests.publishing.conftest import form_data, live_post, make_post
 
@@ -47,7 +47,7 @@ def test_the_change_page_links_to_the_revisions_and_names_a_scheduled_one(as_edi
     post = live_post()
     change = reverse("admin:publishing_post_change", args=[post.pk])
     assert revisions_url(post) in as_editor.get(change).content.decode()
-    services.schedule_revision(
+    revisions.schedule_revision(
         post=post,
         title="Planned",
         body="b",
@@ -90,7 +90,7 @@ def test_a_stale_page_is_refused_and_keeps_the_editors_text(as_editor, editor):
     post = live_post()
     data = schedule_form(as_editor, post, title="Mine", publish_at_0="2099-01-01")
     data["publish_at_1"] = "12:00:00"
-    services.schedule_revision(
+    revisions.schedule_revision(
         post=post,
         title="Theirs",
         body="b",
@@ -118,7 +118,7 @@ def form_data_of_page(html: str) -> dict:
 
 def test_cancel_and_restore_buttons(as_editor, editor):
     post = live_post(title="Original")
-    revision = services.schedule_revision(
+    revision = revisions.schedule_revision(
         post=post,
         title="Plan",
         body="b",
@@ -143,7 +143,7 @@ def test_cancel_and_restore_buttons(as_editor, editor):
 
 def test_compare_shows_an_escaped_word_diff(as_editor, editor):
     post = live_post(title="Old", body="Same line.\nOld line.")
-    services.schedule_revision(
+    revisions.schedule_revision(
         post=post,
         title="New",
         body="Same line.\n<script>alert(1)</script>",
@@ -179,7 +179,7 @@ def test_a_preview_link_is_made_shown_once_and_revoked(as_editor, client):
 
 def test_revoking_the_preview_links_asks_first(as_editor, editor, client):
     post = make_post(title="Draft to share")
-    path = services.preview_url(post=post, user=editor, expires_in=timedelta(hours=1))
+    path = previews.preview_url(post=post, user=editor, expires_in=timedelta(hours=1))
     version = Post.objects.get(pk=post.pk).version
     revoke = reverse("admin:publishing_post_preview_revoke", args=[post.pk])
     assert f'action="{revoke}"' in as_editor.get(revisions_url(post)).content.decode()
@@ -204,7 +204,7 @@ def test_revoking_the_preview_links_asks_first(as_editor, editor, client):
 
 def test_a_drafter_sees_revisions_but_cannot_schedule_or_cancel(as_drafter, editor):
     post = live_post()
-    revision = services.schedule_revision(
+    revision = revisions.schedule_revision(
         post=post,
         title="Plan",
         body="b",
@@ -222,7 +222,7 @@ def test_a_drafter_sees_revisions_but_cannot_schedule_or_cancel(as_drafter, edit
 
 def test_the_history_shows_revision_events(as_editor, editor):
     post = live_post()
-    services.schedule_revision(
+    revisions.schedule_revision(
         post=post,
         title="Plan",
         body="b",

@@ -17,7 +17,7 @@ from coordination.models import JobRun, JobState
 from coordination.registry import registry
 from coordination.scheduler import Scheduler
 from coordination.schedules import WhenDue
-from publishing import services
+from publishing import job_names
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import due_post, future_post, run_job
 from tests.support.polling import wait_until
@@ -31,24 +31,24 @@ def statuses(posts) -> list[str]:
 
 
 def test_the_backlog_job_is_a_transactional_job_of_the_publishing_group():
-    job = registry.get(services.BACKLOG_JOB)
+    job = registry.get(job_names.BACKLOG_JOB)
     assert (job.group, job.transactional) == ("publishing", True)
     assert isinstance(job.schedule, WhenDue)
 
 
 @pytest.mark.django_db
 def test_the_publish_job_leaves_overdue_posts_to_the_backlog_job_and_wakes_it():
-    JobState.objects.create(name=services.BACKLOG_JOB, group="publishing")
+    JobState.objects.create(name=job_names.BACKLOG_JOB, group="publishing")
     overdue = due_post(seconds_ago=60)
     recent = due_post(seconds_ago=2)
     upcoming = future_post(seconds_ahead=120)
-    next_due = run_job(services.PUBLISH_JOB)
+    next_due = run_job(job_names.PUBLISH_JOB)
     assert statuses([overdue, recent]) == [S.SCHEDULED, S.PUBLISHED]
     assert next_due == upcoming.publish_at, "the backlog does not make the publish job spin"
-    woken = JobState.objects.get(name=services.BACKLOG_JOB).wake_at
+    woken = JobState.objects.get(name=job_names.BACKLOG_JOB).wake_at
     assert woken is not None and woken <= database_now()
 
-    assert run_job(services.BACKLOG_JOB) is None
+    assert run_job(job_names.BACKLOG_JOB) is None
     assert statuses([overdue, upcoming]) == [S.PUBLISHED, S.SCHEDULED]
     event = PublishEvent.objects.get(post=overdue)
     assert event.kind == K.PUBLISHED and event.lateness >= 60
@@ -59,10 +59,10 @@ def test_the_publish_job_leaves_overdue_posts_to_the_backlog_job_and_wakes_it():
 def test_the_backlog_job_drains_newest_first_batch_after_batch():
     posts = [due_post(seconds_ago=100 - i) for i in range(5)]
     recent = due_post(seconds_ago=1)
-    assert run_job(services.BACKLOG_JOB) <= database_now(), "a full batch: more right now"
+    assert run_job(job_names.BACKLOG_JOB) <= database_now(), "a full batch: more right now"
     assert statuses(posts) == [S.SCHEDULED] * 3 + [S.PUBLISHED] * 2
-    assert run_job(services.BACKLOG_JOB) <= database_now()
-    assert run_job(services.BACKLOG_JOB) is None
+    assert run_job(job_names.BACKLOG_JOB) <= database_now()
+    assert run_job(job_names.BACKLOG_JOB) is None
     assert statuses(posts) == [S.PUBLISHED] * 5
     assert statuses([recent]) == [S.SCHEDULED], "what is due now is the publish job's"
 
@@ -72,14 +72,14 @@ def test_a_running_backlog_batch_does_not_hold_up_the_publish_job():
     """The backlog job's run holds its state row and its posts; the publish job goes on."""
     if not connection.features.has_select_for_update_skip_locked:
         pytest.skip("runs side by side only with row locks (PostgreSQL, MariaDB)")
-    JobState.objects.create(name=services.BACKLOG_JOB, group="publishing")
+    JobState.objects.create(name=job_names.BACKLOG_JOB, group="publishing")
     overdue = due_post(seconds_ago=60)
     recent = due_post(seconds_ago=1)
     holding, release = threading.Event(), threading.Event()
 
     def backlog_run_in_progress():
         with transaction.atomic():
-            list(JobState.objects.select_for_update().filter(name=services.BACKLOG_JOB))
+            list(JobState.objects.select_for_update().filter(name=job_names.BACKLOG_JOB))
             list(Post.objects.select_for_update().filter(pk=overdue.pk))
             holding.set()
             release.wait(30)
@@ -91,7 +91,7 @@ def test_a_running_backlog_batch_does_not_hold_up_the_publish_job():
 
     def publish_job():
         try:
-            run_job(services.PUBLISH_JOB)
+            run_job(job_names.PUBLISH_JOB)
         finally:
             connection.close()
             done.set()
@@ -117,14 +117,14 @@ def test_one_tick_of_the_engine_publishes_the_backlog_and_the_posts_due_now():
     # newest overdue row for a moment, and the backlog job skips it and looks again a
     # second later (its next run finishes here).
     if Post.objects.filter(status=S.SCHEDULED).exists():
-        next_due = JobState.objects.get(name=services.BACKLOG_JOB).next_due
+        next_due = JobState.objects.get(name=job_names.BACKLOG_JOB).next_due
         assert next_due <= database_now() + timedelta(seconds=1)
-        run_job(services.BACKLOG_JOB)
+        run_job(job_names.BACKLOG_JOB)
     assert statuses([*overdue, recent]) == [S.PUBLISHED] * 4
     counts = PublishEvent.objects.filter(kind=K.PUBLISHED).values_list("post_id", flat=True)
     assert sorted(counts) == sorted(p.pk for p in [*overdue, recent]), "each exactly once"
     jobs = set(JobRun.objects.values_list("job", flat=True))
-    assert jobs == {services.PUBLISH_JOB, services.BACKLOG_JOB}
+    assert jobs == {job_names.PUBLISH_JOB, job_names.BACKLOG_JOB}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -137,7 +137,7 @@ def test_while_a_backlog_drains_the_publish_job_leaves_the_backlog_jobs_row_unlo
     """
     if not connection.features.has_select_for_update_nowait:
         pytest.skip("row locks: PostgreSQL, MariaDB")
-    JobState.objects.create(name=services.BACKLOG_JOB, group="publishing", next_due=database_now())
+    JobState.objects.create(name=job_names.BACKLOG_JOB, group="publishing", next_due=database_now())
     overdue = due_post(seconds_ago=60)
     recent = due_post(seconds_ago=1)
     ran, checked = threading.Event(), threading.Event()
@@ -145,7 +145,7 @@ def test_while_a_backlog_drains_the_publish_job_leaves_the_backlog_jobs_row_unlo
     def publish_run_not_yet_committed():
         try:
             with transaction.atomic():
-                run_job(services.PUBLISH_JOB)
+                run_job(job_names.PUBLISH_JOB)
                 ran.set()
                 checked.wait(30)
         finally:
@@ -157,7 +157,7 @@ def test_while_a_backlog_drains_the_publish_job_leaves_the_backlog_jobs_row_unlo
         assert ran.wait(20)
         with transaction.atomic():
             locked = JobState.objects.select_for_update(nowait=True)
-            assert list(locked.filter(name=services.BACKLOG_JOB).values_list("pk", flat=True))
+            assert list(locked.filter(name=job_names.BACKLOG_JOB).values_list("pk", flat=True))
     finally:
         checked.set()
         runner.join()

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from coordination.admin_paging import CappedCountPaginator
-from publishing import services
+from publishing import posts
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import make_post
 from tests.publishing.test_index_paging import id_base
@@ -87,14 +87,14 @@ def test_deleting_a_live_post_without_history_changes_the_public_validators(clie
     make_post(status=S.PUBLISHED, slug="stays")
     goes = make_post(status=S.PUBLISHED, slug="goes")  # no events: made live by a script
     first = client.get("/")
-    services.delete_post(post=goes, user=admin_user)
+    posts.delete_post(post=goes, user=admin_user)
     assert client.get("/", headers={"if-none-match": first["ETag"]}).status_code == 200
     event = PublishEvent.objects.get(kind=K.DELETED)
     assert event.data == {"slug": "goes", "was": S.PUBLISHED}
 
 
 def test_deleting_a_draft_without_history_leaves_no_trace(admin_user):
-    services.delete_post(post=make_post(slug="scratch"), user=admin_user)
+    posts.delete_post(post=make_post(slug="scratch"), user=admin_user)
     assert not PublishEvent.objects.exists()
 
 

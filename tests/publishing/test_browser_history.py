@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from editors.models import EditorProfile
-from publishing import services
+from publishing import posts
 from tests.publishing.conftest import make_post
 from tests.support.browser import screenshot, signed_in
 
@@ -23,8 +23,8 @@ LATER = datetime(2031, 6, 2, 12, 0, 5, tzinfo=UTC)
 def test_the_history_on_the_post_page_is_in_the_editors_zone(live_server, editor, browser, request):
     EditorProfile.objects.create(user=editor, time_zone="Asia/Tokyo")
     post = make_post(title="Summer opening")
-    services.schedule_post(post=post, publish_at=PUBLISH_AT, user=editor)
-    services.reschedule_post(post=post, publish_at=LATER, user=editor)
+    posts.schedule_post(post=post, publish_at=PUBLISH_AT, user=editor)
+    posts.reschedule_post(post=post, publish_at=LATER, user=editor)
     page = signed_in(browser, live_server, "editor", "pw")
     try:
         page.goto(f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}")

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from coordination.clock import database_now
 from editors.models import EditorProfile
-from publishing import services
+from publishing import posts
 from publishing.models import Post
 from tests.publishing.conftest import due_post, make_post
 from tests.support.browser import screenshot, signed_in
@@ -117,9 +117,7 @@ def test_a_late_post_says_so_and_a_drafter_sees_no_publishing_buttons(
         assert "Draft" in panel(drafter_page)
         assert buttons(drafter_page) == []
         screenshot(drafter_page, "panel-drafter")
-        services.schedule_post(
-            post=draft, publish_at=database_now() + timedelta(days=1), user=editor
-        )
+        posts.schedule_post(post=draft, publish_at=database_now() + timedelta(days=1), user=editor)
         drafter_page.goto(change_url(live_server, draft))
         assert "Scheduled: goes live" in panel(drafter_page)
         assert buttons(drafter_page) == []

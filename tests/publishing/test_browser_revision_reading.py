@@ -5,7 +5,7 @@ confirmation, and "View on site" of a draft. Screenshots go to ``test-artifacts/
 
 from datetime import UTC, datetime
 
-from publishing import services
+from publishing import previews, revisions
 from tests.publishing.conftest import live_post, make_due, make_post, run_publish_job
 from tests.support.browser import screenshot, signed_in
 
@@ -27,21 +27,21 @@ def test_an_editor_reads_which_revision_is_live_and_what_changed(
 ):
     post = live_post(title="Spring programme", slug="spring-programme", body=FIRST)
     page = signed_in(browser, live_server, "editor", "pw")
-    revisions = f"{live_server.url}/admin/publishing/post/{post.pk}/revisions/"
+    revisions_page = f"{live_server.url}/admin/publishing/post/{post.pk}/revisions/"
     try:
-        revision = services.schedule_revision(
+        revision = revisions.schedule_revision(
             post=post,
             title=post.title,
             body=SECOND,
             publish_at=datetime(2099, 1, 1, tzinfo=UTC),
             user=editor,
         )
-        link = live_server.url + services.preview_url(
-            post=post, user=editor, expires_in=services.previews.MAX_LIFETIME
+        link = live_server.url + previews.preview_url(
+            post=post, user=editor, expires_in=previews.MAX_LIFETIME
         )
         make_due(revision)
         run_publish_job(node="browser-node")
-        page.goto(revisions)
+        page.goto(revisions_page)
         assert page.inner_text("#revision-2 .status") == "Live now"
         assert page.inner_text("#revision-1 .status").startswith("Was live from ")
         screenshot(page, "revisions-live-now")

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from coordination.clock import database_now
 from editors.models import EditorProfile
-from publishing import services
+from publishing import batches, posts
 from publishing.models import Post
 from tests.publishing.conftest import due_post, future_post, make_post
 from tests.support.browser import screenshot, signed_in
@@ -74,7 +74,7 @@ def test_the_history_names_the_scheduler_and_reads_lateness_in_plain_words(
 ):
     EditorProfile.objects.create(user=editor, time_zone="Asia/Tokyo")
     post = due_post(seconds_ago=0, title="On the hour")
-    assert services.publish_due(node="vm:11206").done == [post.pk]
+    assert batches.publish_due(node="vm:11206").done == [post.pk]
     page = sign_in(browser, live_server, "editor")
     try:
         page.goto(f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}")
@@ -100,7 +100,7 @@ def test_the_post_list_at_1400_px_shows_every_column_and_late_posts(
     future_post(title=f"{long} (scheduled)", unpublish_at=database_now() + timedelta(days=9))
     due_post(seconds_ago=300, title=f"{long} (late)")
     live = make_post(title=f"{long} (live)")
-    services.publish_now(post=live, user=editor)
+    posts.publish_now(post=live, user=editor)
     page = sign_in(browser, live_server, "editor", width=1400)
     try:
         page.goto(f"{live_server.url}{reverse('admin:publishing_post_changelist')}")

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 
 from coordination.clock import database_now
 from coordination.registry import group
-from publishing import services
+from publishing import batches, posts
 from publishing.exceptions import EditConflict, InvalidTransition
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import Actor, due_post, make_post
@@ -42,7 +42,7 @@ def test_a_post_an_editor_is_cancelling_is_skipped_and_the_cancel_wins():
 
     def cancel_and_hold():
         with transaction.atomic():
-            services.cancel_schedule(post=victim, user=None)
+            posts.cancel_schedule(post=victim, user=None)
             cancelled.set()
             release.wait(10)
 
@@ -50,7 +50,7 @@ def test_a_post_an_editor_is_cancelling_is_skipped_and_the_cancel_wins():
     editor.start()
     assert cancelled.wait(10)
     started = time.monotonic()
-    result = services.publish_due(node="replica-1")
+    result = batches.publish_due(node="replica-1")
     waited = time.monotonic() - started
     release.set()
     editor.join(10)
@@ -59,7 +59,7 @@ def test_a_post_an_editor_is_cancelling_is_skipped_and_the_cancel_wins():
     assert result.done == [other.pk]
     victim.refresh_from_db()
     assert (victim.status, victim.published_at) == (S.DRAFT, None)
-    assert services.publish_due(node="replica-1").done == []
+    assert batches.publish_due(node="replica-1").done == []
     assert not victim.events.filter(kind=K.PUBLISHED).exists()
 
 
@@ -69,7 +69,7 @@ def test_a_cancel_waiting_on_a_publishing_batch_reports_the_publish():
 
     def publish_and_hold():
         with transaction.atomic():
-            result = services.publish_due(node="replica-1")
+            result = batches.publish_due(node="replica-1")
             published.set()
             release.wait(10)
             return result
@@ -77,7 +77,7 @@ def test_a_cancel_waiting_on_a_publishing_batch_reports_the_publish():
     batch = Actor(publish_and_hold)
     batch.start()
     assert published.wait(10)
-    editor = Actor(lambda: services.cancel_schedule(post=post, user=None))
+    editor = Actor(lambda: posts.cancel_schedule(post=post, user=None))
     editor.start()
     wait_until(lambda: lock_waiters() >= 1, message="the cancel never waited on the row lock")
     release.set()
@@ -97,7 +97,7 @@ def test_two_replicas_publishing_at_once_split_the_work_and_publish_each_post_on
 
     def first_replica():
         with transaction.atomic():
-            result = services.publish_due(batch_size=3, node="replica-1")
+            result = batches.publish_due(batch_size=3, node="replica-1")
             holding.set()
             release.wait(10)
             return result
@@ -105,7 +105,7 @@ def test_two_replicas_publishing_at_once_split_the_work_and_publish_each_post_on
     replica = Actor(first_replica)
     replica.start()
     assert holding.wait(10)
-    second = services.publish_due(batch_size=10, node="replica-2")
+    second = batches.publish_due(batch_size=10, node="replica-2")
     release.set()
     replica.join(10)
     assert replica.error is None
@@ -132,7 +132,7 @@ def test_scheduling_wakes_the_scheduler_with_notify_at_commit():
         listener.execute(f"LISTEN {channel}")
         post = make_post()
         with transaction.atomic():
-            services.schedule_post(
+            posts.schedule_post(
                 post=post, publish_at=database_now() + timedelta(minutes=5), user=None
             )
             early = list(listener.notifies(timeout=0.2, stop_after=1))
@@ -153,14 +153,14 @@ def test_two_editors_saving_one_version_the_second_waits_for_the_lock_and_is_ref
         with transaction.atomic():
             mine = Post.objects.get(pk=post.pk)
             mine.body = "first editor"
-            services.save_post(post=mine, user=None, expected_version=opened)
+            posts.save_post(post=mine, user=None, expected_version=opened)
             saved.set()
             release.wait(10)
 
     def save_second():
         theirs = Post.objects.get(pk=post.pk)
         theirs.body = "second editor"
-        services.save_post(post=theirs, user=None, expected_version=opened)
+        posts.save_post(post=theirs, user=None, expected_version=opened)
 
     first = Actor(save_and_hold)
     first.start()

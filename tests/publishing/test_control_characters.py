@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from coordination.clock import database_now
 from plugins.builtin.static_export import CURRENT
-from publishing import services
+from publishing import batches, posts, revisions
 from publishing.exceptions import InvalidContent, NotPublishable, PublishingError
 from publishing.models import Post, PostRevision
 from publishing.validation import xml_text
@@ -47,7 +47,7 @@ REPORTED = "Control \x01 ... \x0b"
 def test_saving_text_no_page_can_carry_is_refused_naming_the_field(editor, field, value, message):
     values = {"title": "Fine", "slug": "fine", "body": "Fine body.", field: value}
     with pytest.raises(InvalidContent) as refused:
-        services.save_post(post=Post(**values), user=editor)
+        posts.save_post(post=Post(**values), user=editor)
     assert list(refused.value.errors) == [field]
     assert refused.value.errors[field].startswith(message)
     assert refused.value.errors[field].endswith("remove it.")
@@ -55,33 +55,33 @@ def test_saving_text_no_page_can_carry_is_refused_naming_the_field(editor, field
 
 
 def test_editing_a_post_to_such_text_keeps_what_it_had(editor):
-    post = services.save_post(post=Post(title="Fine", slug="fine", body="Body."), user=editor)
+    post = posts.save_post(post=Post(title="Fine", slug="fine", body="Body."), user=editor)
     post.title = REPORTED
     with pytest.raises(InvalidContent, match="title"):
-        services.save_post(post=post, user=editor, expected_version=post.version)
+        posts.save_post(post=post, user=editor, expected_version=post.version)
     assert Post.objects.get(pk=post.pk).title == "Fine"
 
 
 def test_tabs_line_breaks_and_other_characters_are_fine_in_a_body(editor):
     body = "Columns:\ta\tb\r\nNext line\nC1 \x85 and DEL \x7f, emoji 🙂, RTL \u202e."
-    post = services.save_post(post=Post(title="Fine 🙂", slug="fine", body=body), user=editor)
+    post = posts.save_post(post=Post(title="Fine 🙂", slug="fine", body=body), user=editor)
     assert Post.objects.get(pk=post.pk).body == body
 
 
 def test_publishing_a_post_stored_with_such_text_is_refused(editor):
     post = make_post(title=REPORTED)
     with pytest.raises(NotPublishable, match=r"the title contains a control character \(U\+0001\)"):
-        services.publish_now(post=post, user=editor)
+        posts.publish_now(post=post, user=editor)
     stored_body = make_post(body="Bad \x01 body")
     with pytest.raises(NotPublishable, match=r"the body contains a control character"):
-        services.schedule_post(
+        posts.schedule_post(
             post=stored_body, publish_at=database_now() + timedelta(hours=1), user=editor
         )
 
 
 def test_the_publish_job_marks_such_a_post_failed_instead_of_publishing_it():
     post = due_post(title=REPORTED)
-    result = services.publish_due()
+    result = batches.publish_due()
     assert result.failed == [post.pk]
     post.refresh_from_db()
     assert post.status == S.SCHEDULED and "U+0001" in post.last_error
@@ -91,7 +91,7 @@ def test_a_revision_with_such_text_is_refused(editor):
     post = live_post()
     for title, body, field in ((REPORTED, "Fine.", "title"), ("Fine", "Bad \x02", "body")):
         with pytest.raises(NotPublishable, match=f"the {field} contains a control character"):
-            services.schedule_revision(
+            revisions.schedule_revision(
                 post=post,
                 title=title,
                 body=body,
@@ -165,8 +165,8 @@ texts = st.text(
 def test_whatever_the_services_accept_every_public_page_renders(client, title, body):
     Post.objects.all().delete()
     try:
-        post = services.save_post(post=Post(title=title, slug="any", body=body), user=None)
-        services.publish_now(post=post, user=None)
+        post = posts.save_post(post=Post(title=title, slug="any", body=body), user=None)
+        posts.publish_now(post=post, user=None)
     except PublishingError:
         return  # refused, with a reason: nothing of it is live
     for url in (

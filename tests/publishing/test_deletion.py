@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from coordination.clock import database_now
-from publishing import services
+from publishing import posts
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import make_post
 
@@ -29,8 +29,8 @@ def delete_url(post: Post) -> str:
 
 def post_with_history(editor, title: str = "Old news") -> Post:
     post = make_post(title=title)
-    services.schedule_post(post=post, publish_at=database_now() + timedelta(hours=1), user=editor)
-    services.publish_now(post=post, user=editor)
+    posts.schedule_post(post=post, publish_at=database_now() + timedelta(hours=1), user=editor)
+    posts.publish_now(post=post, user=editor)
     return post
 
 
@@ -83,7 +83,7 @@ def test_an_editor_cannot_delete_a_post_with_history(client, editor):
     assert client.post(LIST_URL, {**data, "post": "yes"}).status_code == 403
     assert Post.objects.filter(pk=post.pk).exists()
     with pytest.raises(PermissionDenied, match="only a superuser"):
-        services.delete_post(post=post, user=editor)
+        posts.delete_post(post=post, user=editor)
 
 
 def test_a_draft_without_history_is_deleted_without_a_trace(client, editor):

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from coordination.clock import database_now
 from editors.models import EditorProfile
-from publishing import services
+from publishing import posts, revisions
 from publishing.history import describe
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import make_post
@@ -35,7 +35,7 @@ UNPUBLISH_AT = datetime(2031, 12, 1, 12, 0, 7, tzinfo=UTC)
 
 def scheduled_post(editor) -> Post:
     post = make_post(title="Summer opening")
-    return services.schedule_post(
+    return posts.schedule_post(
         post=post, publish_at=PUBLISH_AT, unpublish_at=UNPUBLISH_AT, user=editor
     )
 
@@ -73,11 +73,11 @@ def test_details_are_worded_in_the_viewers_zone_to_the_second(editor, zone, word
 def test_every_kind_of_editor_event_is_worded_in_the_viewers_zone(editor):
     post = scheduled_post(editor)
     later = PUBLISH_AT + timedelta(days=1)
-    services.reschedule_post(post=post, publish_at=later, unpublish_at=UNPUBLISH_AT, user=editor)
-    services.cancel_schedule(post=post, user=editor)
-    services.publish_now(post=post, user=editor)
-    services.set_unpublish_at(post=post, unpublish_at=None, user=editor)
-    services.unpublish_now(post=post, user=editor)
+    posts.reschedule_post(post=post, publish_at=later, unpublish_at=UNPUBLISH_AT, user=editor)
+    posts.cancel_schedule(post=post, user=editor)
+    posts.publish_now(post=post, user=editor)
+    posts.set_unpublish_at(post=post, unpublish_at=None, user=editor)
+    posts.unpublish_now(post=post, user=editor)
     with timezone.override("Asia/Tokyo"):
         worded = [(e.kind, describe(e)) for e in post.events.order_by("id")]
     assert worded == [
@@ -93,10 +93,10 @@ def test_every_kind_of_editor_event_is_worded_in_the_viewers_zone(editor):
 def test_revision_events_are_worded_in_the_viewers_zone(editor):
     post = make_post(status=S.PUBLISHED, title="Menu")
     at = database_now().replace(microsecond=250000) + timedelta(days=3)
-    revision = services.schedule_revision(
+    revision = revisions.schedule_revision(
         post=post, title="New menu", body="Soup.", publish_at=at, user=editor
     )
-    services.cancel_revision(revision=revision, user=editor)
+    revisions.cancel_revision(revision=revision, user=editor)
     local = timezone.localtime(at, timezone=timezone.get_fixed_timezone(330))
     with timezone.override(timezone.get_fixed_timezone(330)):
         worded = [describe(e) for e in post.events.order_by("id")]

@@ -12,7 +12,7 @@ from coordination.models import JobRun, JobState
 from coordination.registry import registry
 from coordination.scheduler import Scheduler
 from coordination.schedules import WhenDue
-from publishing import services
+from publishing import job_names
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import due_post, future_post, make_post, run_publish_job
 
@@ -84,9 +84,9 @@ def test_the_engine_runs_the_publish_job_in_process():
     events = PublishEvent.objects.filter(kind=PublishEvent.Kind.PUBLISHED)
     assert sorted(events.values_list("post_id", flat=True)) == sorted(p.pk for p in due)
     assert set(events.values_list("node", flat=True)) == {"engine-test"}
-    run = JobRun.objects.get(job=services.PUBLISH_JOB)
+    run = JobRun.objects.get(job=job_names.PUBLISH_JOB)
     assert (run.status, run.node) == (JobRun.Status.SUCCEEDED, "engine-test")
-    state = JobState.objects.get(name=services.PUBLISH_JOB)
+    state = JobState.objects.get(name=job_names.PUBLISH_JOB)
     assert state.next_due == upcoming.publish_at, "the scheduler sleeps until the next post"
     upcoming.refresh_from_db()
     assert upcoming.status == S.SCHEDULED

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from django.urls import reverse
 
-from publishing import services
+from publishing import revisions
 from publishing.live_spans import LiveSpan, live_spans
 from tests.publishing.conftest import live_post, make_due, run_publish_job
 
@@ -97,7 +97,7 @@ def test_live_spans(revisions, post, expected):
 @pytest.mark.django_db
 def test_the_revisions_page_says_which_revision_is_live_now(as_editor, editor):
     post = live_post(title="T", body="first")
-    revision = services.schedule_revision(
+    revision = revisions.schedule_revision(
         post=post,
         title="T",
         body="second",
@@ -117,7 +117,7 @@ def test_the_revisions_page_says_which_revision_is_live_now(as_editor, editor):
 @pytest.mark.django_db
 def test_the_compare_page_says_which_revision_is_live_now(as_editor, editor):
     post = live_post(title="T", body="first")
-    revision = services.schedule_revision(
+    revision = revisions.schedule_revision(
         post=post,
         title="T",
         body="second",

@@ -8,7 +8,7 @@ from django.core import signing
 from django.core.exceptions import PermissionDenied
 
 from coordination.clock import database_now
-from publishing import previews, services
+from publishing import posts, previews, revisions
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import live_post, make_due, make_post, run_publish_job
 
@@ -35,7 +35,7 @@ def assert_ordinary_404(response, not_found) -> None:
 
 def test_a_preview_link_is_a_signed_path_that_shows_a_draft_to_anyone(client, editor):
     post = make_post(title="Secret plans", body="Not *yet* public.")
-    path = services.preview_url(post=post, user=editor, expires_in=HOUR)
+    path = previews.preview_url(post=post, user=editor, expires_in=HOUR)
     assert path.startswith("/preview/") and path.endswith("/")
     assert client.get(f"/posts/{post.slug}/").status_code == 404, "the draft is not public"
 
@@ -53,14 +53,14 @@ def test_a_preview_link_is_a_signed_path_that_shows_a_draft_to_anyone(client, ed
 
 def test_a_preview_shows_the_scheduled_revision_of_a_live_post(client, editor):
     post = live_post(title="Live title", body="Live body.")
-    services.schedule_revision(
+    revisions.schedule_revision(
         post=post,
         title="Next title",
         body="Next body.",
         publish_at=database_now() + HOUR,
         user=editor,
     )
-    page = client.get(services.preview_url(post=post, user=editor, expires_in=HOUR))
+    page = client.get(previews.preview_url(post=post, user=editor, expires_in=HOUR))
     text = page.content.decode()
     assert "Next body." in text and "Live body." not in text
     assert "revision 2, scheduled" in text
@@ -70,16 +70,16 @@ def test_a_preview_shows_the_scheduled_revision_of_a_live_post(client, editor):
 def test_an_expired_link_is_an_ordinary_404(client, editor, not_found):
     post = make_post()
     made_two_hours_ago = database_now() - 2 * HOUR
-    path = services.preview_url(post=post, user=editor, expires_in=HOUR, now=made_two_hours_ago)
+    path = previews.preview_url(post=post, user=editor, expires_in=HOUR, now=made_two_hours_ago)
     assert_ordinary_404(client.get(path), not_found)
-    fresh = services.preview_url(post=post, user=editor, expires_in=HOUR)
+    fresh = previews.preview_url(post=post, user=editor, expires_in=HOUR)
     assert client.get(fresh).status_code == 200
 
 
 def test_a_tampered_link_is_an_ordinary_404(client, editor, not_found):
     post = make_post()
     other = make_post()
-    path = services.preview_url(post=post, user=editor, expires_in=HOUR)
+    path = previews.preview_url(post=post, user=editor, expires_in=HOUR)
     token = path.split("/")[2]
     payload = signing.loads(token, salt=previews.SALT)
     forged = signing.dumps({**payload, "p": other.pk}, salt="another.salt")
@@ -91,14 +91,14 @@ def test_a_tampered_link_is_an_ordinary_404(client, editor, not_found):
 def test_revoking_kills_every_earlier_link_of_the_post_only(client, editor, not_found):
     post = make_post()
     other = make_post()
-    old = services.preview_url(post=post, user=editor, expires_in=HOUR)
-    others = services.preview_url(post=other, user=editor, expires_in=HOUR)
+    old = previews.preview_url(post=post, user=editor, expires_in=HOUR)
+    others = previews.preview_url(post=other, user=editor, expires_in=HOUR)
     version = Post.objects.get(pk=post.pk).version
-    services.revoke_preview_links(post=post, user=editor, expected_version=version)
+    previews.revoke_preview_links(post=post, user=editor, expected_version=version)
     assert_ordinary_404(client.get(old), not_found)
     assert client.get(others).status_code == 200
     assert (
-        client.get(services.preview_url(post=post, user=editor, expires_in=HOUR)).status_code == 200
+        client.get(previews.preview_url(post=post, user=editor, expires_in=HOUR)).status_code == 200
     )
     event = PublishEvent.objects.get(post=post, kind=PublishEvent.Kind.PREVIEWS_REVOKED)
     assert event.user == editor
@@ -106,7 +106,7 @@ def test_revoking_kills_every_earlier_link_of_the_post_only(client, editor, not_
 
 def test_a_deleted_posts_link_is_an_ordinary_404(client, editor, not_found):
     post = make_post()
-    path = services.preview_url(post=post, user=editor, expires_in=HOUR)
+    path = previews.preview_url(post=post, user=editor, expires_in=HOUR)
     post.delete()
     assert_ordinary_404(client.get(path), not_found)
 
@@ -117,35 +117,35 @@ def test_only_editors_may_make_or_revoke_links(db):
     reader = User.objects.create_user("reader", password="pw", is_staff=True)
     post = make_post()
     with pytest.raises(PermissionDenied, match="publishing.change_post"):
-        services.preview_url(post=post, user=reader, expires_in=HOUR)
+        previews.preview_url(post=post, user=reader, expires_in=HOUR)
     with pytest.raises(PermissionDenied):
-        services.revoke_preview_links(post=post, user=reader)
+        previews.revoke_preview_links(post=post, user=reader)
 
 
 @pytest.mark.parametrize("lifetime", [timedelta(0), -HOUR, timedelta(days=31)])
 def test_a_lifetime_out_of_range_is_a_clear_error(editor, lifetime):
     with pytest.raises(ValueError, match="expires_in must be more than 0 and at most 30 days"):
-        services.preview_url(post=make_post(), user=editor, expires_in=lifetime)
+        previews.preview_url(post=make_post(), user=editor, expires_in=lifetime)
 
 
 def test_the_link_survives_edits_and_shows_the_latest_text(client, editor):
     post = make_post(title="First draft")
-    path = services.preview_url(post=post, user=editor, expires_in=HOUR)
+    path = previews.preview_url(post=post, user=editor, expires_in=HOUR)
     post.title = "Second draft"
-    services.save_post(post=post, user=editor)
+    posts.save_post(post=post, user=editor)
     assert "Second draft" in client.get(path).content.decode()
 
 
 def test_the_preview_of_a_revision_that_has_gone_live_says_so_and_links_the_page(client, editor):
     post = live_post(title="Notes", slug="notes", body="first")
-    revision = services.schedule_revision(
+    revision = revisions.schedule_revision(
         post=post,
         title="Notes",
         body="second",
         publish_at=datetime(2099, 1, 1, tzinfo=UTC),
         user=editor,
     )
-    path = services.preview_url(post=post, user=editor, expires_in=HOUR)
+    path = previews.preview_url(post=post, user=editor, expires_in=HOUR)
     assert "not published: revision 2, scheduled" in client.get(path).content.decode()
 
     make_due(revision)
@@ -159,7 +159,7 @@ def test_the_preview_of_a_revision_that_has_gone_live_says_so_and_links_the_page
 def test_the_preview_of_a_live_post_says_it_is_live_now(client, editor):
     post = live_post(title="Notes", slug="live-notes", body="only")
     page = client.get(
-        services.preview_url(post=post, user=editor, expires_in=HOUR)
+        previews.preview_url(post=post, user=editor, expires_in=HOUR)
     ).content.decode()
     assert "This post is live now" in page and 'href="/posts/live-notes/"' in page
     assert "not published" not in page

@@ -12,7 +12,7 @@ from django.test import override_settings
 from django.urls import reverse
 
 from coordination.clock import database_now
-from publishing import services
+from publishing import batches, posts
 from publishing.models import Post
 from tests.publishing.conftest import due_post, future_post, make_post
 
@@ -61,7 +61,7 @@ def not_live_posts() -> dict[str, Post]:
     """One post in every state that must not be visible."""
     now = database_now()
     failed = due_post(title="", slug="failed-post")
-    services.publish_due()
+    batches.publish_due()
     return {
         "draft": make_post(slug="a-draft"),
         "scheduled": future_post(slug="a-scheduled-post"),
@@ -209,14 +209,14 @@ def test_etags_change_when_the_live_set_changes(client, editor):
     index_etag = client.get(INDEX)["ETag"]
     post_etag = client.get(post.get_absolute_url())["ETag"]
     other = make_post()
-    services.publish_now(post=other, user=editor)
+    posts.publish_now(post=other, user=editor)
     response = client.get(INDEX, headers={"if-none-match": index_etag})
     assert response.status_code == 200, "a newly live post changes the index"
     index_etag = response["ETag"]
-    services.unpublish_now(post=other, user=editor)
+    posts.unpublish_now(post=other, user=editor)
     assert client.get(INDEX, headers={"if-none-match": index_etag}).status_code == 200
     post.body = "edited"
-    services.save_post(post=post, user=editor)
+    posts.save_post(post=post, user=editor)
     assert (
         client.get(post.get_absolute_url(), headers={"if-none-match": post_etag}).status_code == 200
     )
@@ -225,7 +225,7 @@ def test_etags_change_when_the_live_set_changes(client, editor):
 def test_a_body_that_fails_to_render_is_shown_as_text(client, editor):
     post = make_post(status=S.PUBLISHED, slug="broken", body="ok")
     post.body = "<b>" * 200  # nested too deep to render; the admin form refuses it
-    services.save_post(post=post, user=editor)
+    posts.save_post(post=post, user=editor)
     page = client.get(post.get_absolute_url())
     assert page.status_code == 200
     assert "&lt;b&gt;&lt;b&gt;" in page.content.decode()

@@ -11,7 +11,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.test import override_settings
 from django.urls import reverse
 
-from publishing import services
+from publishing import posts
 from publishing.models import Post
 from publishing.rendering import render_markdown
 from tests.publishing.conftest import _staff, make_post
@@ -81,7 +81,7 @@ def test_editing_a_post_the_public_cannot_see_leaves_the_public_validators_alone
     first = client.get(INDEX)
     for post in (draft, gone):
         post.body = "edited where nobody can see it"
-        services.save_post(post=post, user=editor)
+        posts.save_post(post=post, user=editor)
         again = client.get(INDEX, headers={"if-none-match": first["ETag"]})
         assert again.status_code == 304, f"editing the {post.status} post changed the ETag"
         again = client.get(INDEX, headers={"if-modified-since": first["Last-Modified"]})
@@ -92,7 +92,7 @@ def test_taking_a_post_down_still_changes_the_validators(client, editor):
     make_post(status=S.PUBLISHED, slug="stays")
     goes = make_post(status=S.PUBLISHED, slug="goes")
     first = client.get(INDEX)
-    services.unpublish_now(post=goes, user=editor)
+    posts.unpublish_now(post=goes, user=editor)
     assert client.get(INDEX, headers={"if-none-match": first["ETag"]}).status_code == 200
 
 

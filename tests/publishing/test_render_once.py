@@ -5,7 +5,7 @@ from unittest import mock
 import pytest
 from django.urls import reverse
 
-from publishing import rendering, services
+from publishing import posts, rendering
 from publishing.models import Post
 from tests.publishing.conftest import make_post
 
@@ -22,23 +22,21 @@ HOSTILE = {
 
 
 def test_saving_a_body_stores_its_html_and_excerpt(editor):
-    post = services.save_post(
+    post = posts.save_post(
         post=Post(title="T", slug="t", body="Hello **world**, [link](https://example.com)."),
         user=editor,
     )
     assert "<strong>world</strong>" in post.body_html
     assert post.excerpt == "Hello world, link."
     post.body = "Changed *text*."
-    post = services.save_post(post=post, user=editor)
+    post = posts.save_post(post=post, user=editor)
     assert post.body_html == "<p>Changed <em>text</em>.</p>\n"
     assert post.excerpt == "Changed text."
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_bodies_render(name, editor):
-    post = services.save_post(
-        post=Post(title=name, slug="hostile", body=HOSTILE[name]), user=editor
-    )
+    post = posts.save_post(post=Post(title=name, slug="hostile", body=HOSTILE[name]), user=editor)
     assert post.body_html and post.excerpt is not None
 
 

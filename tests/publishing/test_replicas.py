@@ -8,8 +8,8 @@ from django.db.models import Count, F
 
 from coordination.clock import database_now
 from coordination.services import request_wakeup
+from publishing.job_names import PUBLISH_JOB
 from publishing.models import Post, PostStatus, PublishEvent
-from publishing.services import PUBLISH_JOB
 from tests.support.polling import wait_until
 from tests.support.processes import process_env, start_scheduler
 

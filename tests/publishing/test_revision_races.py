@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Count, F
 
 from coordination.clock import database_now
-from publishing import services
+from publishing import actions, batches, revisions
 from publishing.exceptions import InvalidTransition
 from publishing.models import Post, PostRevision, PublishEvent
 from tests.publishing.conftest import Actor, live_post, make_due
@@ -28,7 +28,7 @@ K = PublishEvent.Kind
 
 
 def scheduled(post, title: str, seconds: float = 3600):
-    return services.schedule_revision(
+    return revisions.schedule_revision(
         post=post,
         title=title,
         body=f"{title}, the body.",
@@ -61,7 +61,7 @@ def test_two_leaders_ticking_at_once_switch_each_revision_exactly_once():
             start.wait(10)
             switched = []
             while True:
-                result = services.switch_due_revisions(batch_size=7, node=node)
+                result = batches.switch_due_revisions(batch_size=7, node=node)
                 switched += result.done
                 if not result.selected:
                     return switched
@@ -91,7 +91,7 @@ def test_a_revision_an_editor_is_cancelling_is_skipped_and_the_cancel_wins():
 
     def editor():
         with transaction.atomic():
-            services.cancel_revision(revision=revision, user=None)
+            revisions.cancel_revision(revision=revision, user=None)
             cancelling.set()  # holds the post's row lock until released
             release.wait(30)
 
@@ -99,13 +99,13 @@ def test_a_revision_an_editor_is_cancelling_is_skipped_and_the_cancel_wins():
     editor_actor.start()
     assert cancelling.wait(10)
     # The job does not wait for the editor: it skips that post and switches the others.
-    job = Actor(lambda: services.switch_due_revisions(node="leader"))
+    job = Actor(lambda: batches.switch_due_revisions(node="leader"))
     job.start()
     result = job.outcome(timeout=10)
     assert result.done == [other.pk]
     release.set()
     editor_actor.outcome()
-    assert services.switch_due_revisions(node="leader").done == []
+    assert batches.switch_due_revisions(node="leader").done == []
     assert Post.objects.get(pk=post.pk).title == "Old"
     assert PostRevision.objects.get(pk=revision.pk).status == R.CANCELLED
 
@@ -120,16 +120,16 @@ def test_the_job_never_waits_for_an_editor_holding_the_post():
 
     def editor():
         with transaction.atomic():
-            services._lock(post)  # the first step of every editor action on the post
+            actions.lock(post)  # the first step of every editor action on the post
             holding.set()
             release.wait(30)
-            services.cancel_revision(revision=revision, user=None)
+            revisions.cancel_revision(revision=revision, user=None)
 
     editor_actor = Actor(editor)
     editor_actor.start()
     assert holding.wait(10)
     try:
-        job = Actor(lambda: services.switch_due_revisions(node="leader"))
+        job = Actor(lambda: batches.switch_due_revisions(node="leader"))
         job.start()
         assert job.outcome(timeout=10).done == [], "skipped, not waited for"
     finally:
@@ -146,7 +146,7 @@ def test_a_cancel_that_comes_while_the_job_switches_is_refused_not_lost():
 
     def leader():
         with transaction.atomic():
-            result = services.switch_due_revisions(node="leader")
+            result = batches.switch_due_revisions(node="leader")
             switched.set()  # holds the post's row lock until released
             release.wait(30)
             return result
@@ -154,7 +154,7 @@ def test_a_cancel_that_comes_while_the_job_switches_is_refused_not_lost():
     job = Actor(leader)
     job.start()
     assert switched.wait(10)
-    editor = Actor(lambda: services.cancel_revision(revision=revision, user=None))
+    editor = Actor(lambda: revisions.cancel_revision(revision=revision, user=None))
     editor.start()
     release.set()
     assert job.outcome().done == [revision.pk]
@@ -174,7 +174,7 @@ def test_two_replicas_switch_revisions_exactly_once_and_never_a_cancelled_one(sc
     for n, post in enumerate(posts):
         revision = scheduled(post, f"New {n}", seconds=2 + n % 3)
         if n % 4 == 1:
-            services.cancel_revision(revision=revision, user=None)
+            revisions.cancel_revision(revision=revision, user=None)
             cancelled.append(post)
         elif n % 4 == 2:
             superseded.append(revision)

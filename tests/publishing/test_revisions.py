@@ -13,7 +13,7 @@ from django.test import override_settings
 
 from coordination.clock import database_now
 from coordination.models import JobState
-from publishing import calendar, rendering, selectors, services
+from publishing import calendar, job_names, posts, rendering, revisions, selectors
 from publishing.exceptions import (
     EditConflict,
     InvalidSchedule,
@@ -35,7 +35,7 @@ def soon(seconds: float = 3600):
 
 
 def schedule(post, editor, *, title="New title", body="The *new* body.", at=None, **kwargs):
-    return services.schedule_revision(
+    return revisions.schedule_revision(
         post=post, title=title, body=body, publish_at=at or soon(), user=editor, **kwargs
     )
 
@@ -69,10 +69,10 @@ def test_schedule_revision_returns_it_and_keeps_the_live_version_until_its_time(
 
 
 def test_scheduling_wakes_the_publish_job_at_the_revisions_time(editor):
-    JobState.objects.create(name=services.PUBLISH_JOB, group="publishing")
+    JobState.objects.create(name=job_names.PUBLISH_JOB, group="publishing")
     at = soon(120)
     schedule(live_post(), editor, at=at)
-    assert JobState.objects.get(name=services.PUBLISH_JOB).wake_at == at
+    assert JobState.objects.get(name=job_names.PUBLISH_JOB).wake_at == at
     assert selectors.next_due_at() == at
 
 
@@ -115,7 +115,7 @@ def test_a_stale_version_is_refused_and_nothing_is_written(editor):
         schedule(post, editor, title="Mine", expected_version=opened)
     revision = post.revisions.get(status=R.SCHEDULED)
     with pytest.raises(EditConflict):
-        services.cancel_revision(revision=revision, user=editor, expected_version=opened)
+        revisions.cancel_revision(revision=revision, user=editor, expected_version=opened)
     assert post.revisions.get(status=R.SCHEDULED).title == "New title"
 
 
@@ -172,7 +172,7 @@ def test_the_switch_copies_stored_html_and_renders_nothing(editor, monkeypatch):
         raise AssertionError("the switch must not render Markdown")
 
     monkeypatch.setattr(rendering, "render", no_rendering)
-    monkeypatch.setattr(services, "render", no_rendering)
+    monkeypatch.setattr(revisions, "render", no_rendering)
     run_publish_job()
     assert Post.objects.get(pk=post.pk).body_html == "<h1>Heading</h1>\n"
 
@@ -181,7 +181,7 @@ def test_a_cancelled_revision_never_goes_live(editor):
     post = live_post(title="Old")
     revision = schedule(post, editor)
     was_due = revision.publish_at
-    services.cancel_revision(revision=revision, user=editor)
+    revisions.cancel_revision(revision=revision, user=editor)
     make_due(revision)
     assert revision.status == R.CANCELLED
     run_publish_job()
@@ -200,13 +200,13 @@ def test_cancelling_after_the_switch_says_it_went_live(editor):
     revision = make_due(schedule(live_post(), editor))
     run_publish_job()
     with pytest.raises(InvalidTransition, match="it went live at"):
-        services.cancel_revision(revision=revision, user=editor)
+        revisions.cancel_revision(revision=revision, user=editor)
 
 
 def test_cancelling_needs_the_publish_permission(editor, drafter):
     revision = schedule(live_post(), editor)
     with pytest.raises(PermissionDenied):
-        services.cancel_revision(revision=revision, user=drafter)
+        revisions.cancel_revision(revision=revision, user=drafter)
     assert PostRevision.objects.get(pk=revision.pk).status == R.SCHEDULED
 
 
@@ -232,7 +232,7 @@ def test_editing_the_live_post_directly_supersedes_the_scheduled_revision(editor
     revision = schedule(post, editor, title="Planned")
     post.refresh_from_db()
     post.title = "Typo fixed"
-    services.save_post(post=post, user=editor, expected_version=post.version)
+    posts.save_post(post=post, user=editor, expected_version=post.version)
     revision.refresh_from_db()
     assert revision.status == R.SUPERSEDED
     assert "edited directly" in revision.note
@@ -247,7 +247,7 @@ def test_saving_a_live_post_without_changing_its_text_keeps_the_revision(editor)
     post = live_post()
     revision = schedule(post, editor)
     post.refresh_from_db()
-    services.save_post(post=post, user=editor, expected_version=post.version)
+    posts.save_post(post=post, user=editor, expected_version=post.version)
     assert PostRevision.objects.get(pk=revision.pk).status == R.SCHEDULED
 
 
@@ -302,7 +302,7 @@ def test_restore_makes_a_new_draft_revision_from_an_old_one(editor):
     make_due(schedule(post, editor, title="Rewrite", body="Rewritten."))
     run_publish_job()
     original = post.revisions.get(number=1)
-    draft = services.restore_revision(revision=original, user=editor)
+    draft = revisions.restore_revision(revision=original, user=editor)
     assert (draft.number, draft.status, draft.title) == (3, R.DRAFT, "Original")
     assert draft.restored_from == original
     assert draft.body_html == "<p>Original body.</p>\n"
@@ -327,10 +327,10 @@ def test_restore_needs_the_publish_permission_and_a_live_post(editor, drafter):
     schedule(post, editor)
     first = post.revisions.get(number=1)
     with pytest.raises(PermissionDenied):
-        services.restore_revision(revision=first, user=drafter)
-    services.unpublish_now(post=post, user=editor)
+        revisions.restore_revision(revision=first, user=drafter)
+    posts.unpublish_now(post=post, user=editor)
     with pytest.raises(InvalidTransition):
-        services.restore_revision(revision=first, user=editor)
+        revisions.restore_revision(revision=first, user=editor)
 
 
 def test_the_calendar_shows_scheduled_revisions_and_flags_late_ones(editor):
@@ -345,5 +345,5 @@ def test_the_calendar_shows_scheduled_revisions_and_flags_late_ones(editor):
     now = database_now()
     [late] = calendar.revision_switches(now, now + timedelta(days=1), now)
     assert late.late, "due and not switched: late, and listed although before the window"
-    services.cancel_revision(revision=revision, user=editor)
+    revisions.cancel_revision(revision=revision, user=editor)
     assert calendar.revision_switches(now, now + timedelta(days=1), now) == []

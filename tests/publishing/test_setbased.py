@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from publishing import services
+from coordination.clock import database_now
+from publishing import batches, job_names
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import due_post, future_post, run_job
 
@@ -32,7 +33,7 @@ def test_a_batch_publishes_each_post_once_with_its_version_and_lateness():
     due = [due_post(seconds_ago=s) for s in (30, 20, 10)]
     later = future_post()
     versions = {p.pk: p.version for p in due}
-    result = services.publish_due(node="node-s")
+    result = batches.publish_due(node="node-s")
     assert result.done == [p.pk for p in due], "the latest first"
     for post in due:
         post.refresh_from_db()
@@ -46,7 +47,7 @@ def test_a_batch_publishes_each_post_once_with_its_version_and_lateness():
         assert event.at == post.published_at
     later.refresh_from_db()
     assert later.status == S.SCHEDULED
-    assert services.publish_due().done == [], "never twice"
+    assert batches.publish_due().done == [], "never twice"
 
 
 @pytest.mark.postgresql
@@ -55,7 +56,7 @@ def test_on_postgresql_the_change_and_its_events_are_one_statement():
         pytest.skip("the one-statement form is PostgreSQL's")
     due = [due_post(seconds_ago=s) for s in (3, 2, 1)]
     with CaptureQueriesContext(connection) as captured:
-        result = services.publish_due(node="node-s")
+        result = batches.publish_due(node="node-s")
     assert len(result.done) == 3
     (statement,) = writes(captured)
     assert statement.lstrip().startswith("WITH changed AS (")
@@ -66,7 +67,7 @@ def test_on_postgresql_the_change_and_its_events_are_one_statement():
 def change_plan(batch_size: int) -> str:
     """Publish one batch; return PostgreSQL's plan for its change statement."""
     with CaptureQueriesContext(connection) as captured:
-        assert len(services.publish_due(batch_size=batch_size).done) == batch_size
+        assert len(batches.publish_due(batch_size=batch_size).done) == batch_size
     (statement,) = writes(captured)
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN {statement}")
@@ -74,7 +75,7 @@ def change_plan(batch_size: int) -> str:
 
 
 def many_posts(count: int, status: str) -> None:
-    now = services.database_now()
+    now = database_now()
     Post.objects.bulk_create(
         Post(
             title=f"Post {i}",
@@ -128,7 +129,7 @@ def test_the_publish_job_reads_the_clock_once_and_makes_no_savepoints():
     """
     post = due_post(seconds_ago=1)
     with CaptureQueriesContext(connection) as captured:
-        run_job(services.PUBLISH_JOB, slot=post.publish_at)
+        run_job(job_names.PUBLISH_JOB, slot=post.publish_at)
     sql = [" ".join(q["sql"].upper().split()) for q in captured.captured_queries]
     assert not [s for s in sql if "SAVEPOINT" in s], sql
     clock_reads = [s for s in sql if s.startswith("SELECT") and " FROM " not in s]
@@ -151,7 +152,7 @@ def test_a_batchs_events_are_not_checked_against_their_posts_by_the_database():
     if connection.vendor != "mysql":  # MySQL keeps the index it made for the old constraint
         assert [c["columns"] for c in on_post.values() if c["index"]] == [["post_id", "at"]]
     post = due_post(seconds_ago=1)
-    services.publish_due()
+    batches.publish_due()
     post.delete()
     event = PublishEvent.objects.get(kind=K.PUBLISHED)
     assert event.post_id is None, "Django still sets a deleted post's events to no post"

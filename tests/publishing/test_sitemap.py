@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.http import http_date
 
 from coordination.clock import database_now
-from publishing import selectors, services
+from publishing import posts, selectors
 from publishing.models import Post
 from publishing.sitemaps import PostSitemap
 from tests.publishing.conftest import due_post, future_post, make_post
@@ -94,13 +94,13 @@ def test_every_live_post_is_listed_exactly_once_across_the_pages(client, page_si
 
 
 def test_a_post_stays_on_its_page_when_others_come_and_go(client, page_size, editor):
-    posts = live(*range(1, 8))
+    shown = live(*range(1, 8))
     page = f"{POSTS}?p=3"  # ids 7..9
     assert [path_of(u) for u in locations(client.get(page))] == ["/posts/live-7/"]
-    services.unpublish_now(post=posts[0], user=editor)
+    posts.unpublish_now(post=shown[0], user=editor)
     make_post(id=8, status=S.PUBLISHED, slug="newer")
     assert [path_of(u) for u in locations(client.get(page))] == ["/posts/live-7/", "/posts/newer/"]
-    assert posts[0].get_absolute_url() not in listed_posts(client)
+    assert shown[0].get_absolute_url() not in listed_posts(client)
     assert len(listed_posts(client)) == 7
 
 
@@ -130,10 +130,10 @@ def test_a_site_without_live_posts_has_an_empty_first_page(client):
 
 def test_a_page_says_it_changed_when_a_post_left_it(client, page_size, editor):
     """Last-Modified of a page is the site's latest change, which a post leaving moves."""
-    posts = live(1, 2, 3)
+    shown = live(1, 2, 3)
     long_ago = database_now() - timedelta(days=3)
-    Post.objects.filter(pk__in=[p.pk for p in posts]).update(updated_at=long_ago)
-    services.unpublish_now(post=posts[1], user=editor)
+    Post.objects.filter(pk__in=[p.pk for p in shown]).update(updated_at=long_ago)
+    posts.unpublish_now(post=shown[1], user=editor)
     left = selectors.live_version().last_change
     assert left > long_ago + timedelta(days=1)
     response = client.get(POSTS)

@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from coordination.clock import database_now
-from publishing import history, services
+from publishing import batches, history, posts, revisions
 from publishing.models import Post, PostRevision, PublishEvent
 from tests.publishing.conftest import live_post, make_due, run_publish_job
 
@@ -31,7 +31,7 @@ def soon(seconds: float = 3600):
 
 
 def planned_revision(post: Post, editor) -> PostRevision:
-    return services.schedule_revision(
+    return revisions.schedule_revision(
         post=post,
         title="Old plan",
         body="The plan written before the takedown.",
@@ -45,8 +45,8 @@ def fix_and_publish_again(post: Post, editor) -> Post:
     post.refresh_from_db()
     post.body = "The fixed body."
     post.unpublish_at = None
-    services.save_post(post=post, user=editor, expected_version=post.version)
-    return services.publish_now(post=post, user=editor)
+    posts.save_post(post=post, user=editor, expected_version=post.version)
+    return posts.publish_now(post=post, user=editor)
 
 
 def assert_fix_survives_the_old_revisions_time(post: Post, revision: PostRevision) -> None:
@@ -60,7 +60,7 @@ def assert_fix_survives_the_old_revisions_time(post: Post, revision: PostRevisio
 def test_unpublishing_by_hand_supersedes_the_pending_revision(editor):
     post = live_post(title="Live")
     revision = planned_revision(post, editor)
-    services.unpublish_now(post=post, user=editor)
+    posts.unpublish_now(post=post, user=editor)
 
     revision.refresh_from_db()
     assert revision.status == R.SUPERSEDED
@@ -115,7 +115,7 @@ def test_the_unpublish_batch_leaves_other_posts_revisions_alone(editor):
     planned_revision(going, editor)
     Post.objects.filter(pk=going.pk).update(unpublish_at=database_now() - timedelta(seconds=2))
 
-    result = services.unpublish_due(node="node-b")
+    result = batches.unpublish_due(node="node-b")
     assert result.done == [going.pk]
     assert PostRevision.objects.get(pk=kept.pk).status == R.SCHEDULED
     assert PostRevision.objects.get(pk=closed_before.pk).status == R.PUBLISHED
@@ -132,7 +132,7 @@ def test_on_postgresql_the_unpublish_batch_and_its_revisions_are_one_statement(e
     planned_revision(going, editor)
     Post.objects.filter(pk=going.pk).update(unpublish_at=database_now() - timedelta(seconds=2))
     with CaptureQueriesContext(connection) as captured:
-        result = services.unpublish_due(node="node-b")
+        result = batches.unpublish_due(node="node-b")
     assert result.done == [going.pk]
     writes = [
         q["sql"]
@@ -146,7 +146,7 @@ def test_on_postgresql_the_unpublish_batch_and_its_revisions_are_one_statement(e
 def test_deleting_a_post_records_its_pending_revision_as_superseded(admin_user, editor):
     post = live_post(title="Going away")
     planned_revision(post, editor)
-    services.delete_post(post=post, user=admin_user)
+    posts.delete_post(post=post, user=admin_user)
 
     event = PublishEvent.objects.get(kind=K.REVISION_SUPERSEDED)
     assert (event.post, event.post_title, event.user) == (None, "Going away", admin_user)
@@ -162,5 +162,5 @@ def test_deleting_a_post_records_its_pending_revision_as_superseded(admin_user, 
 
 def test_a_post_without_pending_revisions_is_taken_down_without_revision_events(editor):
     post = live_post()
-    services.unpublish_now(post=post, user=editor)
+    posts.unpublish_now(post=post, user=editor)
     assert not post.events.filter(kind=K.REVISION_SUPERSEDED).exists()

@@ -12,7 +12,7 @@ from django.test import override_settings
 from django.urls import reverse
 
 from coordination.clock import database_now
-from publishing import services
+from publishing import posts
 from publishing.exceptions import InvalidSchedule
 from publishing.models import Post
 from publishing.validation import LATEST_TIME
@@ -28,9 +28,9 @@ ZONES = ["Pacific/Kiritimati", "Etc/GMT+12", "Europe/Berlin"]
 def test_scheduling_at_the_end_of_time_is_refused(editor):
     post = make_post()
     with pytest.raises(InvalidSchedule, match="cannot be shown in every time zone"):
-        services.schedule_post(post=post, publish_at=END_OF_TIME, user=editor)
+        posts.schedule_post(post=post, publish_at=END_OF_TIME, user=editor)
     with pytest.raises(InvalidSchedule, match="cannot be shown in every time zone"):
-        services.schedule_post(
+        posts.schedule_post(
             post=post,
             publish_at=database_now() + timedelta(hours=1),
             unpublish_at=END_OF_TIME,
@@ -42,9 +42,9 @@ def test_scheduling_at_the_end_of_time_is_refused(editor):
 
 def test_rescheduling_and_setting_an_unpublish_time_refuse_it_too(editor):
     with pytest.raises(InvalidSchedule, match="cannot be shown in every time zone"):
-        services.reschedule_post(post=future_post(), publish_at=END_OF_TIME, user=editor)
+        posts.reschedule_post(post=future_post(), publish_at=END_OF_TIME, user=editor)
     with pytest.raises(InvalidSchedule, match="cannot be shown in every time zone"):
-        services.set_unpublish_at(
+        posts.set_unpublish_at(
             post=make_post(status=S.PUBLISHED), unpublish_at=END_OF_TIME, user=editor
         )
 
@@ -53,18 +53,18 @@ def test_a_draft_cannot_keep_such_a_time_either(editor):
     post = make_post()
     post.publish_at = END_OF_TIME
     with pytest.raises(InvalidSchedule, match="cannot be shown in every time zone"):
-        services.save_post(post=post, user=editor)
+        posts.save_post(post=post, user=editor)
     assert Post.objects.get(pk=post.pk).publish_at is None
 
 
 @pytest.mark.parametrize(
     "call",
     [
-        lambda p, u, t: services.schedule_post(post=p, publish_at=t, user=u),
-        lambda p, u, t: services.schedule_post(
+        lambda p, u, t: posts.schedule_post(post=p, publish_at=t, user=u),
+        lambda p, u, t: posts.schedule_post(
             post=p, publish_at=datetime(2099, 1, 1, tzinfo=UTC), unpublish_at=t, user=u
         ),
-        lambda p, u, t: services.save_post(post=_with_publish_at(p, t), user=u),
+        lambda p, u, t: posts.save_post(post=_with_publish_at(p, t), user=u),
     ],
     ids=["schedule publish_at", "schedule unpublish_at", "draft publish_at"],
 )
@@ -82,11 +82,9 @@ def _with_publish_at(post: Post, when: datetime) -> Post:
 def test_the_naive_check_covers_reschedule_and_unpublish_times(editor):
     naive = datetime(2099, 1, 1, 12, 0)
     with pytest.raises(ValueError, match="aware datetime"):
-        services.reschedule_post(post=future_post(), publish_at=naive, user=editor)
+        posts.reschedule_post(post=future_post(), publish_at=naive, user=editor)
     with pytest.raises(ValueError, match="aware datetime"):
-        services.set_unpublish_at(
-            post=make_post(status=S.PUBLISHED), unpublish_at=naive, user=editor
-        )
+        posts.set_unpublish_at(post=make_post(status=S.PUBLISHED), unpublish_at=naive, user=editor)
 
 
 @override_settings(TIME_ZONE="Pacific/Kiritimati")
@@ -107,9 +105,9 @@ def test_the_admin_refuses_it_and_its_pages_keep_working(client, editor):
 
 @pytest.mark.parametrize("zone", ZONES)
 def test_the_latest_accepted_time_shows_in_every_zone(client, editor, zone):
-    scheduled = services.schedule_post(post=make_post(), publish_at=LATEST_TIME, user=editor)
-    live = services.publish_now(post=make_post(slug="live"), user=editor)
-    services.set_unpublish_at(post=live, unpublish_at=LATEST_TIME, user=editor)
+    scheduled = posts.schedule_post(post=make_post(), publish_at=LATEST_TIME, user=editor)
+    live = posts.publish_now(post=make_post(slug="live"), user=editor)
+    posts.set_unpublish_at(post=live, unpublish_at=LATEST_TIME, user=editor)
     client.force_login(editor)
     with override_settings(TIME_ZONE=zone):
         for url in [

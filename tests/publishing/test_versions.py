@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.formats import date_format
 
 from coordination.clock import database_now
-from publishing import services
+from publishing import batches, posts
 from publishing.exceptions import EditConflict
 from publishing.models import Post
 from tests.publishing.conftest import due_post, future_post, make_post
@@ -41,10 +41,10 @@ def colleague(db) -> User:
 
 
 def test_a_new_post_starts_at_version_one_and_each_content_save_adds_one(editor):
-    post = services.save_post(post=Post(title="T", slug="t", body="b"), user=editor)
+    post = posts.save_post(post=Post(title="T", slug="t", body="b"), user=editor)
     assert (post.version, post.updated_by) == (1, "editor")
     post.body = "c"
-    post = services.save_post(post=post, user=editor)
+    post = posts.save_post(post=post, user=editor)
     assert post.version == 2
 
 
@@ -52,16 +52,16 @@ def test_every_editor_action_adds_one(editor):
     later = database_now() + timedelta(hours=1)
     post = make_post()
     steps = [
-        lambda: services.schedule_post(post=post, publish_at=later, user=editor),
-        lambda: services.reschedule_post(
+        lambda: posts.schedule_post(post=post, publish_at=later, user=editor),
+        lambda: posts.reschedule_post(
             post=post, publish_at=later + timedelta(minutes=1), user=editor
         ),
-        lambda: services.cancel_schedule(post=post, user=editor),
-        lambda: services.publish_now(post=post, user=editor),
-        lambda: services.set_unpublish_at(
+        lambda: posts.cancel_schedule(post=post, user=editor),
+        lambda: posts.publish_now(post=post, user=editor),
+        lambda: posts.set_unpublish_at(
             post=post, unpublish_at=later + timedelta(hours=1), user=editor
         ),
-        lambda: services.unpublish_now(post=post, user=editor),
+        lambda: posts.unpublish_now(post=post, user=editor),
     ]
     for expected, step in enumerate(steps, start=2):
         step()
@@ -72,11 +72,11 @@ def test_every_editor_action_adds_one(editor):
 def test_the_publish_jobs_set_based_updates_add_one():
     published = due_post()
     failed = due_post(title="")
-    services.publish_due(node="node-a")
+    batches.publish_due(node="node-a")
     assert (version(published), version(failed)) == (2, 2)
     assert Post.objects.get(pk=published.pk).updated_by == "Scheduler (node node-a)"
     Post.objects.filter(pk=published.pk).update(unpublish_at=database_now())
-    services.unpublish_due(node="node-b")
+    batches.unpublish_due(node="node-b")
     assert version(published) == 3
     assert Post.objects.get(pk=published.pk).updated_by == "Scheduler (node node-b)"
 
@@ -91,35 +91,35 @@ def _later():
 EDITS = {
     "save_post": (
         make_post,
-        lambda p, u, v: services.save_post(post=p, user=u, expected_version=v),
+        lambda p, u, v: posts.save_post(post=p, user=u, expected_version=v),
     ),
     "schedule_post": (
         make_post,
-        lambda p, u, v: services.schedule_post(
+        lambda p, u, v: posts.schedule_post(
             post=p, publish_at=_later(), user=u, expected_version=v
         ),
     ),
     "reschedule_post": (
         future_post,
-        lambda p, u, v: services.reschedule_post(
+        lambda p, u, v: posts.reschedule_post(
             post=p, publish_at=_later(), user=u, expected_version=v
         ),
     ),
     "cancel_schedule": (
         future_post,
-        lambda p, u, v: services.cancel_schedule(post=p, user=u, expected_version=v),
+        lambda p, u, v: posts.cancel_schedule(post=p, user=u, expected_version=v),
     ),
     "publish_now": (
         make_post,
-        lambda p, u, v: services.publish_now(post=p, user=u, expected_version=v),
+        lambda p, u, v: posts.publish_now(post=p, user=u, expected_version=v),
     ),
     "unpublish_now": (
         lambda: make_post(status=S.PUBLISHED),
-        lambda p, u, v: services.unpublish_now(post=p, user=u, expected_version=v),
+        lambda p, u, v: posts.unpublish_now(post=p, user=u, expected_version=v),
     ),
     "set_unpublish_at": (
         lambda: make_post(status=S.PUBLISHED),
-        lambda p, u, v: services.set_unpublish_at(
+        lambda p, u, v: posts.set_unpublish_at(
             post=p, unpublish_at=_later(), user=u, expected_version=v
         ),
     ),
@@ -154,7 +154,7 @@ def test_callers_that_pass_no_version_keep_working(editor):
     """Jobs, scripts and tests act on the current row, whatever its version."""
     post = make_post()
     Post.objects.filter(pk=post.pk).update(version=7)
-    services.publish_now(post=post, user=editor)
+    posts.publish_now(post=post, user=editor)
     assert version(post) == 8
 
 
@@ -162,10 +162,10 @@ def test_callers_that_pass_no_version_keep_working(editor):
 def test_the_conflict_says_who_changed_it_when_in_the_editors_zone(editor, colleague):
     post = make_post(title="Shared")
     opened = post.version
-    services.publish_now(post=post, user=colleague)
+    posts.publish_now(post=post, user=colleague)
     current = Post.objects.get(pk=post.pk)
     with pytest.raises(EditConflict) as caught:
-        services.unpublish_now(post=post, user=editor, expected_version=opened)
+        posts.unpublish_now(post=post, user=editor, expected_version=opened)
     when = date_format(timezone.localtime(current.updated_at), "Y-m-d H:i:s T")
     assert when.endswith("JST")
     assert str(caught.value) == (

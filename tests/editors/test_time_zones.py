@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from editors.models import EditorProfile
-from publishing import services
+from publishing import posts
 from publishing.models import Post
 from tests.publishing.conftest import form_data, make_post
 
@@ -47,7 +47,7 @@ def tokyo_editor(client, editor):
 @override_settings(TIME_ZONE="Europe/Berlin")
 def test_an_editor_sees_the_post_list_form_and_history_in_their_own_zone(tokyo_editor, editor):
     post = make_post(title="Launch", body="Hello.")
-    services.schedule_post(post=post, publish_at=LAUNCH, user=editor)
+    posts.schedule_post(post=post, publish_at=LAUNCH, user=editor)
 
     listing = tokyo_editor.get(LIST_URL).content.decode()
     assert "Scheduled for (Asia/<wbr>Tokyo)" in listing
