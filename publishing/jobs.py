@@ -123,4 +123,4 @@ def _wake_backlog_job(now: datetime) -> None:
     state = JobState.objects.filter(name=BACKLOG_JOB)
     if state.filter(Q(next_due__lte=now) | Q(wake_at__lte=now)).exists():
         return
-    ledger.record_wakeup_request(services.BACKLOG_JOB, now, skip_locked=True)
+    ledger.record_wakeup_request(BACKLOG_JOB, now, skip_locked=True)

@@ -1,4 +1,4 @@
-"""The editors' stream: posts scheduled, rescheduled and cancelled through the services.
+"""The editors' stream: posts scheduled, rescheduled and cancelled through the editor actions.
 
 Between busy spells, quiet spells postpone everything and schedule one lone post that only
 a wake-up of the leader gets out on time.
@@ -20,11 +20,11 @@ from devtools.chaos.soak import Soak
 
 
 def editor_stream(soak: Soak, seed: int) -> None:
-    """Schedule, reschedule and cancel posts through the publishing services, continuously."""
+    """Schedule, reschedule and cancel posts through publishing.posts, continuously."""
     from django.db import close_old_connections, connection
 
     from coordination.clock import database_now
-    from publishing import posts as services
+    from publishing import posts
     from publishing.models import Post, PostStatus
 
     rng = random.Random(seed)
@@ -47,7 +47,7 @@ def editor_stream(soak: Soak, seed: int) -> None:
                 post = Post.objects.create(
                     title=f"Chaos post {counter}", slug=f"chaos-{seed}-{counter}", body="Body."
                 )
-                services.schedule_post(
+                posts.schedule_post(
                     post=post, publish_at=now + timedelta(seconds=rng.uniform(1, 12)), user=None
                 )
             else:
@@ -59,13 +59,13 @@ def editor_stream(soak: Soak, seed: int) -> None:
                 if candidates:
                     post = Post.objects.get(pk=rng.choice(candidates))
                     if op == "reschedule":
-                        services.reschedule_post(
+                        posts.reschedule_post(
                             post=post,
                             publish_at=now + timedelta(seconds=rng.uniform(1, 12)),
                             user=None,
                         )
                     else:
-                        services.cancel_schedule(post=post, user=None)
+                        posts.cancel_schedule(post=post, user=None)
             soak.editor_ops[op] += 1
         except Exception:
             # A racing publish, a restarting server: editors see an error and carry on.
@@ -95,7 +95,7 @@ def quiet_spell(soak: Soak, rng: random.Random, slug: str) -> float:
     """
     from django.db import close_old_connections, connection, transaction
 
-    from publishing import posts as services
+    from publishing import posts
     from publishing.models import Post, PostStatus
 
     live_after = timedelta(seconds=rng.uniform(0.5, 1.5))
@@ -115,7 +115,7 @@ def quiet_spell(soak: Soak, rng: random.Random, slug: str) -> float:
         if soak.stop_stream.wait(max(0.0, commit_at - SCHEDULE_AHEAD - time.monotonic())):
             return postponed_until
         with transaction.atomic():
-            services.schedule_post(post=post, publish_at=slot + live_after, user=None)
+            posts.schedule_post(post=post, publish_at=slot + live_after, user=None)
             soak.stop_stream.wait(max(0.0, commit_at - time.monotonic()))
         soak.lone_commits.append((slug, slot, time.monotonic() - ready))
         soak.editor_ops["lone post"] += 1
@@ -135,7 +135,7 @@ def postpone_all(soak: Soak, until: datetime) -> int:
     time as editors would (errors are counted); return how many there were."""
     from django.db import connection
 
-    from publishing import posts as services
+    from publishing import posts
     from publishing.models import Post, PostStatus
 
     scheduled = list(Post.objects.filter(status=PostStatus.SCHEDULED).values_list("pk", flat=True))
@@ -143,7 +143,7 @@ def postpone_all(soak: Soak, until: datetime) -> int:
         try:
             post = Post.objects.get(pk=pk)
             at = until + timedelta(seconds=POSTPONE_STEP * i)
-            services.reschedule_post(post=post, publish_at=at, user=None)
+            posts.reschedule_post(post=post, publish_at=at, user=None)
             soak.editor_ops["postpone"] += 1
         except Exception:
             soak.editor_errors += 1
