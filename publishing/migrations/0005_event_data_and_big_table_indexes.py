@@ -1,5 +1,5 @@
 """Publish events get typed ``data``; the post list and the history get indexes that match
-their orders (issue 19 items 2 and 3).
+their orders.
 
 Existing events' ``detail`` sentences ("publish at 2026-12-01T00:08:23.586000+00:00") are read
 into ``data`` where they have one of the forms the services wrote; a sentence that does not

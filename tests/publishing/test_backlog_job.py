@@ -1,4 +1,4 @@
-"""A backlog drains beside the posts that are due now, never in front of them (issue 16 row 2).
+"""A backlog drains beside the posts that are due now, never in front of them.
 
 Posts due longer ago than ``INSTATIC_PUBLISH_ON_TIME_WINDOW`` are the backlog job's; the publish
 job takes only what fell due within the window, wakes the backlog job without waiting for it,

@@ -1,4 +1,4 @@
-"""Pages that stay fast at 100,000 posts and a million events (issue 19 item 2, issue 16 row 6).
+"""Pages that stay fast at 100,000 posts and a million events.
 
 What makes them fast is checked here by its shape, not by timing (the benchmark in
 ``bench/bigsite.py`` times them): nothing counts or scans a whole table, and on PostgreSQL

@@ -1,7 +1,7 @@
 """In Chromium: a post's publish history reads in the editor's time zone, to the second.
 
-Issue 19 item 3: the history showed "publish at 2031-06-01T12:00:05.586000+00:00" beside times
-in the editor's zone. The screenshot goes to ``test-artifacts/`` so a person can check it.
+No raw UTC instant ("2031-06-01T12:00:05.586000+00:00") stands beside times in the editor's
+zone. The screenshot goes to ``test-artifacts/`` so a person can check it.
 """
 
 from datetime import UTC, datetime

@@ -1,4 +1,4 @@
-"""A real browser: a hostile body saved in the admin is served at once (issue 12 item 5).
+"""A real browser: a hostile body saved in the admin is served at once.
 
 24,000 characters of ``[a](b `` took 4.2 s per page view when Markdown was rendered on every
 request; now the admin's save renders it once and the public page only reads the stored HTML.

@@ -1,9 +1,8 @@
 """Publish events store typed data and are shown in the viewer's time zone, to the second.
 
-Issue 19 item 3: the history used to show "publish at 2026-12-01T00:08:23.586000+00:00" (raw
-UTC, microseconds) beside times in the editor's zone. Events now store times as ISO UTC in
-``PublishEvent.data`` and every place that shows events words them in the zone the editors
-app activated. Older events' details are read into data by migration 0005.
+Events store times as ISO UTC in ``PublishEvent.data`` and every place that shows events
+words them in the zone the editors app activated, never as a raw instant with microseconds
+("2026-12-01T00:08:23.586000+00:00"). Older events' details are read into data by migration 0005.
 """
 
 import importlib

@@ -1,4 +1,4 @@
-"""Small leaks of non-public information (issue 12 item 8), each closed.
+"""Small leaks of non-public information, each closed.
 
 The admin's "view on site" redirect must not hand a draft's address to staff who may not see
 the post; the feed names people, never their login; the public cache validators move only with

@@ -1,4 +1,4 @@
-"""Bodies are rendered once, when saved; page views read the stored HTML (issue 12 item 5)."""
+"""Bodies are rendered once, when saved; page views read the stored HTML."""
 
 from unittest import mock
 

@@ -1,4 +1,4 @@
-"""A batch of due posts changes in one set-based statement on PostgreSQL (issue 16 row 1).
+"""A batch of due posts changes in one set-based statement on PostgreSQL.
 
 The posts' conditional ``UPDATE ... RETURNING`` feeds the events' ``INSERT`` in the same
 statement; nothing about the guarantees changes: each post once, its version one higher, its
