@@ -6,7 +6,6 @@ Session advisory locks are unsafe behind a transaction pooler; with
 the test checks the ledger and the effects directly.
 """
 
-import os
 import signal
 import time
 from collections import Counter
@@ -16,8 +15,8 @@ import pytest
 from django.db import connection
 
 from coordination.models import JobRun, Leadership, LockLease
-from devtools import pgbouncer
 from tests.jobsapp.models import Effect
+from tests.support.pgbouncer import bouncer_for_test_database
 from tests.support.polling import wait_until
 from tests.support.processes import process_env, start_scheduler
 
@@ -32,14 +31,7 @@ JOB = "hatest.tick"
 
 @pytest.fixture
 def bouncer():
-    if pgbouncer.find_binary() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("pgbouncer is missing; .ci/run installs Debian's pgbouncer package")
-        pytest.skip("pgbouncer is not installed (apt-get install pgbouncer)")
-    settings_dict = connection.settings_dict
-    with pgbouncer.PgBouncer(
-        upstream_port=int(settings_dict["PORT"]), dbname=settings_dict["NAME"]
-    ) as server:
+    with bouncer_for_test_database() as server:
         yield server
 
 

@@ -6,7 +6,6 @@ run as real processes through a real PgBouncer in transaction pooling mode (Post
 busy pool does, so a server-side cursor declared in one is missing in the next every time.
 """
 
-import os
 import subprocess
 import sys
 from io import StringIO
@@ -15,17 +14,16 @@ import pytest
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 from django.core import checks
-from django.db import connection
 from django.test import override_settings
 
 from coordination.checks import scheduler_checks
 from coordination.management.commands.runscheduler import Command as RunScheduler
-from devtools import pgbouncer
 from devtools.servers import free_port
 from publishing.models import Post
 from tests.deploy.support import http_get, wait_for_status
 from tests.instatic.test_settings_env import one_line_error, settings_with
 from tests.publishing.conftest import make_post
+from tests.support.pgbouncer import bouncer_for_test_database
 from tests.support.processes import BASE_DIR, ManagedProcess, process_env
 
 # --- the setting ---------------------------------------------------------------------------
@@ -96,16 +94,7 @@ def test_a_transaction_pooler_for_another_database_than_postgresql_is_an_error()
 
 @pytest.fixture
 def round_robin_bouncer():
-    if pgbouncer.find_binary() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("pgbouncer is missing; .ci/run installs Debian's pgbouncer package")
-        pytest.skip("pgbouncer is not installed (apt-get install pgbouncer)")
-    settings_dict = connection.settings_dict
-    with pgbouncer.PgBouncer(
-        upstream_port=int(settings_dict["PORT"]),
-        dbname=settings_dict["NAME"],
-        extra_config={"server_round_robin": 1, "min_pool_size": 2},
-    ) as server:
+    with bouncer_for_test_database(server_round_robin=1, min_pool_size=2) as server:
         yield server
 
 
