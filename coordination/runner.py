@@ -403,25 +403,22 @@ class Worker:
             )
 
     def _record_transactional_failure(self, status, exc, duration, lateness) -> None:
-        """Record a rolled-back run as failed in a new transaction (the job's state too)."""
+        """Record a rolled-back run as failed in a new transaction (the job's state too).
+
+        That transaction is fenced as a run's own is before it commits: a leader that lost its
+        lock, or stalls until its lease has passed to another node, records no failure for a
+        slot the new leader runs. A refusal is not retried: the lock is gone for good.
+        """
         job, plan, node = self.job, self.plan, self.host.node
         error = "".join(traceback.format_exception(exc))
         discard_broken_connection()
-        if not self.host.lock_still_held():
-            self.host.cut_off(f"{job.name} slot {self.slot.isoformat()} failed")
-            logger.warning(
-                "[%s] job %s slot %s failed after the lock was lost; leaving it to the new leader",
-                self.log_prefix,
-                job.name,
-                self.slot.isoformat(),
-            )
-            return
-
         attempt = plan.retry_run.attempt + 1 if plan.retry_run else 1
         retry_at = self._retry_at(status, attempt)
         finished_at = self.host.clock.now()
 
         def record() -> bool:
+            if not self.host.fence_work_transaction(connection):
+                raise LeadershipLost("the group's lock was lost before the failure's commit")
             outcome = self._outcome(
                 status,
                 duration=duration,
@@ -442,7 +439,17 @@ class Worker:
             )
             return ledger.record_outcome_in_state(job, outcome)
 
-        paused = self._durably("its failure", record)
+        try:
+            paused = self._durably("its failure", record)
+        except LeadershipLost:
+            self.host.cut_off(f"{job.name} slot {self.slot.isoformat()} failed")
+            logger.warning(
+                "[%s] job %s slot %s failed after the lock was lost; leaving it to the new leader",
+                self.log_prefix,
+                job.name,
+                self.slot.isoformat(),
+            )
+            return
         self._retry_noted(retry_at, attempt)
         self.host.report_outcome(job, self.slot, status, duration, error=exc, paused=bool(paused))
 

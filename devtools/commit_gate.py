@@ -1,11 +1,13 @@
-"""A gate that stops a transactional run between its pre-commit fence and its ``COMMIT``.
+"""A gate that stops a transactional run between its fence and its ``COMMIT``.
 
-A trigger makes a run's "succeeded" update of one job (the statement right after the fence)
-take a shared advisory lock; while the caller holds that lock exclusively the update waits,
-so the caller sees the run's session waiting (``WAITING_SQL``), can stop the process, and then
-release the lock: the update finishes on the server and the session sits idle in the open run
-transaction, exactly between fence and commit. When the caller does not hold the lock the
-gate costs nothing. For the lease fence test and ``bench/lease_takeover.py`` (PostgreSQL).
+A trigger makes the write of one job's run with a given status take a shared advisory lock:
+a run's "succeeded" update (the statement right after the fence before a run commits), or a
+failed run's insert (``status="failed"``: right after the fence of the transaction that
+records a failure). While the caller holds that lock exclusively the write waits, so the
+caller sees the run's session waiting (``WAITING_SQL``), can stop the process, and then
+release the lock: the write finishes on the server and the session sits idle in the open
+transaction, after its fence and before its commit. When the caller does not hold the lock
+the gate costs nothing. For the lease fence test and ``bench/lease_takeover.py`` (PostgreSQL).
 """
 
 #: The ungranted advisory lock of a session waiting at the gate ``%s`` (a key under 2**32).
@@ -15,15 +17,21 @@ WAITING_SQL = (
 )
 
 
-def install_sql(*, job: str, key: int, name: str = "instatic_commit_gate") -> list[str]:
-    """Return the statements that install gate ``name`` (lock ``key``) on ``job``'s runs."""
+def install_sql(
+    *, job: str, key: int, status: str = "succeeded", name: str = "instatic_commit_gate"
+) -> list[str]:
+    """Return the statements that install gate ``name`` (lock ``key``) on the writes of
+    ``job``'s runs with ``status``."""
     if not 0 < key < 2**32 or not job.replace(".", "").replace("_", "").isalnum():
         raise ValueError(f"gate key {key} must be under 2**32, job {job!r} a job name")
+    if not status.replace("_", "").isalpha():
+        raise ValueError(f"gate status {status!r} must be a run status such as 'failed'")
     return [
         f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS"
         f" $$ BEGIN PERFORM pg_advisory_xact_lock_shared({key}); RETURN NEW; END $$",
-        f"CREATE TRIGGER {name} BEFORE UPDATE ON coordination_jobrun FOR EACH ROW"
-        f" WHEN (NEW.job = '{job}' AND NEW.status = 'succeeded') EXECUTE FUNCTION {name}()",
+        f"CREATE TRIGGER {name} BEFORE INSERT OR UPDATE ON coordination_jobrun"
+        f" FOR EACH ROW WHEN (NEW.job = '{job}' AND NEW.status = '{status}')"
+        f" EXECUTE FUNCTION {name}()",
     ]
 
 

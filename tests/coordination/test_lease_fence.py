@@ -7,10 +7,12 @@ lets the statement finish, so its session sits idle in the open run transaction.
 runs out and a second node takes over; it judges heartbeats by a long lease, so it never
 ends the frozen node's sessions by name (a pooler may not let it, and the fence must not
 depend on it): only the lease check inside the run's own transaction stands between the
-frozen leader and a stale commit. Both through a real PgBouncer in transaction pooling mode
-and straight to PostgreSQL.
+frozen leader and a stale commit. The transaction that records a failed run is frozen the same
+way, at the failed run's insert (the gate's ``status="failed"``). Both through a real PgBouncer
+in transaction pooling mode and straight to PostgreSQL.
 """
 
+import contextlib
 import os
 import re
 import signal
@@ -35,6 +37,7 @@ pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 JOB = "fenced.tick"
 LEASE = 3.0
 GATE_KEY = 31031
+OLD_NODE = "fence-old"
 #: The frozen leader's transaction ends by its lease's end, and the new leader's first tick
 #: follows; generous, as the machine is shared.
 TAKEOVER_DEADLINE = LEASE + 12
@@ -59,11 +62,11 @@ def scheduler_url(request):
         yield server.url()
 
 
-@pytest.fixture
-def commit_gate():
-    """Make a run's "succeeded" update of JOB wait while the test holds ``GATE_KEY``."""
+@contextlib.contextmanager
+def gate(status: str):
+    """Make the write of a JOB run with ``status`` wait while the test holds ``GATE_KEY``."""
     with connection.cursor() as cursor:
-        for statement in commit_gate_sql.install_sql(job=JOB, key=GATE_KEY):
+        for statement in commit_gate_sql.install_sql(job=JOB, key=GATE_KEY, status=status):
             cursor.execute(statement)
         cursor.execute("SELECT pg_advisory_lock(%s)", (GATE_KEY,))
     try:
@@ -73,6 +76,37 @@ def commit_gate():
             cursor.execute("SELECT pg_advisory_unlock_all()")
             for statement in commit_gate_sql.drop_sql():
                 cursor.execute(statement)
+
+
+@pytest.fixture
+def commit_gate():
+    """Make a run's "succeeded" update of JOB wait while the test holds ``GATE_KEY``."""
+    with gate("succeeded"):
+        yield
+
+
+@pytest.fixture
+def failure_gate():
+    """Make JOB's runs fail on OLD_NODE alone (its effect's insert raises), and the insert of
+    such a failed run wait while the test holds ``GATE_KEY``."""
+    table = Effect._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION instatic_failing_node() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN RAISE EXCEPTION 'this node fails the run'; END $$"
+        )
+        cursor.execute(
+            f"CREATE TRIGGER instatic_failing_node BEFORE INSERT ON {table} FOR EACH ROW"
+            f" WHEN (NEW.job = '{JOB}' AND NEW.node = '{OLD_NODE}')"
+            " EXECUTE FUNCTION instatic_failing_node()"
+        )
+    try:
+        with gate("failed"):
+            yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TRIGGER IF EXISTS instatic_failing_node ON {table}")
+            cursor.execute("DROP FUNCTION IF EXISTS instatic_failing_node()")
 
 
 def open_gate() -> None:
@@ -151,6 +185,61 @@ def test_a_leader_frozen_before_its_commit_cannot_commit_after_its_lease_passed(
         assert effects[(slot, "fence-new")] == 1
         assert max(effects.values()) == 1 and (slot, "fence-old") not in effects
         assert not JobRun.objects.filter(job=JOB, node="fence-old").exists()
+    finally:
+        for proc in (old, new):
+            if proc is not None:
+                proc.stop()
+                print(f"----- {proc.name} -----\n{proc.log()[-4000:]}")
+
+
+@pytest.mark.multiprocess
+def test_a_leader_frozen_recording_a_failure_cannot_record_it_after_its_lease_passed(
+    scheduler_url, failure_gate
+):
+    """The same freeze in the transaction that records a failed run: the frozen leader's run
+    fails (on that node alone), and it is frozen at the failed run's insert, after the
+    transaction's fence. Its failure is not recorded once the lease has passed: the slot's
+    row is the new leader's, which ran it meanwhile."""
+    common = {
+        "DATABASE_URL": scheduler_url,
+        "INSTATIC_LOCK_MODE": "transaction",
+        "INSTATIC_TEST_EXTRA_APPS": "tests.coordination.fencedcommitapp",
+        "INSTATIC_HEARTBEAT_INTERVAL": "0.5",
+        "INSTATIC_MAX_TICK": "0.5",
+    }
+    old = start_scheduler(OLD_NODE, GROUP, env=process_env(**common, INSTATIC_LEASE=LEASE))
+    new = None
+    try:
+        waiting = wait_until(session_waiting_at_gate, timeout=30, message=old.log()[-3000:])
+        old.signal(signal.SIGSTOP)
+        slot = JobState.objects.get(name=JOB).next_due
+        open_gate()
+        wait_until(lambda: session_state(waiting) == "idle in transaction", timeout=10)
+        new = start_scheduler("fence-new", GROUP, env=process_env(**common, INSTATIC_LEASE=60))
+
+        took_over = within(
+            TAKEOVER_DEADLINE,
+            lambda: JobRun.objects.filter(job=JOB, slot=slot, status="succeeded").exists(),
+        )
+        old.signal(signal.SIGCONT)
+        at = re.escape(f"job {JOB} slot {slot.isoformat()} failed after")
+        verdict = re.compile(
+            rf"{at} (?P<recorded>[0-9.]+s)"
+            rf"|{at} the lock was lost; leaving it to the new leader"
+        )
+        found = wait_until(lambda: verdict.search(old.log()), timeout=15, message=old.log())
+        run = JobRun.objects.get(job=JOB, slot=slot)
+        assert (run.node, run.status) == ("fence-new", "succeeded"), (
+            f"slot {slot}: {run.status} on {run.node} (the new leader"
+            f" {'ran' if took_over else 'could not run'} it while the old one was frozen)"
+        )
+        assert took_over, "the new leader ran the slot only after the frozen leader woke"
+        assert not found["recorded"], "the frozen leader recorded its failure after waking"
+        assert not JobRun.objects.filter(job=JOB, node=OLD_NODE).exists()
+        assert LockLease.objects.get().holder == "fence-new"
+        assert Counter(Effect.objects.filter(job=JOB, slot=slot).values_list("node")) == {
+            ("fence-new",): 1
+        }
     finally:
         for proc in (old, new):
             if proc is not None:
