@@ -185,9 +185,6 @@ class GroupLoop(threading.Thread):
         self.maintenance.requested = True
         self.waker.set()
 
-    def lock_still_held(self) -> bool:
-        return self.leading and self.lock.still_held()
-
     def fence_work_transaction(self, connection) -> bool:
         return self.leading and self.lock.fence_work_transaction(connection)
 

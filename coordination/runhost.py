@@ -48,9 +48,6 @@ class RunHost(Protocol):
     def leading(self) -> bool:
         """True while the host believes it holds its group's lock."""
 
-    def lock_still_held(self) -> bool:
-        """Check with the database that the group's lock is still held (before a commit)."""
-
     def fence_work_transaction(self, connection) -> bool:
         """Check, inside the run's own open transaction on ``connection``, that the group's
         lock is still held, so that a commit after the lock passed on fails in the database

@@ -13,7 +13,6 @@ in transaction pooling mode and straight to PostgreSQL.
 """
 
 import contextlib
-import os
 import re
 import signal
 import time
@@ -26,9 +25,9 @@ from django.test import override_settings
 from coordination.locks.pgbouncer import PgBouncerLeaderLock
 from coordination.models import JobRun, JobState, Leadership, LockLease
 from devtools import commit_gate as commit_gate_sql
-from devtools import pgbouncer
 from tests.coordination.fencedcommitapp.jobs import GROUP
 from tests.jobsapp.models import Effect
+from tests.support.pgbouncer import bouncer_for_test_database
 from tests.support.polling import wait_until
 from tests.support.processes import database_url, process_env, start_scheduler
 
@@ -51,14 +50,7 @@ def scheduler_url(request):
     if request.param == "direct":
         yield database_url()
         return
-    if pgbouncer.find_binary() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("pgbouncer is missing; .ci/run installs Debian's pgbouncer package")
-        pytest.skip("pgbouncer is not installed (apt-get install pgbouncer)")
-    settings_dict = connection.settings_dict
-    with pgbouncer.PgBouncer(
-        upstream_port=int(settings_dict["PORT"]), dbname=settings_dict["NAME"]
-    ) as server:
+    with bouncer_for_test_database() as server:
         yield server.url()
 
 

@@ -73,9 +73,6 @@ class BareHost:
         self.outcomes: list[tuple[str, str]] = []
         self.finished: list[tuple[str, bool]] = []
 
-    def lock_still_held(self) -> bool:
-        return True
-
     def fence_work_transaction(self, connection) -> bool:
         return True
 
