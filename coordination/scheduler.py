@@ -8,10 +8,11 @@ import threading
 import time
 import uuid
 
-from django.db import connections
+from django.db import connection, connections
 
 from coordination.clock import DatabaseClock
 from coordination.conf import settings
+from coordination.dberrors import DATABASE_ERRORS
 from coordination.liveness import (
     DatabaseHealth,
     Heartbeat,
@@ -38,7 +39,8 @@ def label_database_sessions(node_name: str) -> None:
     """Name this process's PostgreSQL sessions after the node and give them liveness probes.
 
     Every thread opens its own Django connection from these settings, so a follower can find
-    (and end) a frozen leader's work sessions by name.
+    (and end) a frozen leader's work sessions by name. On MySQL they get the lock connection's
+    connect timeout (an operator's own ``connect_timeout`` wins).
     """
     settings_dict = connections.settings["default"]
     if settings_dict["ENGINE"].endswith("postgresql"):
@@ -46,6 +48,12 @@ def label_database_sessions(node_name: str) -> None:
         # (or shutdown) blocked on a dead socket for the kernel's default of minutes.
         settings_dict.setdefault("OPTIONS", {}).update(
             connection_options(work_application_name(node_name))
+        )
+    elif settings_dict["ENGINE"].endswith("mysql"):
+        # A reconnect to an unreachable host (shutdown's last write among them) gives up
+        # within half the lease, not after the kernel's minutes of connect retries.
+        settings_dict.setdefault("OPTIONS", {}).setdefault(
+            "connect_timeout", max(2, int(float(settings.LEASE) / 2))
         )
 
 
@@ -184,12 +192,38 @@ class Scheduler:
         if self.heartbeat.is_alive():
             self.heartbeat.join(timeout=5)
         try:
-            mark_stopped(self.node)
+            self._mark_stopped()
         except Exception as exc:
             logger.warning("could not mark node %s stopped: %s", self.node.name, exc)
         finally:
             connections.close_all()
         logger.info("node %s stopped", self.node.name)
+
+    def _mark_stopped(self) -> None:
+        """Mark the node stopped, once more on a new connection if the old one is dead.
+
+        The main thread's connection sits idle from registration to shutdown, so a database or
+        PgBouncer restart, or a fencer's session kill, ends it unseen; without a second try the
+        node would look alive to the others for a lease. An error on a connection that still
+        works is not a lost connection and is not retried. Only one retry, because a database
+        that is really gone must not hold up the shutdown: the new connection's connect gives
+        up after ``connect_timeout`` (half the lease, ``label_database_sessions``), so with the
+        first attempt's ``tcp_user_timeout`` (PostgreSQL, half the lease) marking takes at most
+        about a lease, never longer than the others would wait for the heartbeat to go stale.
+        """
+        try:
+            mark_stopped(self.node)
+        except DATABASE_ERRORS as exc:
+            # No connection at all: the database cannot be reached, and would not be now.
+            if connection.connection is None or connection.is_usable():
+                raise
+            logger.info(
+                "node %s lost its database connection (%s); marking it stopped on a new one",
+                self.node.name,
+                exc,
+            )
+            connection.close()
+            mark_stopped(self.node)
 
     def run(self) -> None:
         self.start()
