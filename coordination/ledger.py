@@ -23,6 +23,7 @@ from coordination import liveness
 from coordination.conf import settings
 from coordination.metrics import count_missed_slots
 from coordination.models import JobRun, JobState, Node
+from coordination.reasons import UNPLANNABLE
 from coordination.registry import Job
 from coordination.schedules import CALENDAR_END
 from coordination.selectors import live_instances, live_nodes_q
@@ -30,8 +31,6 @@ from coordination.selectors import live_instances, live_nodes_q
 logger = logging.getLogger(__name__)
 
 MAX_ERROR_LENGTH = 20_000
-#: How the pause reason of a job the scheduler could not plan begins (see :func:`unplannable`).
-UNPLANNABLE = "the scheduler could not plan it"
 #: Missed slots written per statement (and per transaction) when a long gap is recorded.
 MISSED_BATCH = 5_000
 

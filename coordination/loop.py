@@ -330,6 +330,7 @@ class GroupLoop(threading.Thread):
             soon=float(settings.MAX_TICK),
             grace=timedelta(seconds=float(settings.MISFIRE_GRACE)),
             recheck_in=None if recheck_at is None else recheck_at - time.monotonic(),
+            reraise=DATABASE_ERRORS,
         )
 
     def _max_tick(self) -> float:

@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from coordination import catchup
-from coordination.dberrors import DATABASE_ERRORS
-from coordination.ledger import UNPLANNABLE
 from coordination.models import JobRun
+from coordination.reasons import UNPLANNABLE, paused_reason
 from coordination.registry import Job
-from coordination.services import paused_reason
 
 
 @dataclass
@@ -68,6 +66,9 @@ class TickInput:
     run must have been due. ``max_tick`` is the longest sleep, ``soon`` (``INSTATIC_MAX_TICK``)
     how soon to look again at a job another node still runs, ``recheck_in`` the seconds until
     the loop looks again for a previous leader's unfinished runs (None: it does not).
+    ``reraise`` are the errors that end the tick instead of pausing the job whose planning
+    raised them (the loop passes the database's: a schedule that reads the database and
+    finds it away is not broken).
     """
 
     now: datetime
@@ -81,6 +82,7 @@ class TickInput:
     soon: float = 1.0
     grace: timedelta = timedelta(seconds=30)
     recheck_in: float | None = None
+    reraise: tuple[type[BaseException], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,7 @@ def plan_tick(tick: TickInput) -> TickPlan:
         job_writes: list[MissedSlots | Advance] = []
         try:
             plan, due_at = plan_job(job, state, tick, job_writes)
-        except DATABASE_ERRORS:
+        except tick.reraise:
             raise
         except Exception as exc:
             # One job's broken schedule must not stop its group: it is paused with the

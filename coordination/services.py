@@ -7,7 +7,8 @@ from django.db import DatabaseError, connection, transaction
 
 from coordination import ledger
 from coordination.clock import database_now
-from coordination.models import JobRun, JobState, WakeUp
+from coordination.models import JobState, WakeUp
+from coordination.reasons import paused_reason
 from coordination.registry import group as group_named
 from coordination.registry import registry
 
@@ -116,10 +117,3 @@ def _record_paused_gap(state: JobState) -> None:
     except Exception as exc:
         # The caller's transaction rolls back: the job stays paused, with its reason.
         raise CannotPlan(f"{state.name} stays paused: {ledger.unplannable(exc)}") from exc
-
-
-def paused_reason(state: JobState) -> str:
-    """Return the missed-slot reason for slots that pass while ``state`` is paused."""
-    if state.paused_reason == JobRun.MissedReason.PLUGIN_DISABLED:
-        return JobRun.MissedReason.PLUGIN_DISABLED
-    return JobRun.MissedReason.PAUSED

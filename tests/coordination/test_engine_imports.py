@@ -84,3 +84,23 @@ def test_the_engine_does_not_import_the_http_layer(module):
 
 def test_the_engine_reaches_the_metrics_counters():
     assert "coordination.metrics" in import_chains(ENGINE)
+
+
+#: What the planner must not reach: the database's writers and readers, the clock, settings.
+IMPURE = (
+    "coordination.ledger",
+    "coordination.selectors",
+    "coordination.services",
+    "coordination.clock",
+    "coordination.conf",
+    "coordination.liveness",
+)
+
+
+def test_the_planner_imports_no_writer_reader_clock_or_settings():
+    """The planner is pure by construction, not only by discipline: no module it imports
+    (directly, or through ``coordination`` modules) is one that reads or writes the database,
+    the clock or the settings."""
+    chains = import_chains(["coordination.planner"])
+    found = sorted(" -> ".join(chain) for name, chain in chains.items() if name in IMPURE)
+    assert not found, "the planner reaches:\n" + "\n".join(found)

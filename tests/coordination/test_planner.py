@@ -15,7 +15,6 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from coordination.ledger import UNPLANNABLE
 from coordination.models import JobRun
 from coordination.planner import (
     Advance,
@@ -27,6 +26,7 @@ from coordination.planner import (
     plan_claimable_together,
     plan_tick,
 )
+from coordination.reasons import UNPLANNABLE
 from coordination.registry import Missed, make_job
 from coordination.schedules import Every, Schedule, WhenDue, cron, daily, every, hourly
 from coordination.selectors import TICK_FIELDS
@@ -647,7 +647,7 @@ def test_a_database_error_while_planning_ends_the_tick():
 
     bad = dataclasses.replace(job("plan.bad"), schedule=Unreadable(None))
     with pytest.raises(OperationalError):
-        plan_tick(tick_of(at(10), (bad, state(bad, next_due=at(0)))))
+        plan_tick(tick_of(at(10), (bad, state(bad, next_due=at(0))), reraise=(OperationalError,)))
 
 
 # --- a thousand due jobs --------------------------------------------------------------------
