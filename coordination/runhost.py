@@ -49,9 +49,10 @@ class RunHost(Protocol):
         """True while the host believes it holds its group's lock."""
 
     def fence_work_transaction(self, connection) -> bool:
-        """Check, inside the run's own open transaction on ``connection``, that the group's
-        lock is still held, so that a commit after the lock passed on fails in the database
-        where the lock kind allows it (``LeaderLock.fence_work_transaction``)."""
+        """Check, just before the run's commit on ``connection``, that the group's lock is
+        still held (``LeaderLock.fence_work_transaction``): in lease mode inside that open
+        transaction, so a commit after the lease passed on fails in the database; for the
+        other locks the lock's own check of its session."""
 
     def hold_off(self, job_name: str) -> bool:
         """Keep ``job_name`` from being planned for a while; True for a streak's first hold."""
