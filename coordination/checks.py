@@ -22,10 +22,18 @@ def register() -> None:
     checks.register(check_timing, "coordination")
     checks.register(check_lock_mode, "coordination")
     checks.register(check_db_pooler, "coordination")
+    checks.register(check_lock_mode_behind_pooler, "coordination")
+
+
+#: Set while ``runscheduler`` runs its system checks (see :func:`scheduler_checks`).
+_in_scheduler = ContextVar("in_scheduler", default=False)
 
 
 def check_lock_mode_behind_pooler(app_configs=None, **kwargs):
-    """Warn a scheduler that takes session locks through a transaction pooler."""
+    """Warn a scheduler that takes session locks through a transaction pooler (only inside
+    :func:`scheduler_checks`: a web process behind the pooler takes no lock)."""
+    if not _in_scheduler.get():
+        return []
     if settings.DB_POOLER == "pgbouncer-transaction" and settings.LOCK_MODE == "session":
         return [
             checks.Warning(
@@ -40,21 +48,16 @@ def check_lock_mode_behind_pooler(app_configs=None, **kwargs):
     return []
 
 
-#: Checks that concern only a process that runs the scheduler: ``runscheduler`` runs them with
-#: the others (:func:`scheduler_checks`), ``manage.py check`` in a web process does not.
-SCHEDULER_CHECKS = (check_lock_mode_behind_pooler,)
-
-
 @contextmanager
 def scheduler_checks() -> Iterator[None]:
-    """Register the scheduler's own checks with Django's for the checks run inside."""
-    for check in SCHEDULER_CHECKS:
-        checks.register(check, "coordination")
+    """Include the checks that concern only a process that runs the scheduler in the system
+    checks run inside: ``runscheduler`` runs them with the others, ``manage.py check`` in a
+    web process does not."""
+    token = _in_scheduler.set(True)
     try:
         yield
     finally:
-        for check in SCHEDULER_CHECKS:
-            checks.registry.registry.registered_checks.discard(check)
+        _in_scheduler.reset(token)
 
 
 #: Set while an operator command runs its system checks (see :class:`OperatorCommand`).
