@@ -29,9 +29,9 @@ from coordination.planner import (
     Advance,
     MissedSlots,
     RunPlan,
+    SinceLastTick,
     TickInput,
     TickPlan,
-    WakeUp,
     needs_full_tick,
     plan_claimable_together,
     plan_tick,
@@ -241,7 +241,7 @@ class GroupLoop(threading.Thread):
         (``planner.needs_full_tick``); the runs finished meanwhile are taken either way."""
         waker = self.waker
         return needs_full_tick(
-            WakeUp(
+            SinceLastTick(
                 replan=self.wakeups.replan,
                 maintenance=self.maintenance.requested,
                 notified=waker.notified,
@@ -284,7 +284,7 @@ class GroupLoop(threading.Thread):
             # --once runs what was due when it started, not what falls due meanwhile.
             self.last_tick.once_horizon = self.last_tick.once_horizon or now
         plan = plan_tick(self._tick_input(now, states, declared))
-        self.last_tick.retries, self.last_tick.due_behind = plan.retries, plan.due_behind
+        self.last_tick.retries, self.last_tick.due_behind = plan.waiting_retries, plan.due_behind
         runs = self._record(plan, {state.name: state for state in states})
         self.started_last_tick = len(runs)
         if runs:

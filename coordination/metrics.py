@@ -80,7 +80,6 @@ class InstaticMetrics:
 
 
 METRICS = InstaticMetrics()
-REGISTRY = METRICS.registry
 
 
 def count_missed_slots(job, reason: str, count: int, *, metrics: InstaticMetrics = METRICS) -> None:

@@ -127,7 +127,7 @@ class TickPlan:
     runs: list[RunPlan]
     writes: list[MissedSlots | Advance]
     unplannable: list[Unplannable]
-    retries: list[JobRun]
+    waiting_retries: list[JobRun]
     due_behind: frozenset[str]
     wake_at: datetime
 
@@ -202,7 +202,7 @@ def plan_tick(tick: TickInput) -> TickPlan:
         runs=runs,
         writes=writes,
         unplannable=unplannable,
-        retries=waiting,
+        waiting_retries=waiting,
         due_behind=frozenset(due_behind),
         wake_at=min(wakes),
     )
@@ -317,7 +317,7 @@ def due_at_start(plan: RunPlan, horizon: datetime) -> bool:
 
 
 @dataclass(frozen=True)
-class WakeUp:
+class SinceLastTick:
     """What woke a leader since its last tick, and when that tick ran and asked to be woken.
 
     ``finished`` are the runs finished since (job name, finished as planned); ``due_behind``
@@ -338,7 +338,7 @@ class WakeUp:
     replan_every: float = 1.0
 
 
-def needs_full_tick(wakeup: WakeUp) -> bool:
+def needs_full_tick(wakeup: SinceLastTick) -> bool:
     """Return False only when all that woke the leader is runs finished as planned, whose jobs
     had nothing due behind them, before the last tick's wake-up time: no tick is needed.
 

@@ -20,8 +20,8 @@ from coordination.planner import (
     Advance,
     MissedSlots,
     RunPlan,
+    SinceLastTick,
     TickInput,
-    WakeUp,
     needs_full_tick,
     plan_claimable_together,
     plan_tick,
@@ -495,7 +495,7 @@ def test_runs_awaiting_a_retry(options, fields, retry_at, busy_here, started, wa
     assert runs(plan) == ([(declared.name, at(-120), TRIGGER.RETRY)] if started else [])
     if started:
         assert plan.runs[0].retry_run is failed
-    assert plan.retries == ([failed] if waiting else [])
+    assert plan.waiting_retries == ([failed] if waiting else [])
     assert plan.due_behind == ({declared.name} if behind else set())
     if waiting and retry_at > 0:
         assert plan.wake_at == at(retry_at)
@@ -506,7 +506,7 @@ def test_a_retry_waits_behind_the_slot_its_job_starts_in_the_same_tick():
     failed = retry(declared, at(-120))
     plan = plan_tick(tick_of(at(0), (declared, state(declared, next_due=at(0))), retries=[failed]))
     assert runs(plan) == [(declared.name, at(0), TRIGGER.SCHEDULE)]
-    assert plan.retries == [failed] and plan.due_behind == set()
+    assert plan.waiting_retries == [failed] and plan.due_behind == set()
 
 
 def test_one_retry_per_job_per_tick_oldest_first():
@@ -516,7 +516,7 @@ def test_one_retry_per_job_per_tick_oldest_first():
         tick_of(at(0), (declared, state(declared, next_due=at(60))), retries=[first, second])
     )
     assert [run.retry_run for run in plan.runs] == [first]
-    assert plan.retries == [second]
+    assert plan.waiting_retries == [second]
 
 
 def test_the_retry_of_a_job_no_longer_declared_is_dropped():
@@ -524,7 +524,7 @@ def test_the_retry_of_a_job_no_longer_declared_is_dropped():
     plan = plan_tick(
         tick_of(at(0), (declared, state(declared, next_due=at(60))), retries=[retry(gone, at(-1))])
     )
-    assert plan.runs == [] and plan.retries == []
+    assert plan.runs == [] and plan.waiting_retries == []
 
 
 # --- --once -------------------------------------------------------------------------------
@@ -713,7 +713,7 @@ WAKEUP_ROWS = [
     "changes, full", [row[1:] for row in WAKEUP_ROWS], ids=[row[0] for row in WAKEUP_ROWS]
 )
 def test_whether_a_wake_up_needs_a_full_tick(changes, full):
-    assert needs_full_tick(WakeUp(**{**QUIET, **changes})) is full
+    assert needs_full_tick(SinceLastTick(**{**QUIET, **changes})) is full
 
 
 # --- no plan starts a slot twice, none is skipped without a reason --------------------------

@@ -16,8 +16,9 @@ from coordination.clock import DatabaseClock
 from coordination.journal import ClaimJournal
 from coordination.liveness import NodeIdentity
 from coordination.models import JobRun, JobState
+from coordination.planner import RunPlan
 from coordination.runhost import RunHost
-from coordination.runner import RunPlan, Worker
+from coordination.runner import Worker
 from coordination.scheduler import Scheduler
 from tests.coordination.enginekit import GROUP, Recorder, declare, make_due
 
