@@ -15,7 +15,6 @@ in transaction pooling mode and straight to PostgreSQL.
 import contextlib
 import re
 import signal
-import time
 from collections import Counter
 
 import pytest
@@ -120,16 +119,6 @@ def session_state(pid: int) -> str | None:
     return row[0] if row else None
 
 
-def within(seconds: float, predicate):
-    """Poll ``predicate`` for up to ``seconds``; return its last value (falsy on timeout)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
-
-
 @pytest.mark.multiprocess
 def test_a_leader_frozen_before_its_commit_cannot_commit_after_its_lease_passed(
     scheduler_url, commit_gate
@@ -154,9 +143,10 @@ def test_a_leader_frozen_before_its_commit_cannot_commit_after_its_lease_passed(
         slot = JobState.objects.get(name=JOB).next_due
         new = start_scheduler("fence-new", GROUP, env=process_env(**common, INSTATIC_LEASE=60))
 
-        took_over = within(
-            TAKEOVER_DEADLINE,
+        took_over = wait_until(
             lambda: JobRun.objects.filter(job=JOB, slot=slot, status="succeeded").exists(),
+            timeout=TAKEOVER_DEADLINE,
+            fail=False,
         )
         old.signal(signal.SIGCONT)
         wait_until(
@@ -209,9 +199,10 @@ def test_a_leader_frozen_recording_a_failure_cannot_record_it_after_its_lease_pa
         wait_until(lambda: session_state(waiting) == "idle in transaction", timeout=10)
         new = start_scheduler("fence-new", GROUP, env=process_env(**common, INSTATIC_LEASE=60))
 
-        took_over = within(
-            TAKEOVER_DEADLINE,
+        took_over = wait_until(
             lambda: JobRun.objects.filter(job=JOB, slot=slot, status="succeeded").exists(),
+            timeout=TAKEOVER_DEADLINE,
+            fail=False,
         )
         old.signal(signal.SIGCONT)
         at = re.escape(f"job {JOB} slot {slot.isoformat()} failed after")
