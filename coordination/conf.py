@@ -29,6 +29,9 @@ _DEFAULTS = {
     "STARTUP_DB_WAIT": 60.0,
     "ALERT_INTERVAL": 3600.0,
     "ALERT_AFTER_FAILURES": 3,
+    "WORKERS": 2,
+    "PLUGIN_JOBS_RUN_ON": "leader",
+    "WORKER_POLL": 1.0,
 }
 
 

@@ -61,6 +61,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.sitemaps",
+    # Django's tasks interface and its database backend: runs of jobs declared
+    # run_on="workers" are queued here, in the same transaction as their ledger rows.
+    "django_tasks",
+    "django_tasks_db",
     "coordination",
     "publishing",
     "plugins",
@@ -185,6 +189,16 @@ INSTATIC_DB_POOLER = _env(
     parse_choice, "INSTATIC_DB_POOLER", default_pooler(INSTATIC_LOCK_MODE), POOLERS
 )
 DATABASES["default"] = database_behind_pooler(DATABASES["default"], INSTATIC_DB_POOLER)
+# Worker processes beside each runscheduler (0: a scheduler-only node) and where plugin jobs run
+# unless they say (docs/ha.md, "Workers").
+INSTATIC_WORKERS = _env(parse_int, "INSTATIC_WORKERS", 2, minimum=0)
+INSTATIC_PLUGIN_JOBS_RUN_ON = _env(
+    parse_choice, "INSTATIC_PLUGIN_JOBS_RUN_ON", "leader", ("leader", "workers")
+)
+# How often an idle worker looks for queued runs where the database cannot wake it (SQLite,
+# MariaDB); on PostgreSQL a NOTIFY wakes it and this is only the safety net's floor.
+INSTATIC_WORKER_POLL = _env(parse_seconds, "INSTATIC_WORKER_POLL", 1.0, positive=True)
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 INSTATIC_MISFIRE_GRACE = _env(parse_seconds, "INSTATIC_MISFIRE_GRACE", 30.0)
 INSTATIC_FAILURE_PAUSE_THRESHOLD = _env(parse_int, "INSTATIC_FAILURE_PAUSE_THRESHOLD", 5)
 INSTATIC_RUN_RETENTION = _env(parse_int, "INSTATIC_RUN_RETENTION", 200, minimum=1)
