@@ -24,6 +24,8 @@ os.environ.setdefault(
 )
 os.environ.setdefault("DJANGO_SECURE_SSL_REDIRECT", "0")
 os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver,localhost,127.0.0.1")
+# The schedulers the tests start run no worker processes unless a test asks for them.
+os.environ.setdefault("INSTATIC_WORKERS", "0")
 os.environ.setdefault("INSTATIC_VAR_DIR", os.path.join(os.environ["INSTATIC_TEST_TMP"], "var"))
 
 from instatic.settings import *  # noqa: E402,F403
