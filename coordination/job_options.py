@@ -26,6 +26,15 @@ class Missed(enum.StrEnum):
     ALL = "all"  # run every missed slot within ``missed_window``, oldest first
 
 
+class RunOn(enum.StrEnum):
+    """Where a job's runs execute."""
+
+    LEADER = "leader"  # in the leading scheduler's own threads (the publishing jobs)
+    # On a worker process of any replica, through Django's tasks interface; the leader plans
+    # and claims the slot (docs/architecture.md, "Workers").
+    WORKERS = "workers"
+
+
 #: The longest wait before retrying a failed run, however many attempts came before.
 MAX_RETRY_DELAY = timedelta(hours=1)
 
@@ -66,8 +75,17 @@ class JobOptions:
     retries: int = 0
     #: The wait before the first retry; it doubles per attempt, up to ``MAX_RETRY_DELAY``.
     retry_backoff: timedelta = timedelta(seconds=30)
+    #: Where the runs execute: in the leader (default) or on worker processes.
+    run_on: RunOn = RunOn.LEADER
 
     def __post_init__(self):
+        try:
+            object.__setattr__(self, "run_on", RunOn(self.run_on))
+        except ValueError:
+            raise InvalidJobOption(
+                f"run_on={self.run_on!r} is not a place to run; use one of "
+                f"{', '.join(r.value for r in RunOn)}."
+            ) from None
         try:
             missed = Missed(self.missed)
         except ValueError:

@@ -252,6 +252,17 @@ def skip_slots(job: Job, start: datetime, *, before: datetime | None, reason: st
     return total
 
 
+def slot_dealt_with(
+    job: Job, next_due: datetime | None, manual_requested_at: datetime | None
+) -> None:
+    """Mark a claimed (or taken) slot as dealt with: the job moves on to ``next_due``, and
+    the run-now request made at ``manual_requested_at`` is served."""
+    if next_due is not None:
+        advance(job, next_due)
+    if manual_requested_at is not None:
+        serve_run_request(job, manual_requested_at)
+
+
 def serve_run_request(job: Job, requested_at: datetime) -> None:
     """Clear the run-now request a run served (keep one that arrived after it)."""
     JobState.objects.filter(name=job.name).update(**_request_served(requested_at))
@@ -283,8 +294,10 @@ def claim(
     instance: str,
     requested_by: str = "",
     savepoint: bool = True,
+    queued: bool = False,
 ) -> JobRun | None:
-    """Insert the ledger row for (job, slot) as running; return ``None`` if already claimed.
+    """Insert the ledger row for (job, slot) as running (``queued``: queued for a worker
+    process, by this node); return ``None`` if already claimed.
 
     With ``savepoint=False`` (inside a run's own transaction) a taken slot raises
     ``IntegrityError`` instead, saving two statements per run.
@@ -294,17 +307,23 @@ def claim(
             return JobRun.objects.create(
                 job=job.name,
                 slot=slot,
-                status=JobRun.Status.RUNNING,
                 trigger=trigger,
                 node=node,
                 node_instance=instance,
-                started_at=Now(),
                 requested_by=requested_by,
+                **_claimed_as(queued),
             )
     except IntegrityError:
         if not savepoint:
             raise
         return None
+
+
+def _claimed_as(queued: bool) -> dict:
+    """Return a new claim's status and time: running from now, or queued from now."""
+    if queued:
+        return {"status": JobRun.Status.QUEUED, "queued_at": Now()}
+    return {"status": JobRun.Status.RUNNING, "started_at": Now()}
 
 
 def record_failed(
@@ -317,12 +336,16 @@ def record_failed(
     finished_at: datetime | None = None,
     requested_by: str = "",
     retry_of: JobRun | None = None,
-) -> None:
-    """Record a rolled-back transactional run as failed (or timed out).
+    queued: JobRun | None = None,
+) -> bool:
+    """Record a rolled-back transactional run as failed (or timed out); return False when
+    the row it would write is no longer this run's to write.
 
     A first attempt inserts the slot's row (an existing row is kept: the slot was dealt with
     elsewhere). A retry (``retry_of``) rolled back its claim with the work, so it counts the
-    attempt on the existing row instead, still only while that row waits for this retry.
+    attempt on the existing row instead, still only while that row waits for this retry. A
+    run on a worker process (``queued``) rolled back its start, so it records the outcome on
+    its queued row, while that row is still queued for the same attempt.
     """
     values = {
         "status": outcome.status,
@@ -334,11 +357,18 @@ def record_failed(
         "error": outcome.stored_error,
         "retry_at": outcome.retry_at,
     }
-    if retry_of is not None:
-        JobRun.objects.filter(_awaiting_retry(), pk=retry_of.pk).update(
-            trigger=JobRun.Trigger.RETRY, attempt=retry_of.attempt + 1, **values
+    if queued is not None:
+        return bool(
+            JobRun.objects.filter(
+                pk=queued.pk, attempt=queued.attempt, status=JobRun.Status.QUEUED
+            ).update(**values)
         )
-        return
+    if retry_of is not None:
+        return bool(
+            JobRun.objects.filter(_awaiting_retry(), pk=retry_of.pk).update(
+                trigger=JobRun.Trigger.RETRY, attempt=retry_of.attempt + 1, **values
+            )
+        )
     JobRun.objects.bulk_create(
         [
             JobRun(
@@ -351,6 +381,7 @@ def record_failed(
         ],
         ignore_conflicts=True,
     )
+    return True
 
 
 def _awaiting_retry() -> Q:
@@ -360,28 +391,57 @@ def _awaiting_retry() -> Q:
     )
 
 
-def claim_retry(run: JobRun, *, node: str, instance: str) -> bool:
-    """Take an abandoned or failed run for another attempt; return False if someone else did."""
+def claim_retry(run: JobRun, *, node: str, instance: str, queued: bool = False) -> bool:
+    """Take an abandoned or failed run for another attempt (``queued``: queue it for a worker
+    process); return False if someone else did."""
     return bool(
         JobRun.objects.filter(_awaiting_retry(), pk=run.pk).update(
-            status=JobRun.Status.RUNNING,
             trigger=JobRun.Trigger.RETRY,
             attempt=F("attempt") + 1,
             node=node,
             node_instance=instance,
-            started_at=Now(),
             finished_at=None,
             retry_at=None,
+            **{"started_at": None, **_claimed_as(queued)},
         )
     )
 
 
-def take_retry(run: JobRun, *, node: str, instance: str) -> JobRun | None:
+def take_retry(run: JobRun, *, node: str, instance: str, queued: bool = False) -> JobRun | None:
     """Take ``run`` for another attempt (:func:`claim_retry`) and return its row as taken, or
     ``None`` if someone else took it or it no longer waits for one."""
-    if not claim_retry(run, node=node, instance=instance):
+    if not claim_retry(run, node=node, instance=instance, queued=queued):
         return None
     return JobRun.objects.get(pk=run.pk)
+
+
+def take_queued(run_id: int, attempt: int, *, node: str, instance: str) -> JobRun | None:
+    """Start the queued run ``run_id`` on this worker process: move its row from queued to
+    running with the worker's node and instance; return the row, or ``None`` when it is no
+    longer queued for ``attempt`` (another delivery took it, it was skipped or retried).
+
+    This conditional update is what makes a queued run start once, however often its task
+    is delivered. The worker's instance and the attempt are the run's fencing token: its
+    outcome is written only while the row still holds both (:func:`finish_with_state`), so a
+    worker whose run was abandoned meanwhile (frozen past its lease) records nothing.
+    """
+    taken = JobRun.objects.filter(pk=run_id, attempt=attempt, status=JobRun.Status.QUEUED).update(
+        status=JobRun.Status.RUNNING, node=node, node_instance=instance, started_at=Now()
+    )
+    if not taken:
+        return None
+    return JobRun.objects.get(pk=run_id)
+
+
+def skip_queued(run: JobRun, *, reason: str) -> bool:
+    """Record a queued run that will not start (its job was paused meanwhile) as missed with
+    ``reason``; return False if it was no longer queued."""
+    skipped = JobRun.objects.filter(
+        pk=run.pk, attempt=run.attempt, status=JobRun.Status.QUEUED
+    ).update(status=JobRun.Status.MISSED, reason=reason, finished_at=Now())
+    if skipped:
+        JobState.objects.filter(name=run.job).update(missed_count=F("missed_count") + 1)
+    return bool(skipped)
 
 
 def record_succeeded(run: JobRun, job: Job, outcome: RunOutcome) -> None:
@@ -423,6 +483,7 @@ def _finishable(run: JobRun, instance: str):
         pk=run.pk,
         status__in=[JobRun.Status.RUNNING, JobRun.Status.TIMED_OUT],
         node_instance=instance,
+        attempt=run.attempt,
     )
 
 
@@ -638,7 +699,7 @@ def _insert_claims(runs: list[JobRun]) -> list[JobRun]:
         columns.append(quote(field.column))
         if field.name in ("job", "slot"):
             selected.append(f"t.{field.name}")
-        elif field.name == "started_at":
+        elif isinstance(getattr(first, field.attname), Now):
             selected.append("STATEMENT_TIMESTAMP()")  # Now(), as the other claims write it
         else:
             selected.append("%s")
@@ -670,7 +731,11 @@ def _advance(names: list[str], next_due: datetime | None) -> None:
 
 
 def claim_scheduled(
-    claims: list[tuple[Job, datetime, datetime]], *, node: str, instance: str
+    claims: list[tuple[Job, datetime, datetime]],
+    *,
+    node: str,
+    instance: str,
+    queued: bool = False,
 ) -> dict[str, JobRun]:
     """Claim many scheduled slots at once, each job moving on to its next slot; return the runs
     this node claimed, by job.
@@ -682,6 +747,8 @@ def claim_scheduled(
     decides: a slot another node already claimed is left out of the answer (the whole batch
     is then claimed again, skipping taken rows, and the claimed rows are read back). Jobs move
     to their next slot whether this node claimed theirs or not: either way it is dealt with.
+    With ``queued`` the rows are queued for worker processes (inside the caller's
+    transaction, which enqueues their tasks too) instead of running here.
     """
     if not claims:
         return {}
@@ -691,11 +758,10 @@ def claim_scheduled(
             JobRun(
                 job=job.name,
                 slot=slot,
-                status=JobRun.Status.RUNNING,
                 trigger=JobRun.Trigger.SCHEDULE,
                 node=node,
                 node_instance=instance,
-                started_at=Now(),
+                **_claimed_as(queued),
             )
             for job, slot, _ in claims
         ]
@@ -724,6 +790,6 @@ def claim_scheduled(
         job__in=[job.name for job, _, _ in claims],
         slot__in={slot for _, slot, _ in claims},
         node_instance=instance,
-        status=JobRun.Status.RUNNING,
+        status=JobRun.Status.QUEUED if queued else JobRun.Status.RUNNING,
     )
     return {run.job: run for run in mine if (run.job, run.slot) in wanted}

@@ -190,7 +190,14 @@ def _lease() -> timedelta:
     return timedelta(seconds=float(settings.LEASE))
 
 
-def register_node(identity: NodeIdentity, *, groups, declared_jobs, fingerprint: str) -> None:
+def register_node(
+    identity: NodeIdentity,
+    *,
+    groups,
+    declared_jobs,
+    fingerprint: str,
+    role: str = Node.Role.SCHEDULER,
+) -> None:
     """Create or take over this node's row; refuse a name a live process still uses."""
     with transaction.atomic():
         existing = (
@@ -220,6 +227,7 @@ def register_node(identity: NodeIdentity, *, groups, declared_jobs, fingerprint:
                 "groups": list(groups),
                 "declared_jobs": sorted(declared_jobs),
                 "jobs_fingerprint": fingerprint,
+                "role": role,
                 "started_at": Now(),
                 "last_heartbeat": Now(),
                 "stopped_at": None,

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from django.dispatch import Signal
 
-from coordination import alerts, ledger
+from coordination import alerts, ledger, outcomes
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS
 from coordination.holdoff import HoldOffs
@@ -34,6 +34,7 @@ from coordination.planner import (
     TickPlan,
     needs_full_tick,
     plan_claimable_together,
+    plan_for_workers,
     plan_tick,
 )
 from coordination.registry import Group, Job
@@ -42,6 +43,7 @@ from coordination.selectors import declared_by_live_nodes, group_states, runs_aw
 from coordination.supervision import Supervision
 from coordination.threads import JobThreads, between_runs
 from coordination.waker import Waker
+from coordination.workers.queueing import queue_plans
 
 logger = logging.getLogger(__name__)
 
@@ -297,6 +299,7 @@ class GroupLoop(threading.Thread):
             if not self.lock.still_held():
                 return 0.0
             self._refuse(runs)
+            runs = self._queue_for_workers(runs)
             runs = self._claim_together(runs)
             self._start_workers(runs)
         return plan.sleep_for(runs, elapsed=time.monotonic() - read_at)
@@ -419,6 +422,21 @@ class GroupLoop(threading.Thread):
             refusals.update(answer or {})
         for plan in plans:
             plan.refusal = refusals.get(plan.job.name)
+
+    def _queue_for_workers(self, plans: list[RunPlan]) -> list[RunPlan]:
+        """Queue the runs of jobs on workers (claim and task in one fenced transaction,
+        ``workers.queueing``); return the plans this loop runs itself."""
+        queued = [plan for plan in plans if plan_for_workers(plan)]
+        if not queued:
+            return plans
+        runs = queue_plans(queued, node=self.node, fence=self.lock.fence_work_transaction)
+        logger.debug(
+            "[%s] queued %d of %d run(s) for worker processes",
+            self.group.log_prefix,
+            len(runs),
+            len(queued),
+        )
+        return [plan for plan in plans if not plan_for_workers(plan)]
 
     def _claim_together(self, plans: list[RunPlan]) -> list[RunPlan]:
         """Claim the scheduled slots of claim-first jobs in one transaction; return what to start.
@@ -551,52 +569,14 @@ class GroupLoop(threading.Thread):
     def report_outcome(
         self, job: Job, slot, status: str, duration: float, *, error=None, paused=False
     ):
-        """Log a finished run (and feed metrics); its worker wakes the loop as it returns."""
+        """Log a finished run and feed the metrics; its worker wakes the loop as it returns."""
         self.scheduler.metrics_run(job, status, duration)
-        if status == JobRun.Status.SUCCEEDED:
-            logger.info(
-                "[%s] job %s slot %s succeeded in %.3fs",
-                self.group.log_prefix,
-                job.name,
-                slot.isoformat(),
-                duration,
-            )
-        else:
-            logger.error(
-                "[%s] job %s slot %s %s after %.3fs: %s",
-                self.group.log_prefix,
-                job.name,
-                slot.isoformat(),
-                status,
-                duration,
-                (str(error).strip().splitlines() or [type(error).__name__])[0] if error else status,
-            )
-        if paused:
-            logger.warning(
-                "[%s] job %s paused itself after %s failures in a row; resume it in the admin",
-                self.group.log_prefix,
-                job.name,
-                settings.FAILURE_PAUSE_THRESHOLD,
-            )
-        if status != JobRun.Status.SUCCEEDED:
-            self._alert_on_failure(job, status, error, paused=paused)
-
-    def _alert_on_failure(self, job: Job, status: str, error, *, paused: bool) -> None:
-        """Alert when the job paused itself or reached ``INSTATIC_ALERT_AFTER_FAILURES``."""
-        text = str(error).strip() if error else status
-        if paused:
-            alerts.job_paused_itself(job.name, int(settings.FAILURE_PAUSE_THRESHOLD), text)
-            return
-        threshold = int(settings.ALERT_AFTER_FAILURES)
-        if threshold <= 0:
-            return
-        try:
-            failures = (
-                JobState.objects.filter(name=job.name)
-                .values_list("consecutive_failures", flat=True)
-                .first()
-            )
-        except DATABASE_ERRORS:
-            return
-        if failures is not None and failures >= threshold:
-            alerts.job_failing(job.name, failures, text)
+        outcomes.report_outcome(
+            job,
+            slot,
+            status,
+            duration,
+            log_prefix=self.group.log_prefix,
+            error=error,
+            paused=paused,
+        )

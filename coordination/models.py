@@ -12,9 +12,17 @@ from coordination.wording import scheduler_text
 
 
 class Node(models.Model):
-    """One ``runscheduler`` process (the latest process to use this node name)."""
+    """One ``runscheduler`` process, or one worker process (the latest process to use this
+    node name)."""
+
+    class Role(models.TextChoices):
+        SCHEDULER = "scheduler"
+        # A worker process heartbeats while it executes a run (so a run of a dead worker is
+        # found); an idle one writes nothing.
+        WORKER = "worker"
 
     name = models.CharField(max_length=200, unique=True)
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.SCHEDULER)
     instance = models.CharField(max_length=32, help_text="Random id of the current process.")
     host = models.CharField(max_length=255)
     pid = models.IntegerField()
@@ -211,6 +219,9 @@ class JobRun(models.Model):
     """The run ledger: one row per (job, slot), claimed before (or with) the work."""
 
     class Status(models.TextChoices):
+        # Claimed by the leader for a worker process, its task enqueued with it; a worker
+        # moves it to running (``ledger.take_queued``).
+        QUEUED = "queued"
         RUNNING = "running"
         SUCCEEDED = "succeeded"
         FAILED = "failed"
@@ -239,6 +250,9 @@ class JobRun(models.Model):
     node = models.CharField(max_length=200, blank=True)
     node_instance = models.CharField(max_length=32, blank=True)
     attempt = models.PositiveIntegerField(default=1)
+    queued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the leader queued the run for a worker process."
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration = models.FloatField(null=True, blank=True)
@@ -285,6 +299,18 @@ class JobRun(models.Model):
         return Q(status=JobRun.Status.RUNNING) | Q(
             status=JobRun.Status.TIMED_OUT, finished_at__isnull=True
         )
+
+    @staticmethod
+    def outstanding() -> Q:
+        """Runs that keep their job busy: in progress, or queued for a worker process."""
+        return JobRun.in_progress() | Q(status=JobRun.Status.QUEUED)
+
+    @property
+    def queue_wait(self) -> float | None:
+        """Seconds from the leader's queueing to a worker's start (runs on workers)."""
+        if self.queued_at is None or self.started_at is None:
+            return None
+        return (self.started_at - self.queued_at).total_seconds()
 
     @property
     def lateness(self) -> float | None:

@@ -38,6 +38,8 @@ class RunPlan:
     #: Why this run must not do its work (a ``runs_starting`` receiver's answer): raised in
     #: place of the job's function, so the run is recorded failed with it.
     refusal: BaseException | None = None
+    #: The queued ledger row a worker process runs (a job on workers; see ``workers``).
+    queued_run: JobRun | None = None
 
 
 def plan_claimable_together(plan: RunPlan) -> bool:
@@ -46,13 +48,25 @@ def plan_claimable_together(plan: RunPlan) -> bool:
     Only a claim-first job's scheduled slot: a transactional run claims inside its own
     transaction, a retry takes an existing row, and a run-now request is served by its claim.
     """
+    return not plan.job.transactional and plan_queueable_together(plan)
+
+
+def plan_queueable_together(plan: RunPlan) -> bool:
+    """Return True if ``plan``'s slot can be claimed in a batch with others: a scheduled slot
+    with a next one (a retry takes an existing row, a run-now request is served by its claim)."""
     return (
-        not plan.job.transactional
-        and plan.trigger == JobRun.Trigger.SCHEDULE
+        plan.trigger == JobRun.Trigger.SCHEDULE
         and plan.retry_run is None
         and plan.manual_requested_at is None
         and plan.next_due is not None
     )
+
+
+def plan_for_workers(plan: RunPlan) -> bool:
+    """Return True if ``plan`` is queued for a worker process rather than run by the leader:
+    its job runs on workers, and no ``runs_starting`` receiver refused it (a refused run is
+    recorded failed at once, by the leader)."""
+    return plan.job.on_workers and plan.refusal is None
 
 
 @dataclass(frozen=True)

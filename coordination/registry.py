@@ -28,6 +28,7 @@ from django.utils.module_loading import module_has_submodule
 from coordination.job_options import MAX_RETRY_DELAY as MAX_RETRY_DELAY
 from coordination.job_options import InvalidJobOption, JobOptions
 from coordination.job_options import Missed as Missed
+from coordination.job_options import RunOn as RunOn
 from coordination.schedules import InvalidSchedule, Schedule, coerce
 
 logger = logging.getLogger(__name__)
@@ -117,6 +118,11 @@ class Job:
     @property
     def retry_backoff(self) -> timedelta:
         return self.options.retry_backoff
+
+    @property
+    def on_workers(self) -> bool:
+        """True if the job's runs execute on worker processes, not in the leader."""
+        return self.options.run_on is RunOn.WORKERS
 
     def retry_at(self, attempt: int, now: datetime) -> datetime | None:
         """When a slot whose attempt ``attempt`` (from 1) failed is tried again, or ``None``

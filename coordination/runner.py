@@ -233,6 +233,24 @@ class Worker:
         except IntegrityError as exc:
             raise SlotTaken from exc
 
+    def _take(self) -> JobRun:
+        """Take this plan's ledger row inside the run's transaction: the queued row a worker
+        process was given, the run to retry, or a new claim of the slot."""
+        if self.plan.queued_run is not None:
+            return self._take_queued()
+        if self.plan.retry_run is not None:
+            return self._claim_retry()
+        return self._claim()
+
+    def _take_queued(self) -> JobRun:
+        """Move the queued row to running on this worker (``ledger.take_queued``); raise
+        ``RetryTaken`` if another delivery of its task took it."""
+        queued, node = self.plan.queued_run, self.host.node
+        run = ledger.take_queued(queued.pk, queued.attempt, node=node.name, instance=node.instance)
+        if run is None:
+            raise RetryTaken
+        return run
+
     def _claim_retry(self) -> JobRun:
         """Take the run this plan retries (in the caller's transaction); raise ``RetryTaken``."""
         node = self.host.node
@@ -275,10 +293,7 @@ class Worker:
 
     def _claimed(self) -> None:
         """Mark the slot as dealt with: the job's next slot moves on, a run-now is served."""
-        if self.plan.next_due is not None:
-            ledger.advance(self.job, self.plan.next_due)
-        if self.plan.manual_requested_at is not None:
-            ledger.serve_run_request(self.job, self.plan.manual_requested_at)
+        ledger.slot_dealt_with(self.job, self.plan.next_due, self.plan.manual_requested_at)
 
     def _outcome(
         self, status: str, *, duration, lateness, error: str, next_due, retry_at=None
@@ -341,7 +356,7 @@ class Worker:
         try:
             with transaction.atomic():
                 self._lock_state()
-                run = self._claim_retry() if self.plan.retry_run else self._claim()
+                run = self._take()
                 self.current_run = run
                 with self._log_context(run):
                     result = self._call()
@@ -412,7 +427,10 @@ class Worker:
         job, plan, node = self.job, self.plan, self.host.node
         error = "".join(traceback.format_exception(exc))
         discard_broken_connection()
-        attempt = plan.retry_run.attempt + 1 if plan.retry_run else 1
+        if plan.queued_run is not None:
+            attempt = plan.queued_run.attempt
+        else:
+            attempt = plan.retry_run.attempt + 1 if plan.retry_run else 1
         retry_at = self._retry_at(status, attempt)
         finished_at = self.host.clock.now()
 
@@ -427,7 +445,7 @@ class Worker:
                 next_due=self._next_due(None),
                 retry_at=retry_at,
             )
-            ledger.record_failed(
+            recorded = ledger.record_failed(
                 job,
                 outcome,
                 trigger=plan.trigger,
@@ -436,8 +454,9 @@ class Worker:
                 finished_at=finished_at,
                 requested_by=plan.requested_by,
                 retry_of=plan.retry_run,
+                queued=plan.queued_run,
             )
-            return ledger.record_outcome_in_state(job, outcome)
+            return recorded and ledger.record_outcome_in_state(job, outcome)
 
         try:
             paused = self._durably("its failure", record)

@@ -30,18 +30,21 @@ def group_states(group: str, *, exclude_instance: str = "") -> tuple[datetime, l
     """Return (database now, the group's job states) in one round trip when there are states.
 
     Each state carries ``busy_elsewhere``: a live node other than ``exclude_instance`` still
-    has a run of the job going (an ex-leader that lost only its lock), so starting the job
-    now would overlap it. That is one ``IN`` over the runs in progress (found through the
-    ``(status, -slot)`` index and hashed once), not a probe of the ledger per job; and the
-    states are read-only rows of the columns a tick reads (named tuples with ``JobState``'s
-    attribute names), not model instances: a tick of a thousand jobs stays cheap.
+    has a run of the job going (an ex-leader that lost only its lock, a worker process), or a
+    run of it is queued for a worker, so starting the job now would overlap it. That is one
+    ``IN`` over the runs in progress (found through the ``(status, -slot)`` index and hashed
+    once), not a probe of the ledger per job; and the states are read-only rows of the
+    columns a tick reads (named tuples with ``JobState``'s attribute names), not model
+    instances: a tick of a thousand jobs stays cheap.
     """
-    running_elsewhere = (
-        JobRun.objects.filter(JobRun.in_progress())
-        .exclude(node_instance=exclude_instance)
-        .filter(node_instance__in=live_instances())
-        .values("job")
-    )
+    running_elsewhere = JobRun.objects.filter(
+        Q(status=JobRun.Status.QUEUED)
+        | (
+            JobRun.in_progress()
+            & ~Q(node_instance=exclude_instance)
+            & Q(node_instance__in=live_instances())
+        )
+    ).values("job")
     states = list(
         JobState.objects.filter(group=group)
         .annotate(

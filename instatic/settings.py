@@ -198,7 +198,13 @@ INSTATIC_PLUGIN_JOBS_RUN_ON = _env(
 # How often an idle worker looks for queued runs where the database cannot wake it (SQLite,
 # MariaDB); on PostgreSQL a NOTIFY wakes it and this is only the safety net's floor.
 INSTATIC_WORKER_POLL = _env(parse_seconds, "INSTATIC_WORKER_POLL", 1.0, positive=True)
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# Runs travel on their own queue, "instatic-runs"; a TASKS of your own must accept it.
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default", "instatic-runs"],
+    }
+}
 INSTATIC_MISFIRE_GRACE = _env(parse_seconds, "INSTATIC_MISFIRE_GRACE", 30.0)
 INSTATIC_FAILURE_PAUSE_THRESHOLD = _env(parse_int, "INSTATIC_FAILURE_PAUSE_THRESHOLD", 5)
 INSTATIC_RUN_RETENTION = _env(parse_int, "INSTATIC_RUN_RETENTION", 200, minimum=1)

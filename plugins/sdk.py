@@ -39,6 +39,7 @@ from typing import Any
 from django.apps import apps
 
 from coordination import schedules
+from coordination.conf import settings
 from coordination.registry import (
     Job,
     JobContext,
@@ -160,6 +161,7 @@ def make_plugin_job(
         )
     if isinstance(schedule, _InvalidSchedule):
         raise job_error(f"{plugin}.{short}", schedule.error)
+    options.setdefault("run_on", settings.PLUGIN_JOBS_RUN_ON)
     return make_job(
         func, name=f"{plugin}.{short}", schedule=schedule, group=PLUGIN_GROUP, **options
     )
@@ -190,6 +192,10 @@ def plugin_job(
     - ``max_duration`` (a ``timedelta`` or seconds): past it the run is recorded
       ``timed_out`` and ``ctx.should_stop()`` turns true; the job is not started again while
       it still runs.
+    - ``run_on``: ``"leader"`` (run in the leading scheduler's threads) or ``"workers"``
+      (run on a worker process of any replica; the leader still plans and claims each slot,
+      so it runs once all the same). Default: ``INSTATIC_PLUGIN_JOBS_RUN_ON``. Put a job on
+      workers when it runs for more than a few seconds or uses the CPU.
     - ``retries``: how many more times a failed run of a slot is tried (default 0), after
       ``retry_backoff`` (a ``timedelta`` or seconds; default 30 s), doubling each attempt up
       to an hour. Attempts of a slot are one ledger row (its ``attempt`` counts them), so

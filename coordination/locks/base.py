@@ -241,14 +241,7 @@ class LeaderLock:
         Django's own connections can be closed, recycled or pooled by request handling or by
         job code; a session lock on one of those could be released or leaked behind our back.
         """
-        settings_dict = copy.deepcopy(connections[self.using].settings_dict)
-        options = settings_dict.setdefault("OPTIONS", {})
-        options.pop("pool", None)
-        options.update(extra_options or {})
-        wrapper = load_backend(settings_dict["ENGINE"]).DatabaseWrapper(
-            settings_dict, alias=f"{self.using}:lock"
-        )
-        return wrapper.get_new_connection(wrapper.get_connection_params())
+        return new_raw_connection(self.using, extra_options, purpose="lock")
 
     # --- vendor hooks -------------------------------------------------------------------
     def _acquire(self, wait: float) -> bool:
@@ -272,3 +265,17 @@ class LeaderLock:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def new_raw_connection(using: str, extra_options: dict | None = None, *, purpose: str = "raw"):
+    """Open a fresh, unpooled DB-API connection with the settings of Django's ``using``
+    connection (and ``extra_options``), for a session that Django's request handling, job
+    code or a pool must never close, recycle or share."""
+    settings_dict = copy.deepcopy(connections[using].settings_dict)
+    options = settings_dict.setdefault("OPTIONS", {})
+    options.pop("pool", None)
+    options.update(extra_options or {})
+    wrapper = load_backend(settings_dict["ENGINE"]).DatabaseWrapper(
+        settings_dict, alias=f"{using}:{purpose}"
+    )
+    return wrapper.get_new_connection(wrapper.get_connection_params())

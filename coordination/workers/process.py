@@ -1,8 +1,217 @@
-"""One worker process: take queued runs' tasks and execute them until told to stop."""
+"""One worker process: take queued runs' tasks from the database queue and execute them.
 
+``runscheduler --workers N`` and ``runworker --processes N`` start these (``pool.py``). Each
+is a node of its own in the ``Node`` table (``<node>/worker-<i>``, role ``worker``), so the
+ledger names the process that executed a run, and the leader finds the runs of a worker
+that died by its heartbeat, written only while it executes (an idle worker sends nothing
+but its wait for work: a ``LISTEN`` on PostgreSQL, a poll every ``INSTATIC_WORKER_POLL``
+seconds elsewhere).
+
+The task row is taken as django-tasks-db's own worker takes it (``SELECT ... FOR UPDATE
+SKIP LOCKED``, then marked running with this process's instance as its worker id); what the
+task does is ``execution.execute``, where the ledger decides whether the run starts.
+"""
+
+import logging
+import os
+import socket
 import threading
+import time
+import uuid
+
+from django.db import close_old_connections, connection, transaction
+
+from coordination.conf import settings
+from coordination.liveness import NodeIdentity, mark_stopped, register_node
+from coordination.models import Node
+from coordination.registry import JobRegistry, registry
+from coordination.workers.execution import Delivery, execute
+from coordination.workers.host import RunHeartbeat, WorkerHost
+from coordination.workers.queueing import WORKERS_CHANNEL
+from coordination.workers.tasks import QUEUE_NAME, run_queued
+
+logger = logging.getLogger(__name__)
+
+
+def worker_node_name(node_name: str, index: int) -> str:
+    """Return the node name of worker process ``index`` of node ``node_name``."""
+    return f"{node_name}/worker-{index}"[:200]
+
+
+class WorkerProcess:
+    """This process as a worker: its node row, its heartbeat and the host of its runs."""
+
+    def __init__(self, name: str, *, stop: threading.Event, registry: JobRegistry = registry):
+        self.stop = stop
+        self.registry = registry
+        self.node = NodeIdentity(
+            name=name, instance=uuid.uuid4().hex, host=socket.gethostname(), pid=os.getpid()
+        )
+        self.host = WorkerHost(self.node, stopping=stop.is_set, log_prefix=f"worker {name}")
+        names = [job.name for job in registry.all()]
+        register_node(
+            self.node, groups=[], declared_jobs=names, fingerprint="", role=Node.Role.WORKER
+        )
+        self.heartbeat = RunHeartbeat(self.node)
+        self._beaten_at = time.monotonic()
+        self._busy = 0
+
+    def busy(self) -> None:
+        """Count this process as executing from now until the matching ``idle()``: it
+        heartbeats (at once when its last beat is older than half the interval, so a run it
+        starts is never under a stale heartbeat)."""
+        self._busy += 1
+        if time.monotonic() - self._beaten_at >= float(settings.HEARTBEAT_INTERVAL) / 2:
+            self.heartbeat.beat()
+            self._beaten_at = time.monotonic()
+        self.heartbeat.busy()
+
+    def idle(self) -> None:
+        self._busy -= 1
+        if not self._busy:
+            self._beaten_at = time.monotonic()
+            self.heartbeat.idle()
+
+    def execute(self, run_id: int, attempt: int) -> Delivery:
+        """Execute one delivery of a run's task (``execution.execute``), heartbeating."""
+        self.busy()
+        try:
+            return execute(run_id, attempt, host=self.host, registry=self.registry)
+        finally:
+            self.idle()
+
+    def take_task(self):
+        """Take the next ready task of Instatic's queue for this process, or ``None``."""
+        from django_tasks_db.models import DBTaskResult
+
+        tasks = DBTaskResult.objects.ready().filter(
+            queue_name=QUEUE_NAME, backend_name=run_queued.backend
+        )
+        with transaction.atomic():
+            task = tasks.get_locked()
+            if task is not None:
+                task.claim(self.node.instance)
+        return task
+
+    def run_task(self, task) -> None:
+        """Run a taken task and record its result on its row, as the database backend does."""
+        try:
+            result = task.task_result
+            value = self.execute(*result.args, **result.kwargs).outcome
+        except Exception as exc:  # noqa: BLE001 - recorded on the task row, and logged
+            logger.exception("[%s] task %s failed", self.host.log_prefix, task.id)
+            task.set_failed(exc)
+            return
+        task.set_successful(value)
+
+    def work(self) -> bool:
+        """Take and run one task; return False if none was ready."""
+        self.busy()
+        try:
+            task = self.take_task()
+            if task is not None:
+                self.run_task(task)
+        finally:
+            self.idle()
+        return task is not None
+
+    def serve(self) -> None:
+        """Run tasks until ``stop`` is set, waiting for work in between (``WorkWaiter``)."""
+        logger.info("[%s] waiting for runs", self.host.log_prefix)
+        waiter = WorkWaiter(self)
+        try:
+            while not self.stop.is_set():
+                close_old_connections()
+                if not self.work():
+                    waiter.wait()
+        finally:
+            waiter.close()
+            self.close()
+            logger.info("[%s] stopped", self.host.log_prefix)
+
+    def close(self) -> None:
+        self.heartbeat.stop()
+        try:
+            mark_stopped(self.node)
+        except Exception as exc:  # noqa: BLE001 - the lease marks it gone all the same
+            logger.warning("[%s] could not mark the worker stopped: %s", self.host.log_prefix, exc)
+
+
+_current: WorkerProcess | None = None
+_current_lock = threading.Lock()
+
+
+def current_process() -> WorkerProcess:
+    """Return this process's :class:`WorkerProcess`; made on first use when a run's task
+    reaches the worker of another django-tasks backend (named ``<node>/tasks``)."""
+    global _current
+    with _current_lock:
+        if _current is None:
+            name = f"{settings.default_node_name()}/tasks"[:200]
+            _current = WorkerProcess(name, stop=threading.Event())
+        return _current
 
 
 def serve(*, node_name: str, index: int, stop: threading.Event) -> None:
     """Run worker process ``index`` of node ``node_name`` until ``stop`` is set."""
-    stop.wait()
+    global _current
+    from coordination.scheduler import label_database_sessions
+
+    name = worker_node_name(node_name, index)
+    label_database_sessions(name)
+    with _current_lock:
+        _current = WorkerProcess(name, stop=stop)
+    _current.serve()
+
+
+class WorkWaiter:
+    """How an idle worker waits for work: a ``NOTIFY`` on PostgreSQL (with a safety-net
+    poll every ``INSTATIC_NOTIFY_MAX_TICK`` seconds), a poll every ``INSTATIC_WORKER_POLL``
+    seconds elsewhere; ``stop`` ends the wait within a moment either way."""
+
+    def __init__(self, process: WorkerProcess):
+        self.process = process
+        self.stop = process.stop
+        self._conn = None
+
+    def _listening(self):
+        if connection.vendor != "postgresql":
+            return None
+        if self._conn is None:
+            from coordination.locks.base import new_raw_connection
+
+            conn = new_raw_connection(
+                "default", {"application_name": f"{self.process.node.name}/listen"[:63]}
+            )
+            conn.autocommit = True
+            conn.execute(f"LISTEN {WORKERS_CHANNEL}")
+            self._conn = conn
+        return self._conn
+
+    def wait(self) -> None:
+        try:
+            conn = self._listening()
+        except Exception as exc:  # noqa: BLE001 - fall back to polling, try again later
+            logger.warning("[%s] cannot listen for work: %s", self.process.host.log_prefix, exc)
+            self.close()
+            conn = None
+        if conn is None:
+            self.stop.wait(float(settings.WORKER_POLL))
+            return
+        deadline = time.monotonic() + float(settings.NOTIFY_MAX_TICK)
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            try:
+                if any(True for _ in conn.notifies(timeout=0.5, stop_after=1)):
+                    return
+            except Exception as exc:  # noqa: BLE001 - the connection died: poll, reconnect
+                logger.warning("[%s] lost the wait for work: %s", self.process.host.log_prefix, exc)
+                self.close()
+                return
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001, S110 - closing a dead connection
+                pass
+            self._conn = None

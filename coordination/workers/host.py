@@ -1,0 +1,181 @@
+"""What a run on a worker process sees of its process: the :class:`WorkerHost`.
+
+A worker process runs a queued run with the same :class:`coordination.runner.Worker` that
+the leader's job threads use, so retries, max duration, ``should_stop()``, outcomes, alerts
+and the log lines are the same wherever a run executes. Only the host differs: a worker has
+no lock to lead by, no journal to keep, no loop to wake and no tick to hold off; its
+liveness is its own heartbeat, written while it executes a run.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from django.db import connection
+from django.db.models.functions import Now
+
+from coordination import outcomes
+from coordination.clock import DatabaseClock
+from coordination.conf import settings
+from coordination.liveness import NodeIdentity
+from coordination.models import Node
+from coordination.registry import Job
+from coordination.selectors import live_nodes_q
+
+logger = logging.getLogger(__name__)
+
+
+class NoJournal:
+    """A worker keeps no claim journal: the leader that queued a run remembers it."""
+
+    def record(self, entry) -> None:
+        pass
+
+    def finished(self, job: str, slot: datetime, status: str) -> None:
+        pass
+
+
+class WorkerHost:
+    """The :class:`~coordination.runhost.RunHost` of runs on one worker process."""
+
+    def __init__(self, node: NodeIdentity, *, stopping: Callable[[], bool], log_prefix: str):
+        self._node = node
+        self._stopping = stopping
+        self._log_prefix = log_prefix
+        self._clock = DatabaseClock()
+        self._journal = NoJournal()
+        self._grace_deadline: float | None = None
+
+    @property
+    def node(self) -> NodeIdentity:
+        return self._node
+
+    @property
+    def clock(self) -> DatabaseClock:
+        return self._clock
+
+    @property
+    def journal(self) -> NoJournal:
+        return self._journal
+
+    @property
+    def log_prefix(self) -> str:
+        return self._log_prefix
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping()
+
+    @property
+    def leading(self) -> bool:
+        """A worker leads nothing; its run goes on until it ends, times out or the process
+        stops (the fence at commit keeps a worker that lost its liveness from writing)."""
+        return True
+
+    def fence_work_transaction(self, conn) -> bool:
+        """Check inside the run's transaction, just before its commit, that this worker
+        process is still live: its heartbeat within the lease. A worker frozen past the lease
+        (whose run the leader may have queued again) rolls its run back instead; on
+        PostgreSQL and MariaDB the leader also ends such a worker's sessions, so a commit
+        after this check fails in the database."""
+        return (
+            Node.objects.using(conn.alias)
+            .filter(live_nodes_q(), name=self._node.name, instance=self._node.instance)
+            .exists()
+        )
+
+    def hold_off(self, job_name: str) -> bool:
+        return False
+
+    def release_hold(self, job_name: str) -> None:
+        pass
+
+    def submit(self, task: Callable[[], None]) -> None:
+        """Run ``task`` (a claim-first run's outcome) at once: a worker runs one run at a time."""
+        task()
+
+    def request_maintenance(self) -> None:
+        """The leader's maintenance finds a failed run's retry by itself (every few seconds)."""
+
+    def report_outcome(
+        self,
+        job: Job,
+        slot: datetime,
+        status: str,
+        duration: float,
+        *,
+        error: BaseException | None = None,
+        paused: bool = False,
+    ) -> None:
+        outcomes.report_outcome(
+            job,
+            slot,
+            status,
+            duration,
+            log_prefix=self._log_prefix,
+            error=error,
+            paused=paused,
+        )
+
+    def run_finished(self, job_name: str, *, as_planned: bool) -> None:
+        pass
+
+    def cut_off(self, what: str) -> None:
+        logger.warning("[%s] %s", self._log_prefix, what)
+
+    def database_failed(self, exc: BaseException) -> None:
+        logger.warning("[%s] database error: %s", self._log_prefix, exc)
+
+    def grace_deadline(self) -> float:
+        if self._grace_deadline is None:
+            self._grace_deadline = time.monotonic() + float(settings.SHUTDOWN_GRACE)
+        return self._grace_deadline
+
+
+class RunHeartbeat:
+    """The worker process's heartbeat while it executes a run, on a thread of its own.
+
+    An idle worker writes nothing (no statements while the cluster is idle); a busy one
+    heartbeats every ``INSTATIC_HEARTBEAT_INTERVAL``, so the leader marks the run of a worker
+    that died or froze abandoned after the lease, as it does a dead leader's.
+    """
+
+    def __init__(self, node: NodeIdentity):
+        self.node = node
+        self._busy = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="worker-heartbeat", daemon=True)
+        self._thread.start()
+
+    def beat(self) -> bool:
+        """Write the heartbeat now; return False if another process has this node's row."""
+        return bool(
+            Node.objects.filter(name=self.node.name, instance=self.node.instance).update(
+                last_heartbeat=Now(), stopped_at=None
+            )
+        )
+
+    def busy(self) -> None:
+        self._busy.set()
+
+    def idle(self) -> None:
+        self._busy.clear()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._busy.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        interval = float(settings.HEARTBEAT_INTERVAL)
+        while not self._stop.is_set():
+            self._busy.wait()
+            if self._stop.wait(interval) or not self._busy.is_set():
+                continue
+            try:
+                self.beat()
+            except Exception as exc:  # noqa: BLE001 - a lost beat is retried next interval
+                logger.warning("worker %s: heartbeat failed: %s", self.node.name, exc)
+                connection.close()

@@ -1,0 +1,124 @@
+"""The leader's half of a run on workers: claim the slot as queued and enqueue its task.
+
+Both in one transaction with the database backend (``django_tasks_db``): its task rows live
+in the same database, so a claimed slot always has its task and a task always has its ledger
+row; a leader killed between the two is impossible by construction (the transaction rolls
+both back). The transaction is fenced like a leader's run (``fence_work_transaction``): a
+leader that lost its lock queues nothing. With another django-tasks backend (a broker) the
+tasks are enqueued once the claims commit, so the queue can miss a task only if the leader
+dies between that commit and the enqueue; the sweep (``sweep.py``) queues such a run again
+where it can see the queue, and the ledger keeps a task delivered twice from starting twice.
+"""
+
+import logging
+import uuid
+
+from django.db import connection, transaction
+
+from coordination import ledger
+from coordination.models import JobRun
+from coordination.planner import RunPlan, plan_queueable_together
+from coordination.workers.tasks import run_queued
+
+logger = logging.getLogger(__name__)
+
+#: The PostgreSQL channel idle worker processes listen on.
+WORKERS_CHANNEL = "instatic_workers"
+
+
+def uses_database_queue() -> bool:
+    """Return True if runs' tasks go to Django's own database (``django_tasks_db``), so that
+    enqueueing them is part of the claim's transaction."""
+    from django_tasks_db import DatabaseBackend
+
+    return isinstance(run_queued.get_backend(), DatabaseBackend)
+
+
+def queue_plans(plans: list[RunPlan], *, node, fence) -> list[JobRun]:
+    """Claim ``plans``' slots as queued and enqueue their tasks, in one transaction; return
+    the runs queued (a slot another node took, or a retry taken meanwhile, is left out).
+
+    ``fence(connection)`` is the group lock's fence at commit; when it refuses, nothing is
+    queued and the next leader plans the slots again.
+    """
+    with transaction.atomic():
+        if not fence(connection):
+            logger.warning("queueing %d run(s) refused: the group's lock was lost", len(plans))
+            transaction.set_rollback(True)
+            return []
+        runs = _claim(plans, node=node)
+        enqueue(runs)
+        if runs:
+            wake_workers()
+    return runs
+
+
+def _claim(plans: list[RunPlan], *, node) -> list[JobRun]:
+    """Insert (or, for retries, take) the queued ledger rows of ``plans``."""
+    batch = [plan for plan in plans if plan_queueable_together(plan)]
+    claimed = ledger.claim_scheduled(
+        [(plan.job, plan.slot, plan.next_due) for plan in batch],
+        node=node.name,
+        instance=node.instance,
+        queued=True,
+    )
+    runs = [claimed[plan.job.name] for plan in batch if plan.job.name in claimed]
+    for plan in plans:
+        if plan_queueable_together(plan):
+            continue
+        if plan.retry_run is not None:
+            run = ledger.take_retry(
+                plan.retry_run, node=node.name, instance=node.instance, queued=True
+            )
+        else:
+            run = ledger.claim(
+                plan.job,
+                plan.slot,
+                trigger=plan.trigger,
+                node=node.name,
+                instance=node.instance,
+                requested_by=plan.requested_by,
+                queued=True,
+            )
+            ledger.slot_dealt_with(plan.job, plan.next_due, plan.manual_requested_at)
+        if run is not None:
+            runs.append(run)
+    return runs
+
+
+def enqueue(runs: list[JobRun]) -> None:
+    """Enqueue the task of each queued run: in the caller's transaction on the database
+    queue (one ``INSERT`` for all of them), else once that transaction commits."""
+    if not runs:
+        return
+    if not uses_database_queue():
+        for run in runs:
+            args = (run.pk, run.attempt)
+            transaction.on_commit(lambda args=args: run_queued.enqueue(*args))
+        return
+    from django_tasks_db.compat import normalize_json
+    from django_tasks_db.models import DBTaskResult, get_date_max
+
+    task = run_queued
+    DBTaskResult.objects.bulk_create(
+        [
+            DBTaskResult(
+                id=uuid.uuid4(),
+                args_kwargs=normalize_json({"args": [run.pk, run.attempt], "kwargs": {}}),
+                priority=task.priority,
+                task_path=task.module_path,
+                queue_name=task.queue_name,
+                run_after=get_date_max(),
+                backend_name=task.backend,
+            )
+            for run in runs
+        ]
+    )
+
+
+def wake_workers() -> None:
+    """Wake idle worker processes when the surrounding transaction commits (PostgreSQL's
+    ``NOTIFY``); elsewhere they poll every ``INSTATIC_WORKER_POLL`` seconds."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, '')", [WORKERS_CHANNEL])

@@ -1,0 +1,159 @@
+"""Runs on worker processes: the leader queues, a worker executes, the ledger decides.
+
+In one process against the real database: the leader's tick (``runscheduler --once``'s
+scheduler) queues a job declared ``run_on="workers"``, and a :class:`WorkerProcess` takes its
+task and runs it as a worker process does. The worker processes themselves, their signals
+and their faults are in ``test_workers_ha.py``.
+"""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django_tasks_db.models import DBTaskResult
+
+from coordination.models import JobRun, JobState, Node
+from coordination.workers.execution import Delivery
+from coordination.workers.process import WorkerProcess
+from tests.coordination.enginekit import Recorder, declare, make_due, tick
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def worker(reg, name="engine-node/worker-1") -> WorkerProcess:
+    return WorkerProcess(name, stop=threading.Event(), registry=reg)
+
+
+def queued_task_args() -> list[list[int]]:
+    return [task.args_kwargs["args"] for task in DBTaskResult.objects.order_by("enqueued_at")]
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["claim-first", "transactional"])
+def test_the_leader_queues_a_slot_with_its_task_and_a_worker_runs_it(transactional):
+    recorder = Recorder()
+    reg, job = declare(recorder, transactional=transactional, run_on="workers")
+    slot = make_due(job, ago=timedelta(0))
+
+    tick(reg)
+
+    run = JobRun.objects.get(job=job.name, slot=slot)
+    assert (run.status, run.node, run.started_at) == (JobRun.Status.QUEUED, "engine-node", None)
+    assert run.queued_at is not None
+    assert queued_task_args() == [[run.pk, 1]]
+    assert recorder.slots == []  # the leader ran nothing itself
+    assert JobState.objects.get(name=job.name).next_due == job.schedule.next_after(slot)
+
+    process = worker(reg)
+    assert process.work()
+
+    run.refresh_from_db()
+    assert (run.status, run.node, run.node_instance) == (
+        JobRun.Status.SUCCEEDED,
+        "engine-node/worker-1",
+        process.node.instance,
+    )
+    assert run.queue_wait is not None and run.queue_wait >= 0
+    assert recorder.slots == [slot]
+    task = DBTaskResult.objects.get()
+    assert (task.status, task.return_value, task.worker_ids) == (
+        "SUCCESSFUL",
+        Delivery.RAN,
+        [process.node.instance],
+    )
+    state = JobState.objects.get(name=job.name)
+    assert (state.last_status, state.last_node) == (JobRun.Status.SUCCEEDED, run.node)
+    assert not process.work()  # nothing left
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["claim-first", "transactional"])
+def test_a_task_delivered_twice_runs_its_slot_once(transactional):
+    recorder = Recorder()
+    reg, job = declare(recorder, transactional=transactional, run_on="workers")
+    slot = make_due(job, ago=timedelta(0))
+    tick(reg)
+    run = JobRun.objects.get(job=job.name, slot=slot)
+
+    first, second = worker(reg, "a/worker-1"), worker(reg, "b/worker-1")
+    outcomes = [first.execute(run.pk, 1).outcome, second.execute(run.pk, 1).outcome]
+
+    assert outcomes == [Delivery.RAN, Delivery.TAKEN]
+    assert recorder.slots == [slot]
+    run.refresh_from_db()
+    assert (run.status, run.node) == (JobRun.Status.SUCCEEDED, "a/worker-1")
+
+
+def test_a_paused_jobs_queued_run_does_not_start_and_is_recorded_missed():
+    recorder = Recorder()
+    reg, job = declare(recorder, run_on="workers")
+    slot = make_due(job, ago=timedelta(0))
+    tick(reg)
+    JobState.objects.filter(name=job.name).update(paused=True)
+
+    assert worker(reg).work()
+
+    run = JobRun.objects.get(job=job.name, slot=slot)
+    assert (run.status, run.reason) == (JobRun.Status.MISSED, JobRun.MissedReason.PAUSED)
+    assert recorder.slots == []
+    assert JobState.objects.get(name=job.name).missed_count == 1
+
+
+def test_a_queued_run_keeps_its_job_busy_so_the_next_slot_waits():
+    recorder = Recorder()
+    reg, job = declare(recorder, run_on="workers", missed="all", missed_window=timedelta(hours=5))
+    first = make_due(job, ago=timedelta(hours=2))  # three slots due, run one at a time
+
+    tick(reg)
+    tick(reg)
+
+    assert list(JobRun.objects.filter(job=job.name).values_list("slot", "status")) == [
+        (first, JobRun.Status.QUEUED)
+    ]
+    assert worker(reg).work()
+    tick(reg)
+    assert JobRun.objects.filter(job=job.name, status=JobRun.Status.QUEUED).count() == 1
+    assert recorder.slots == [first]
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["claim-first", "transactional"])
+def test_a_failed_run_on_a_worker_is_queued_again_for_its_retry(transactional):
+    recorder = Recorder(fail=True)
+    reg, job = declare(
+        recorder, transactional=transactional, run_on="workers", retries=1, retry_backoff=0.01
+    )
+    slot = make_due(job, ago=timedelta(0))
+    tick(reg)
+    process = worker(reg)
+    assert process.work()
+    run = JobRun.objects.get(job=job.name, slot=slot)
+    assert (run.status, run.attempt) == (JobRun.Status.FAILED, 1)
+    assert run.retry_at is not None
+
+    JobRun.objects.filter(pk=run.pk).update(retry_at=run.retry_at - timedelta(minutes=1))
+    tick(reg)
+
+    run.refresh_from_db()
+    assert (run.status, run.attempt, run.trigger) == (
+        JobRun.Status.QUEUED,
+        2,
+        JobRun.Trigger.RETRY,
+    )
+    assert queued_task_args()[-1] == [run.pk, 2]
+    recorder.fail = False
+    assert process.work()
+    run.refresh_from_db()
+    assert (run.status, run.attempt) == (JobRun.Status.SUCCEEDED, 2)
+    assert recorder.slots == [slot, slot]
+
+
+def test_a_worker_process_is_a_node_of_its_own_that_is_idle_between_runs():
+    reg, _ = declare(Recorder(), run_on="workers")
+    process = worker(reg)
+
+    node = Node.objects.get(name="engine-node/worker-1")
+    assert (node.role, node.groups, node.instance) == (
+        Node.Role.WORKER,
+        [],
+        process.node.instance,
+    )
+    process.close()
+    assert Node.objects.get(pk=node.pk).stopped_at is not None
