@@ -247,6 +247,13 @@ def mark_stopped(identity: NodeIdentity) -> None:
     nodesessions.forget(instance=identity.instance)
 
 
+def mark_fenced(instance: str) -> None:
+    """Mark another process ``instance`` stopped once its sessions were ended (a worker
+    process that stopped heartbeating with work in hand), so it is fenced only once."""
+    Node.objects.filter(instance=instance, stopped_at__isnull=True).update(stopped_at=Now())
+    nodesessions.forget(instance=instance)
+
+
 @dataclass(frozen=True)
 class Pulse:
     """What one heartbeat wrote and read."""

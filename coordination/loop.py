@@ -43,6 +43,7 @@ from coordination.selectors import declared_by_live_nodes, group_states, runs_aw
 from coordination.supervision import Supervision
 from coordination.threads import JobThreads, between_runs
 from coordination.waker import Waker
+from coordination.workers import sweep
 from coordination.workers.queueing import queue_plans
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,14 @@ logger = logging.getLogger(__name__)
 runs_starting = Signal()
 
 MAINTENANCE_INTERVAL = 300.0
+
+
+def sweep_interval() -> float:
+    """Seconds between sweeps of the runs on workers: half the lease, so a dead worker's run
+    is found within about a lease and a half of its last heartbeat."""
+    return float(settings.LEASE) / 2
+
+
 #: While runs keep finishing, the leader still reads its states at least this often (seconds),
 #: as a safety net for a wake-up it did not hear.
 REPLAN_WHILE_FINISHING = 1.0
@@ -137,6 +146,8 @@ class GroupLoop(threading.Thread):
         self.maintenance = Maintenance()
         self.last_tick = LastTick()
         self.started_last_tick = 0
+        #: When the runs on workers are next swept (monotonic; ``None``: none are out).
+        self.sweep_at: float | None = None
 
     def run(self) -> None:
         self.supervision.run()
@@ -307,10 +318,11 @@ class GroupLoop(threading.Thread):
     def _read_states(self) -> tuple[datetime, list, dict[str, Job], float]:
         """Read the database time and the group's states (after maintenance, when it is
         due); return them with the jobs declared and the monotonic time of the read."""
+        declared = {job.name: job for job in self.scheduler.jobs_for(self.group.name)}
+        self._sweep_queue(declared)
         now, states = group_states(self.group.name, exclude_instance=self.node.instance)
         read_at = time.monotonic()
         self.clock.sync(now)
-        declared = {job.name: job for job in self.scheduler.jobs_for(self.group.name)}
         by_name = {state.name: state for state in states}
         if self._needs_maintenance(declared, by_name):
             self._maintain(now, declared, by_name)
@@ -430,6 +442,8 @@ class GroupLoop(threading.Thread):
         if not queued:
             return plans
         runs = queue_plans(queued, node=self.node, fence=self.lock.fence_work_transaction)
+        if runs and self.sweep_at is None:
+            self.sweep_at = time.monotonic() + sweep_interval()
         logger.debug(
             "[%s] queued %d of %d run(s) for worker processes",
             self.group.log_prefix,
@@ -536,10 +550,27 @@ class GroupLoop(threading.Thread):
                 self.group.log_prefix,
                 abandoned,
             )
+        self._read_retries(declared)
+        self.sweep_at = time.monotonic()  # a new leader looks after the runs on workers at once
+
+    def _read_retries(self, declared: dict[str, Job]) -> None:
+        """Read the runs waiting for another attempt (planned as their time comes)."""
         self.last_tick.retries = runs_awaiting_retry(
             abandoned=[name for name, job in declared.items() if job.retry_abandoned],
             failed=[name for name, job in declared.items() if job.retries],
         )
+
+    def _sweep_queue(self, declared: dict[str, Job]) -> None:
+        """Every half lease while runs of the group are out on workers, sweep them
+        (``workers.sweep``: dead workers fenced, their runs abandoned or queued again) and
+        read the retries their outcomes asked for; the next sweep is planned while any run
+        is still queued or running."""
+        if self.sweep_at is None or time.monotonic() < self.sweep_at:
+            return
+        names = [name for name, job in declared.items() if job.on_workers]
+        outstanding = sweep.sweep(names)
+        self._read_retries(declared)
+        self.sweep_at = time.monotonic() + sweep_interval() if outstanding else None
 
     # --- workers --------------------------------------------------------------------------
     def _reap_workers(self) -> None:

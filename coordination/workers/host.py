@@ -142,20 +142,25 @@ class RunHeartbeat:
     that died or froze abandoned after the lease, as it does a dead leader's.
     """
 
-    def __init__(self, node: NodeIdentity):
+    def __init__(self, node: NodeIdentity, *, fenced: Callable[[], None]):
         self.node = node
+        self._fenced = fenced
         self._busy = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="worker-heartbeat", daemon=True)
         self._thread.start()
 
     def beat(self) -> bool:
-        """Write the heartbeat now; return False if another process has this node's row."""
-        return bool(
-            Node.objects.filter(name=self.node.name, instance=self.node.instance).update(
-                last_heartbeat=Now(), stopped_at=None
-            )
-        )
+        """Write the heartbeat now; return False (and call ``fenced``) if this process is no
+        longer live in the database: another process took its node's row, or the leader
+        fenced it after its heartbeat had stopped (``sweep``). Such a process must take no
+        more work; it stops, and its pool starts a new one in its place."""
+        written = Node.objects.filter(
+            name=self.node.name, instance=self.node.instance, stopped_at__isnull=True
+        ).update(last_heartbeat=Now())
+        if not written:
+            self._fenced()
+        return bool(written)
 
     def busy(self) -> None:
         self._busy.set()

@@ -52,9 +52,18 @@ class WorkerProcess:
         register_node(
             self.node, groups=[], declared_jobs=names, fingerprint="", role=Node.Role.WORKER
         )
-        self.heartbeat = RunHeartbeat(self.node)
+        self.heartbeat = RunHeartbeat(self.node, fenced=self._fenced)
         self._beaten_at = time.monotonic()
         self._busy = 0
+
+    def _fenced(self) -> None:
+        if not self.stop.is_set():
+            logger.error(
+                "[%s] fenced: this worker process is no longer live in the database (its "
+                "heartbeat stopped too long, or its node name was taken); it stops",
+                self.host.log_prefix,
+            )
+        self.stop.set()
 
     def busy(self) -> None:
         """Count this process as executing from now until the matching ``idle()``: it
@@ -105,10 +114,10 @@ class WorkerProcess:
         task.set_successful(value)
 
     def work(self) -> bool:
-        """Take and run one task; return False if none was ready."""
+        """Take and run one task; return False if none was ready (or this process stops)."""
         self.busy()
         try:
-            task = self.take_task()
+            task = None if self.stop.is_set() else self.take_task()
             if task is not None:
                 self.run_task(task)
         finally:

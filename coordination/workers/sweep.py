@@ -1,0 +1,148 @@
+"""The leader's watch over runs on workers: nothing queued is lost, nothing stays stuck.
+
+While runs of its group are queued or running on workers, the leader sweeps every half
+lease (``GroupLoop._sweep_queue``):
+
+- a worker process whose heartbeat stopped while it had work (SIGKILL, SIGSTOP, a lost
+  host) is fenced: its database sessions are ended, so a transaction it still has open
+  rolls back and cannot commit later;
+- a task row its worker left ``RUNNING`` is marked failed (the database backend's own worker
+  never does), so no task row stays running forever;
+- a claim-first run of a dead worker is marked abandoned, and the job's retry policy
+  applies as for any abandoned run;
+- a queued run without a live task (its worker died inside a transactional run, which
+  rolled back to ``queued``) gets a new task: the slot runs again, as a transactional slot
+  of a dead leader does.
+
+The decisions are the pure functions at the top; ``sweep()`` reads and writes.
+"""
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from coordination import ledger, liveness
+from coordination.models import JobRun, Node
+from coordination.selectors import live_instances, live_nodes_q
+from coordination.workers.queueing import enqueue, uses_database_queue, wake_workers
+from coordination.workers.tasks import QUEUE_NAME, run_queued
+
+logger = logging.getLogger(__name__)
+
+#: The error a task row of a dead worker is failed with.
+WORKER_LOST = "its worker process stopped heartbeating while it ran this task"
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task row of Instatic's queue that is not finished, as the sweep sees it."""
+
+    id: uuid.UUID
+    status: str
+    run: tuple[int, int]  # (run id, attempt)
+    worker: str  # the instance of the worker that took it ("" while ready)
+
+
+def lost_tasks(tasks: list[Task], live: set[str]) -> list[uuid.UUID]:
+    """Return the running tasks whose worker process is not live."""
+    return [t.id for t in tasks if t.status == "RUNNING" and t.worker not in live]
+
+
+def stranded_runs(queued: list[tuple[int, int]], tasks: list[Task], lost: set) -> list:
+    """Return the queued runs (id, attempt) that no ready or running task will execute."""
+    covered = {t.run for t in tasks if t.id not in lost}
+    return [run for run in queued if run not in covered]
+
+
+def workers_to_fence(stale: dict[str, str], tasks: list[Task], running: set[str]) -> dict:
+    """Return the stale worker processes (instance: node name) that still had work: a task
+    taken or a run in progress. An idle worker is stale by design (it writes nothing)."""
+    busy = {t.worker for t in tasks if t.status == "RUNNING"} | running
+    return {instance: name for instance, name in stale.items() if instance in busy}
+
+
+def _open_tasks() -> list[Task]:
+    from django_tasks_db.models import DBTaskResult
+
+    rows = DBTaskResult.objects.filter(
+        queue_name=QUEUE_NAME,
+        backend_name=run_queued.backend,
+        status__in=["READY", "RUNNING"],
+    ).values_list("id", "status", "args_kwargs", "worker_ids")
+    return [
+        Task(
+            id=task_id,
+            status=status,
+            run=tuple(args["args"][:2]),
+            worker=(workers or [""])[-1],
+        )
+        for task_id, status, args, workers in rows
+    ]
+
+
+def _fail_tasks(task_ids: list[uuid.UUID]) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    for task in DBTaskResult.objects.filter(id__in=task_ids, status="RUNNING"):
+        task.set_failed(RuntimeError(WORKER_LOST))
+
+
+def sweep(job_names: list[str]) -> int:
+    """Sweep the runs on workers of ``job_names``; return how many are still outstanding
+    (queued or running), so the caller knows whether to sweep again."""
+    if not job_names:
+        return 0
+    abandoned = ledger.abandon_orphans(job_names, reason="its worker process stopped heartbeating")
+    if abandoned:
+        logger.warning("marked %d run(s) of dead worker processes abandoned", abandoned)
+    outstanding = JobRun.objects.filter(JobRun.outstanding(), job__in=job_names)
+    if not uses_database_queue():
+        return outstanding.count()
+    tasks = _open_tasks()
+    live = set(live_instances().values_list("instance", flat=True))
+    stale = dict(
+        Node.objects.filter(role=Node.Role.WORKER, stopped_at__isnull=True)
+        .exclude(live_nodes_q())
+        .values_list("instance", "name")
+    )
+    running = set(
+        outstanding.filter(status=JobRun.Status.RUNNING).values_list("node_instance", flat=True)
+    )
+    for instance, name in workers_to_fence(stale, tasks, running).items():
+        ended = liveness.terminate_work_sessions(name, instance)
+        liveness.mark_fenced(instance)
+        logger.warning(
+            "worker %s stopped heartbeating with work in hand; ended %d of its sessions",
+            name,
+            ended,
+        )
+    lost = lost_tasks(tasks, live)
+    if lost:
+        _fail_tasks(lost)
+        logger.warning("%d task(s) of dead worker processes marked failed", len(lost))
+    _requeue_stranded(job_names, tasks, set(lost))
+    return outstanding.count()
+
+
+def _requeue_stranded(job_names: list[str], tasks: list[Task], lost: set) -> None:
+    """Give each queued run that no live task will execute a new task (rows a worker has
+    locked, inside a transactional run, are skipped: that run is in progress)."""
+    with transaction.atomic():
+        queued = list(
+            JobRun.objects.select_for_update(skip_locked=True)
+            .filter(job__in=job_names, status=JobRun.Status.QUEUED)
+            .only("id", "attempt", "job", "slot")
+        )
+        stranded = set(stranded_runs([(r.pk, r.attempt) for r in queued], tasks, lost))
+        runs = [run for run in queued if (run.pk, run.attempt) in stranded]
+        if not runs:
+            return
+        enqueue(runs)
+        wake_workers()
+    logger.warning(
+        "queued %d run(s) again whose task was lost: %s",
+        len(runs),
+        ", ".join(f"{run.job} slot {run.slot.isoformat()}" for run in runs[:5]),
+    )

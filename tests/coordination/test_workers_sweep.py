@@ -1,0 +1,128 @@
+"""The leader's sweep of runs on workers: its decisions as tables, its effect on the ledger.
+
+The worker processes that die here are stood in for by a worker whose heartbeat is moved
+back past the lease; the real SIGKILL and SIGSTOP of worker processes are in
+``test_workers_ha.py``.
+"""
+
+import threading
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db.models import F
+from django_tasks_db.models import DBTaskResult
+
+from coordination import ledger
+from coordination.models import JobRun, Node
+from coordination.workers import sweep
+from coordination.workers.process import WorkerProcess
+from coordination.workers.sweep import Task, lost_tasks, stranded_runs, workers_to_fence
+from tests.coordination.enginekit import Recorder, declare, make_due, tick
+
+A, B, C = (uuid.UUID(int=n) for n in (1, 2, 3))
+
+
+@pytest.mark.parametrize(
+    ("tasks", "live", "lost"),
+    [
+        ([], set(), []),
+        ([Task(A, "READY", (1, 1), "")], set(), []),
+        ([Task(A, "RUNNING", (1, 1), "w1")], {"w1"}, []),
+        ([Task(A, "RUNNING", (1, 1), "w1")], {"w2"}, [A]),
+        ([Task(A, "RUNNING", (1, 1), "w1"), Task(B, "RUNNING", (2, 1), "w2")], {"w2"}, [A]),
+    ],
+    ids=["none", "ready", "live-worker", "dead-worker", "one-of-two"],
+)
+def test_lost_tasks_are_the_running_ones_of_workers_not_live(tasks, live, lost):
+    assert lost_tasks(tasks, live) == lost
+
+
+@pytest.mark.parametrize(
+    ("queued", "tasks", "lost", "stranded"),
+    [
+        ([(1, 1)], [Task(A, "READY", (1, 1), "")], set(), []),
+        ([(1, 1)], [], set(), [(1, 1)]),
+        ([(1, 1)], [Task(A, "RUNNING", (1, 1), "w1")], {A}, [(1, 1)]),
+        ([(1, 2)], [Task(A, "READY", (1, 1), "")], set(), [(1, 2)]),  # an older attempt's
+        ([(1, 1), (2, 1)], [Task(B, "READY", (2, 1), "")], set(), [(1, 1)]),
+    ],
+    ids=["has-task", "no-task", "task-lost", "other-attempt", "one-of-two"],
+)
+def test_stranded_runs_are_the_queued_ones_no_live_task_executes(queued, tasks, lost, stranded):
+    assert stranded_runs(queued, tasks, lost) == stranded
+
+
+@pytest.mark.parametrize(
+    ("stale", "tasks", "running", "fenced"),
+    [
+        ({"w1": "n/worker-1"}, [], set(), {}),  # idle: stale by design
+        ({"w1": "n/worker-1"}, [Task(A, "RUNNING", (1, 1), "w1")], set(), {"w1": "n/worker-1"}),
+        ({"w1": "n/worker-1"}, [], {"w1"}, {"w1": "n/worker-1"}),
+        ({}, [Task(A, "RUNNING", (1, 1), "w1")], {"w1"}, {}),  # live: not stale
+    ],
+    ids=["idle", "task-in-hand", "run-in-progress", "live"],
+)
+def test_a_stale_worker_is_fenced_only_with_work_in_hand(stale, tasks, running, fenced):
+    assert workers_to_fence(stale, tasks, running) == fenced
+
+
+def _die(process: WorkerProcess) -> None:
+    """Stand in for a worker process that died: its heartbeat stops and lies past the lease."""
+    process.heartbeat.stop()
+    Node.objects.filter(instance=process.node.instance).update(
+        last_heartbeat=F("last_heartbeat") - timedelta(hours=1)
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transactional_run_whose_worker_died_runs_again_on_another_worker():
+    recorder = Recorder()
+    reg, job = declare(recorder, transactional=True, run_on="workers")
+    slot = make_due(job, ago=timedelta(0))
+    tick(reg)
+    dead = WorkerProcess("a/worker-1", stop=threading.Event(), registry=reg)
+    taken = dead.take_task()  # taken, then the process dies before its run commits
+    _die(dead)
+
+    assert sweep.sweep([job.name]) == 1
+
+    assert DBTaskResult.objects.get(pk=taken.pk).status == "FAILED"
+    assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
+    assert DBTaskResult.objects.filter(status="READY").count() == 1
+    other = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg)
+    assert other.work()
+    run = JobRun.objects.get(job=job.name)
+    assert (run.status, run.node) == (JobRun.Status.SUCCEEDED, "b/worker-1")
+    assert recorder.slots == [slot]
+    assert sweep.sweep([job.name]) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("retry_abandoned", [False, True], ids=["no-retry", "retry"])
+def test_a_claim_first_run_whose_worker_died_is_abandoned_and_retried_by_policy(
+    retry_abandoned,
+):
+    recorder = Recorder()
+    reg, job = declare(recorder, run_on="workers", retry_abandoned=retry_abandoned)
+    slot = make_due(job, ago=timedelta(0))
+    tick(reg)
+    dead = WorkerProcess("a/worker-1", stop=threading.Event(), registry=reg)
+    run = JobRun.objects.get(job=job.name)
+    dead.take_task()  # the process takes the task and starts the run, then dies mid-run
+    ledger.take_queued(run.pk, 1, node=dead.node.name, instance=dead.node.instance)
+    _die(dead)
+
+    sweep.sweep([job.name])
+    run.refresh_from_db()
+    assert run.status == JobRun.Status.ABANDONED
+
+    tick(reg)
+    run.refresh_from_db()
+    if retry_abandoned:
+        assert (run.status, run.attempt) == (JobRun.Status.QUEUED, 2)
+        assert WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg).work()
+        assert recorder.slots == [slot]
+    else:
+        assert run.status == JobRun.Status.ABANDONED
+        assert recorder.slots == []
