@@ -1,9 +1,10 @@
 """The cluster gauges: what the cluster looks like right now, read from the database at scrape
 time.
 
-Live nodes, the current leader of each group, each job's last success and the scheduled-post
-backlog are the same whoever reads them, so exactly **one** process reports them: the
-scheduler that leads the first group (by name) that has a live leader. Every other scheduler
+Live nodes, the current leader of each group, each job's last success, the queue of runs on
+workers and the scheduled-post backlog are the same whoever reads them, so exactly **one**
+process reports them: the scheduler that leads the first group (by name) that has a live
+leader. Every other scheduler
 and every web process leaves them out, so a sum over targets never counts them twice, and
 ``absent(instatic_live_nodes)`` says that no scheduler leads anything.
 
@@ -14,13 +15,13 @@ and every web process leaves them out, so a sum over targets never counts them t
 import logging
 
 from django.apps import apps
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Min, Q
 from django.db.models.functions import Now
 from prometheus_client.core import GaugeMetricFamily
 
 from coordination.dberrors import DATABASE_ERRORS
 from coordination.models import JobRun, Leadership, Node
-from coordination.selectors import live_nodes_q
+from coordination.selectors import live_schedulers_q
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ class DatabaseCollector:
             GaugeMetricFamily("instatic_group_leader", "", labels=["group", "node"]),
             GaugeMetricFamily("instatic_job_last_success_timestamp_seconds", "", labels=["job"]),
             GaugeMetricFamily("instatic_scheduled_posts", "", labels=["state"]),
+            GaugeMetricFamily("instatic_runs_queued", "", labels=["job"]),
+            GaugeMetricFamily("instatic_run_queue_oldest_wait_seconds", ""),
         ]
 
     def collect(self):
@@ -62,7 +65,7 @@ class DatabaseCollector:
         yield from families
 
     def _families(self):
-        live = Node.objects.filter(live_nodes_q())
+        live = Node.objects.filter(live_schedulers_q())
         leading = dict(
             Leadership.objects.filter(node__in=live.values("name")).values_list("group", "node")
         )
@@ -99,6 +102,8 @@ class DatabaseCollector:
             last_success.add_metric([job], finished.timestamp())
         yield last_success
 
+        yield from queue_families()
+
         backlog = scheduled_post_backlog()
         if backlog is not None:
             posts = GaugeMetricFamily(
@@ -110,6 +115,35 @@ class DatabaseCollector:
             for state, count in backlog.items():
                 posts.add_metric([state], count)
             yield posts
+
+
+def queue_families():
+    """The queue of runs on workers: runs queued by job, and how long the oldest has waited
+    (0 when none waits), by the database clock."""
+    queued = GaugeMetricFamily(
+        "instatic_runs_queued",
+        "Runs queued for a worker process and not yet started, by job.",
+        labels=["job"],
+    )
+    rows = (
+        JobRun.objects.filter(status=JobRun.Status.QUEUED)
+        .values("job")
+        .annotate(count=Count("id"), oldest=Min("queued_at"), now=Now())
+        .values_list("job", "count", "oldest", "now")
+        .order_by("job")
+    )
+    oldest_wait = 0.0
+    for job, count, oldest, now in rows:
+        queued.add_metric([job], count)
+        if oldest is not None:
+            oldest_wait = max(oldest_wait, (now - oldest).total_seconds())
+    yield queued
+    wait = GaugeMetricFamily(
+        "instatic_run_queue_oldest_wait_seconds",
+        "Seconds the oldest run queued for a worker process has waited to start.",
+    )
+    wait.add_metric([], oldest_wait)
+    yield wait
 
 
 def scheduled_post_backlog() -> dict[str, int] | None:

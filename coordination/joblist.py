@@ -53,17 +53,23 @@ def _not_started(job: Job, now: datetime) -> dict:
         "run_requested": False,
         "retired": False,
         "missed": {},
+        "current_run": None,
         "state": state,
     }
 
 
 def state_text(job: dict) -> str:
-    """Return a job row's state in words: ``retired``, ``paused (why)``, ``run requested``,
-    ``active``."""
+    """Return a job row's state in words: ``retired``, ``paused (why)``, ``queued for a
+    worker``, ``running on <node>``, ``run requested``, ``active``."""
     if job["retired"]:
         return "retired"
     if job["paused"]:
         return f"paused ({job['paused_reason']})" if job["paused_reason"] else "paused"
+    run = job.get("current_run")
+    if run is not None:
+        if run["status"] == "queued":
+            return "queued for a worker"
+        return f"running on {run['node']}"
     return "run requested" if job["run_requested"] else "active"
 
 

@@ -65,13 +65,19 @@ def live_nodes_q(now: datetime | None = None) -> Q:
     return Q(stopped_at__isnull=True, last_heartbeat__gte=cutoff)
 
 
+def live_schedulers_q(now: datetime | None = None) -> Q:
+    """Return the filter for live scheduler nodes (not the worker processes beside them)."""
+    return live_nodes_q(now) & Q(role=Node.Role.SCHEDULER)
+
+
 def live_instances(now: datetime | None = None):
     """Return a subquery of the instance ids of live nodes."""
     return Node.objects.filter(live_nodes_q(now)).values("instance")
 
 
 def any_live_node() -> bool:
-    return Node.objects.filter(live_nodes_q()).exists()
+    """Return True if a scheduler node is alive (editors are warned when none is)."""
+    return Node.objects.filter(live_schedulers_q()).exists()
 
 
 def declared_by_live_nodes(now: datetime | None = None) -> set[str]:
@@ -149,6 +155,7 @@ def job_summaries() -> list[dict]:
         .annotate(count=Count("id"))
     ):
         missed.setdefault(row["job"], {})[row["reason"] or "unknown"] = row["count"]
+    current = current_runs()
     return [
         {
             "name": state.name,
@@ -168,9 +175,28 @@ def job_summaries() -> list[dict]:
             "run_requested": state.run_requested_at is not None,
             "retired": state.retired_at is not None,
             "missed": missed.get(state.name, {}),
+            "current_run": current.get(state.name),
         }
         for state in JobState.objects.all()
     ]
+
+
+def current_runs() -> dict[str, dict]:
+    """Return each job's run now queued for a worker or in progress (the newest, if more):
+    its status, the node running it (or that queued it) and since when."""
+    runs: dict[str, dict] = {}
+    for job, status, node, queued_at, started_at in (
+        JobRun.objects.filter(JobRun.outstanding())
+        .order_by("slot")
+        .values_list("job", "status", "node", "queued_at", "started_at")
+    ):
+        since = started_at if status != JobRun.Status.QUEUED else queued_at
+        runs[job] = {
+            "status": status,
+            "node": node,
+            "since": since.isoformat() if since else None,
+        }
+    return runs
 
 
 def timeline_rows(

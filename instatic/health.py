@@ -28,7 +28,7 @@ from coordination.access import health_token, staff_or_bearer
 from coordination.clock import database_now
 from coordination.conf import settings as coordination_settings
 from coordination.models import JobState, Node
-from coordination.selectors import live_nodes_q
+from coordination.selectors import live_schedulers_q
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def scheduler_status() -> tuple[bool, dict]:
     now = database_now()
     lease = float(coordination_settings.LEASE)
     threshold = late_threshold()
-    live = Node.objects.filter(live_nodes_q(now)).count()
+    live = Node.objects.filter(live_schedulers_q(now)).count()
     details = {"now": now.isoformat(), "live_nodes": live, "late_threshold": threshold}
     if not live:
         return False, {

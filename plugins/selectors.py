@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from coordination.conf import settings as coordination_settings
 from coordination.models import JobState, Node
 from coordination.registry import Job, registry
-from coordination.selectors import live_nodes_q
+from coordination.selectors import live_schedulers_q
 from plugins.models import PLUGIN_GROUP, PluginState
 
 
@@ -99,7 +99,7 @@ def deployment() -> Deployment:
     that does not declare a job another live node does. Fingerprints also cover schedules, so
     nodes can differ with no extra or missing job (a changed schedule).
     """
-    rows = Node.objects.filter(live_nodes_q()).values_list(
+    rows = Node.objects.filter(live_schedulers_q()).values_list(
         "name", "jobs_fingerprint", "declared_jobs"
     )
     nodes = [NodeJobs(name, fp, set(declared or [])) for name, fp, declared in rows]

@@ -32,6 +32,7 @@ JSON_JOB_KEYS = {
     "run_requested",
     "retired",
     "missed",
+    "current_run",
 }
 
 

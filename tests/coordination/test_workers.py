@@ -12,10 +12,15 @@ from datetime import timedelta
 import pytest
 from django_tasks_db.models import DBTaskResult
 
+from coordination.clock import database_now
+from coordination.cluster_metrics import queue_families
+from coordination.joblist import listed_jobs
 from coordination.models import JobRun, JobState, Node
+from coordination.selectors import job_summaries
 from coordination.workers.execution import Delivery
 from coordination.workers.process import WorkerProcess
 from tests.coordination.enginekit import Recorder, declare, make_due, tick
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,3 +162,48 @@ def test_a_worker_process_is_a_node_of_its_own_that_is_idle_between_runs():
     )
     process.close()
     assert Node.objects.get(pk=node.pk).stopped_at is not None
+
+
+def test_the_queue_of_runs_on_workers_is_in_the_cluster_metrics():
+    reg, job = declare(Recorder(), run_on="workers")
+    make_due(job, ago=timedelta(0))
+
+    def samples() -> dict:
+        return {
+            (sample.name, tuple(sample.labels.items())): sample.value
+            for family in queue_families()
+            for sample in family.samples
+        }
+
+    assert samples() == {("instatic_run_queue_oldest_wait_seconds", ()): 0.0}
+    tick(reg)
+    queued = samples()
+    assert queued[("instatic_runs_queued", (("job", job.name),))] == 1
+    assert queued[("instatic_run_queue_oldest_wait_seconds", ())] >= 0
+    assert worker(reg).work()
+    assert samples() == {("instatic_run_queue_oldest_wait_seconds", ()): 0.0}
+
+
+def test_jobs_list_says_a_run_is_queued_then_on_which_worker_it_runs():
+    block = threading.Event()
+    recorder = Recorder(block=block)
+    reg, job = declare(recorder, run_on="workers")
+    make_due(job, ago=timedelta(0))
+    tick(reg)
+
+    def state() -> str:
+        (row,) = [
+            r for r in listed_jobs(job_summaries(), [], now=database_now()) if r["name"] == job.name
+        ]
+        return row["state"]
+
+    assert state() == "queued for a worker"
+    process = worker(reg)
+    running = threading.Thread(target=process.work)
+    running.start()
+    try:
+        assert wait_until(lambda: state() == "running on engine-node/worker-1", timeout=10)
+    finally:
+        block.set()
+        running.join(10)
+    assert state() == "active"

@@ -77,6 +77,7 @@ def test_declared_jobs_without_a_state_are_listed_not_started_yet_after_those_wi
         "last_node",
         "consecutive_failures",
         "missed",
+        "current_run",
     }
 
 
