@@ -104,6 +104,7 @@ def build(
 ) -> Timeline:
     """Lay out ``runs`` and ``terms`` between ``start`` and ``end`` (labels in ``zone``)."""
     scale = _Scale(start, end)
+    runs = [run for run in runs if run.status != JobRun.Status.QUEUED]  # drawn once started
     nodes = sorted({run.node for run in runs if run.node} | {term.node for term in terms})
     lanes = [Lane(LEADERS_LANE), *(Lane(scheduler_text(n), n) for n in nodes), Lane(MISSED_LANE)]
     lane_of = {name: index for index, name in enumerate([LEADERS_LANE, *nodes, MISSED_LANE])}

@@ -200,3 +200,15 @@ def test_a_jobs_page_lists_its_next_five_slots_in_the_sites_and_the_viewers_zone
     assert table.count("<tr>") == 6
     assert table.count(" CET</td>") == 0 and table.count(" UTC</td>") == 5
     assert table.count(" EST</td>") == 5
+
+
+def test_a_run_on_a_worker_is_drawn_in_the_lane_of_the_worker_that_ran_it_not_while_queued():
+    queued = run(slot=T0 + timedelta(minutes=10), node="n1")
+    queued.status, queued.started_at, queued.finished_at = "queued", None, None
+    ran = run(slot=T0 + timedelta(minutes=5), node="n2/worker-1", took=60)
+
+    drawn = layout([queued, ran])
+
+    assert [lane.node for lane in drawn.lanes] == ["", "n2/worker-1", ""]
+    (mark,) = drawn.marks
+    assert (mark.lane, mark.css) == (1, "run succeeded")
