@@ -12,6 +12,7 @@ Neither touches the global job registry: :func:`run_tick` runs only the jobs it 
 """
 
 import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -82,11 +83,33 @@ def run_tick(*jobs: Job | Callable, node: str = "test-node") -> Scheduler:
     """Run one tick of the ``plugins`` group with only ``jobs`` declared; wait for the runs.
 
     The first tick of a job only creates its state at its next slot; use :func:`make_due`
-    first to make it run. Returns the finished :class:`Scheduler`.
+    first to make it run. A job declared ``run_on="workers"`` is queued by the tick and then
+    run here by a worker (:func:`run_queued`), as a worker process would. Returns the
+    finished :class:`Scheduler`.
     """
     registry = JobRegistry()
     for job in jobs:
         registry.register(job_of(job))
     scheduler = Scheduler(groups=[PLUGIN_GROUP], node_name=node, once=True, registry=registry)
     scheduler.run()
+    if any(job.on_workers for job in registry.all()):
+        run_queued(*registry.all(), node=node)
     return scheduler
+
+
+def run_queued(*jobs: Job | Callable, node: str = "test-node") -> int:
+    """Run every queued run of ``jobs`` in this process, as worker ``<node>/worker-1`` does
+    (moving each from queued to running, recording its outcome); return how many tasks ran."""
+    from coordination.workers.process import WorkerProcess
+
+    registry = JobRegistry()
+    for job in jobs:
+        registry.register(job_of(job))
+    worker = WorkerProcess(f"{node}/worker-1", stop=threading.Event(), registry=registry)
+    ran = 0
+    try:
+        while worker.work():
+            ran += 1
+    finally:
+        worker.close()
+    return ran

@@ -50,6 +50,8 @@ _unset_logged = False
     name="build",
     schedule=every_minutes(1),
     max_duration=timedelta(minutes=10),
+    # A full export of a big site takes minutes of CPU: on a worker process, not the leader.
+    run_on="workers",
 )
 def build(ctx: JobContext) -> None:
     """Every minute, export the live site to ``INSTATIC_EXPORT_ROOT`` if it changed.
