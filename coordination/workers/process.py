@@ -161,16 +161,22 @@ def current_process() -> WorkerProcess:
         return _current
 
 
+def install(process: WorkerProcess | None) -> None:
+    """Make ``process`` the one :func:`current_process` returns (``None``: none yet)."""
+    global _current
+    with _current_lock:
+        _current = process
+
+
 def serve(*, node_name: str, index: int, stop: threading.Event) -> None:
     """Run worker process ``index`` of node ``node_name`` until ``stop`` is set."""
-    global _current
     from coordination.scheduler import label_database_sessions
 
     name = worker_node_name(node_name, index)
     label_database_sessions(name)
-    with _current_lock:
-        _current = WorkerProcess(name, stop=stop)
-    _current.serve()
+    process = WorkerProcess(name, stop=stop)
+    install(process)
+    process.serve()
 
 
 class WorkWaiter:

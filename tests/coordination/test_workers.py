@@ -7,9 +7,11 @@ and their faults are in ``test_workers_ha.py``.
 """
 
 import threading
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
+from django.test import override_settings
 from django_tasks_db.models import DBTaskResult
 
 from coordination.clock import database_now
@@ -17,12 +19,25 @@ from coordination.cluster_metrics import queue_families
 from coordination.joblist import listed_jobs
 from coordination.models import JobRun, JobState, Node
 from coordination.selectors import job_summaries
+from coordination.workers import process
 from coordination.workers.execution import Delivery
 from coordination.workers.process import WorkerProcess
 from tests.coordination.enginekit import Recorder, declare, make_due, tick
+from tests.support import twice_backend
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@contextmanager
+def registry_of(reg):
+    """Run the tasks another backend delivers in this process with ``reg``'s jobs."""
+    process.install(worker(reg, "engine-node/tasks"))
+    try:
+        yield
+    finally:
+        process.current_process().close()
+        process.install(None)
 
 
 def worker(reg, name="engine-node/worker-1") -> WorkerProcess:
@@ -207,3 +222,22 @@ def test_jobs_list_says_a_run_is_queued_then_on_which_worker_it_runs():
         block.set()
         running.join(10)
     assert state() == "active"
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["claim-first", "transactional"])
+def test_a_backend_that_delivers_every_task_twice_still_runs_each_slot_once(transactional):
+    recorder = Recorder()
+    reg, job = declare(recorder, transactional=transactional, run_on="workers")
+    slot = make_due(job, ago=timedelta(0))
+    twice = {"default": {"BACKEND": "tests.support.twice_backend.TwiceBackend", "QUEUES": []}}
+    twice_backend.DELIVERIES.clear()
+
+    with override_settings(TASKS=twice), registry_of(reg):
+        tick(reg)
+
+    assert twice_backend.DELIVERIES == [Delivery.RAN, Delivery.TAKEN]
+    assert recorder.slots == [slot]
+    run = JobRun.objects.get(job=job.name)
+    assert run.status == JobRun.Status.SUCCEEDED
+    assert run.node.endswith("/tasks")
+    assert not DBTaskResult.objects.exists()  # the enqueue went to the other backend
