@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from coordination.registry import registry
 from coordination.workers.pool import Restart, describe_exit, plan_restart
 from tests.support.polling import wait_until
 from tests.support.processes import ManagedProcess, process_env
@@ -86,6 +87,37 @@ def test_runworker_refuses_zero_processes_from_the_setting(settings):
         call_command("runworker")
 
 
+def test_runworker_refuses_process_0():
+    with pytest.raises(CommandError, match=r"--process must be 1 or more, not 0\."):
+        call_command("runworker", "--process", "0")
+
+
+def test_runworker_is_a_pool_or_one_process_not_both():
+    with pytest.raises(CommandError, match="not allowed with argument"):
+        call_command("runworker", "--process", "1", "--processes", "2")
+
+
+@pytest.mark.parametrize("mode", [["--processes", "1"], ["--process", "1"]], ids=["pool", "one"])
+def test_runworker_refuses_invalid_job_declarations_in_one_line(mode):
+    with registry.temporary():
+        registry.errors.append("a/jobs.py:1: job 'a.b': bad")
+        with pytest.raises(CommandError) as refused:
+            call_command("runworker", *mode)
+    assert str(refused.value).startswith(
+        "runworker refuses to start: 1 invalid job declaration (coordination.E001): "
+        "a/jobs.py:1: job 'a.b': bad."
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runscheduler_once_starts_no_workers(settings, caplog):
+    settings.INSTATIC_WORKERS = 2
+    with caplog.at_level("INFO", logger="coordination"):
+        call_command("runscheduler", "--once", "--group", "publishing", "--node-name", "once")
+    assert "worker process" not in caplog.text
+    assert not [p for p in children(os.getpid()) if "runworker" in cmdline(p)]
+
+
 def test_runscheduler_refuses_negative_workers():
     with pytest.raises(CommandError, match="--workers must be 0 or more, not -1"):
         call_command("runscheduler", "--once", "--workers", "-1")
@@ -103,6 +135,13 @@ def children(parent: int) -> list[int]:
         if fields[0] != "Z" and int(fields[1]) == parent:
             found.append(int(stat.parent.name))
     return found
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
 
 
 def alive(pid: int) -> bool:
@@ -153,10 +192,7 @@ def test_sigterm_stops_runworker_and_both_its_workers_within_the_grace(nodes):
     proc = nodes("runworker", "--processes", "2", "--node-name", "w2", name="w2")
     pids = wait_for_children(proc, 2)
     proc.wait_for_log(SERVING.format(node="w2"), count=2)
-    assert all(
-        "runworker --process" in Path(f"/proc/{p}/cmdline").read_text().replace("\0", " ")
-        for p in pids
-    )
+    assert all("runworker --process" in cmdline(p) for p in pids)
 
     proc.signal(signal.SIGTERM)
 
