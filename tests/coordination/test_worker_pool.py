@@ -10,13 +10,14 @@ import os
 import re
 import signal
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from coordination.registry import registry
-from coordination.workers.pool import Restart, describe_exit, plan_restart
+from coordination.workers.pool import RESTART_INTERVAL, Restart, describe_exit, plan_restart
 from tests.support.polling import wait_until
 from tests.support.processes import ManagedProcess, process_env
 
@@ -152,6 +153,11 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def logged_at(stamp: str) -> float:
+    """Return the seconds of a log line's ``%(asctime)s`` (``2026-01-02 03:04:05,678``)."""
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
 def wait_for_children(proc: ManagedProcess, count: int, *, timeout: float = 15.0) -> list[int]:
     return wait_until(
         lambda: len(found := children(proc.pid)) == count and found,
@@ -224,7 +230,8 @@ def test_a_worker_killed_with_sigkill_is_started_again(nodes):
 @pytest.mark.multiprocess
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_that_fails_at_start_is_started_again_later_each_time(nodes):
-    """A worker that cannot start (no database here) does not spin: the gap grows."""
+    """A worker that cannot start (no database here) does not spin: its starts are at least
+    the interval apart, and the gap doubles while it keeps exiting early."""
     proc = nodes(
         "runworker",
         "--processes",
@@ -235,14 +242,21 @@ def test_a_worker_that_fails_at_start_is_started_again_later_each_time(nodes):
         DATABASE_URL="postgres://instatic@127.0.0.1:1/instatic",
         INSTATIC_STARTUP_DB_WAIT="0",
     )
-    pattern = (
-        r"worker process 1 \(pid \d+\) of node broken exited with code 1;"
-        r" starting it again in ([\d.]+)s"
+    exited = (
+        r"(?m)^(\S+ \S+) .*worker process 1 \(pid \d+\) of node broken exited with code 1;"
+        r" starting it again in ([\d.]+)s$"
     )
-    proc.wait_for_log(pattern, count=2, timeout=20)
-    first, second = (float(d) for d in re.findall(pattern, proc.log())[:2])
-    assert 0 < first < 3.0
-    assert second > first, "the second restart waits longer than the first"
+    proc.wait_for_log(exited, count=2, timeout=20)
+    log = proc.log()
+    starts = [
+        logged_at(t)
+        for t in re.findall(r"(?m)^(\S+ \S+) .*worker process 1 of node broken started", log)
+    ]
+    exits = [(logged_at(t), float(d)) for t, d in re.findall(exited, log)]
+    assert starts[1] - starts[0] >= RESTART_INTERVAL - 0.1
+    (first_exit, _), (second_exit, second_delay) = exits[:2]
+    if first_exit - starts[0] < RESTART_INTERVAL:  # exited early: the next gap is doubled
+        assert second_exit + second_delay - starts[1] >= 2 * RESTART_INTERVAL - 0.1
 
 
 @pytest.mark.multiprocess
