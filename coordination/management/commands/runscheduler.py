@@ -42,6 +42,16 @@ def node_name_option(value: str) -> str:
     return node_name
 
 
+def workers_option(value: int | None) -> int:
+    """Return the worker processes a ``--workers`` value gives (default ``INSTATIC_WORKERS``)."""
+    workers = settings.WORKERS if value is None else value
+    if workers < 0:
+        raise CommandError(
+            f"--workers must be 0 or more, not {workers} (0 runs no worker processes)."
+        )
+    return workers
+
+
 class Command(BaseCommand):
     help = (
         "Run the scheduler: elect a leader per group through the database and run scheduled "
@@ -105,11 +115,7 @@ class Command(BaseCommand):
                 f"unknown group(s): {', '.join(unknown)}. Known groups: {', '.join(known)}."
             )
         node_name = node_name_option(options["node_name"])
-        workers = settings.WORKERS if options["workers"] is None else options["workers"]
-        if workers < 0:
-            raise CommandError(
-                f"--workers must be 0 or more, not {workers} (0 runs no worker processes)."
-            )
+        workers = workers_option(options["workers"])
         stopped = threading.Event()
         with graceful_signals(stopped.set):
             problem = wait_for_database(
