@@ -10,6 +10,7 @@ import os
 import re
 
 import pytest
+from django.core.management import get_commands
 
 from tests.support.processes import BASE_DIR
 
@@ -80,7 +81,7 @@ def seconds(duration: str) -> float:
 
 def test_the_app_services_are_built_from_this_repository(services):
     apps = app_services(services)
-    assert set(apps) == {"migrate", "web", "scheduler"}
+    assert set(apps) == {"migrate", "web", "scheduler", "worker"}
     for service in apps.values():
         assert (BASE_DIR / service["build"] / "Dockerfile").exists()
 
@@ -90,6 +91,9 @@ def test_every_command_resolves_to_an_executable_entry_script(services):
     assert script.exists() and os.access(script, os.X_OK)
     for name, service in app_services(services).items():
         kind, *rest = service["command"]
+        if kind == "manage":  # the entry point execs `python manage.py <rest>`
+            assert rest and rest[0] in get_commands(), f"{name}: no manage.py command {rest}"
+            continue
         assert kind in {"web", "scheduler", "migrate"}, f"{name}: unknown command {kind}"
         target = BASE_DIR / "deploy" / f"{kind}.sh"
         assert target.exists() and os.access(target, os.X_OK), f"{name}: {target} missing"
@@ -115,7 +119,7 @@ def test_postgres_with_a_health_check_and_migrations_run_once_first(services):
     assert migrate["command"][0] == "migrate"
     assert migrate["restart"] == "no"
     assert migrate["depends_on"] == {"db": {"condition": "service_healthy"}}
-    for name in ("web", "scheduler"):
+    for name in ("web", "scheduler", "worker"):
         assert services[name]["depends_on"]["migrate"] == {
             "condition": "service_completed_successfully"
         }
@@ -136,6 +140,22 @@ def test_scheduler_runs_three_replicas_that_get_their_grace_period(services):
     grace = float(scheduler["environment"]["INSTATIC_SHUTDOWN_GRACE"])
     assert grace < seconds(scheduler["stop_grace_period"]) <= grace + 30
     assert "ports" not in scheduler, "three replicas cannot publish one host port"
+
+
+def test_worker_only_replicas_run_runworker_and_get_their_grace_period(services):
+    worker = services["worker"]
+    assert worker["command"] == ["manage", "runworker"]
+    assert worker["restart"] == "unless-stopped"
+    assert worker["deploy"]["replicas"] == 2
+    assert "INSTATIC_NODE_NAME" not in worker["environment"], "replicas need unique names"
+    assert int(worker["environment"]["INSTATIC_WORKERS"]) >= 1, "runworker refuses 0"
+    assert (
+        worker["environment"]["DATABASE_URL"]
+        == services["scheduler"]["environment"]["DATABASE_URL"]
+    )
+    grace = float(worker["environment"]["INSTATIC_SHUTDOWN_GRACE"])
+    assert grace < seconds(worker["stop_grace_period"]) <= grace + 30
+    assert "ports" not in worker
 
 
 def test_web_gets_gunicorns_graceful_timeout_before_sigkill(services):

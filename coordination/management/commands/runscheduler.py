@@ -2,6 +2,7 @@
 
 import logging
 import threading
+import time
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -12,24 +13,43 @@ from coordination.liveness import NodeNameInUse
 from coordination.registry import registry
 from coordination.scheduler import Scheduler
 from coordination.shutdown import graceful_signals
+from coordination.workers.pool import WorkerPool
 
 logger = logging.getLogger("coordination.runscheduler")
 
 
-def refuse_bad_declarations() -> None:
+def refuse_bad_declarations(command: str = "runscheduler") -> None:
     """Raise a one-line :class:`CommandError` when a ``jobs.py`` declaration was invalid.
 
-    A scheduler that ran only the good jobs would quietly skip the bad ones on every replica;
-    the web process serves on (it only logs them), but the scheduler does not start.
+    A scheduler (or worker) that ran only the good jobs would quietly skip the bad ones on
+    every replica; the web process serves on (it only logs them), but ``command`` does not start.
     """
     errors = registry.errors
     if errors:
         plural = "s" if len(errors) != 1 else ""
         raise CommandError(
-            f"runscheduler refuses to start: {len(errors)} invalid job declaration{plural} "
+            f"{command} refuses to start: {len(errors)} invalid job declaration{plural} "
             f"(coordination.E001): {'; '.join(errors)}. Fix them (python manage.py check "
             "lists them) and start again."
         )
+
+
+def node_name_option(value: str) -> str:
+    """Return the node name a ``--node-name`` value gives (default: ``host:pid``), or refuse it."""
+    node_name = value.strip() or settings.default_node_name()
+    if len(node_name) > 200:
+        raise CommandError("--node-name is longer than 200 characters.")
+    return node_name
+
+
+def workers_option(value: int | None) -> int:
+    """Return the worker processes a ``--workers`` value gives (default ``INSTATIC_WORKERS``)."""
+    workers = settings.WORKERS if value is None else value
+    if workers < 0:
+        raise CommandError(
+            f"--workers must be 0 or more, not {workers} (0 runs no worker processes)."
+        )
+    return workers
 
 
 class Command(BaseCommand):
@@ -66,6 +86,17 @@ class Command(BaseCommand):
             help="Serve Prometheus metrics on this port (127.0.0.1 unless --metrics-address).",
         )
         parser.add_argument("--metrics-address", default="127.0.0.1")
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=None,
+            metavar="N",
+            help=(
+                "Run N worker processes beside the scheduler for jobs declared "
+                'run_on="workers" (default: INSTATIC_WORKERS; 0: a scheduler-only node). '
+                "--once starts none: the runs it queues wait for a worker."
+            ),
+        )
 
     def check(self, *args, **kwargs):
         """Refuse bad job declarations in one line before Django's multi-line check report;
@@ -83,13 +114,12 @@ class Command(BaseCommand):
             raise CommandError(
                 f"unknown group(s): {', '.join(unknown)}. Known groups: {', '.join(known)}."
             )
-        node_name = options["node_name"].strip() or settings.default_node_name()
-        if len(node_name) > 200:
-            raise CommandError("--node-name is longer than 200 characters.")
+        node_name = node_name_option(options["node_name"])
+        workers = workers_option(options["workers"])
         stopped = threading.Event()
         with graceful_signals(stopped.set):
             problem = wait_for_database(
-                float(settings.STARTUP_DB_WAIT), log=_waiting_for_database, stop=stopped
+                float(settings.STARTUP_DB_WAIT), log=log_waiting_for_database, stop=stopped
             )
         if stopped.is_set():
             logger.info("stopped while waiting for the database; nothing had started")
@@ -112,8 +142,7 @@ class Command(BaseCommand):
         if metrics is not None:
             metrics.attach(scheduler)
         try:
-            with graceful_signals(scheduler.stop):
-                scheduler.run()
+            run_with_workers(scheduler, workers=0 if options["once"] else workers)
         except NodeNameInUse as exc:
             raise CommandError(str(exc)) from None
         if options["once"] and scheduler.cut_offs:
@@ -124,5 +153,29 @@ class Command(BaseCommand):
             )
 
 
-def _waiting_for_database(problem: str, delay: float) -> None:
+def run_with_workers(scheduler: Scheduler, *, workers: int) -> None:
+    """Run ``scheduler`` until it stops, with ``workers`` worker processes beside it.
+
+    A signal stops both at once, so the workers' running jobs and the scheduler's share the
+    one grace period (``INSTATIC_SHUTDOWN_GRACE``); workers still running when the scheduler
+    has finished get what is left of it.
+    """
+    pool = WorkerPool(count=workers, node_name=scheduler.node.name) if workers else None
+
+    def stop() -> None:
+        scheduler.stop()
+        if pool is not None:
+            pool.begin_stop(scheduler.grace_deadline() - time.monotonic())
+
+    with graceful_signals(stop):
+        if pool is not None:
+            pool.start()
+        try:
+            scheduler.run()
+        finally:
+            if pool is not None:
+                pool.stop(scheduler.grace_deadline() - time.monotonic())
+
+
+def log_waiting_for_database(problem: str, delay: float) -> None:
     logger.warning("%s Trying again in %.1fs (INSTATIC_STARTUP_DB_WAIT).", problem, delay)
