@@ -310,9 +310,10 @@ class GroupLoop(threading.Thread):
             if not self.lock.still_held():
                 return 0.0
             self._refuse(runs)
-            runs = self._queue_for_workers(runs)
-            runs = self._claim_together(runs)
-            self._start_workers(runs)
+            here = self._claim_together(self._queue_for_workers(runs))
+            self._start_workers(here)
+            # A queued run's job moves on to its next slot as a started one's does.
+            runs = [plan for plan in runs if plan_for_workers(plan)] + here
         return plan.sleep_for(runs, elapsed=time.monotonic() - read_at)
 
     def _read_states(self) -> tuple[datetime, list, dict[str, Job], float]:

@@ -18,11 +18,19 @@ from coordination.clock import database_now
 from coordination.cluster_metrics import queue_families
 from coordination.joblist import listed_jobs
 from coordination.models import JobRun, JobState, Node
+from coordination.scheduler import Scheduler
 from coordination.selectors import job_summaries
 from coordination.workers import process
 from coordination.workers.execution import Delivery
 from coordination.workers.process import WorkerProcess
-from tests.coordination.enginekit import Recorder, declare, make_due, tick
+from tests.coordination.enginekit import (
+    GROUP,
+    Recorder,
+    centered_every,
+    declare,
+    make_due,
+    tick,
+)
 from tests.support import twice_backend
 from tests.support.polling import wait_until
 
@@ -241,3 +249,20 @@ def test_a_backend_that_delivers_every_task_twice_still_runs_each_slot_once(tran
     assert run.status == JobRun.Status.SUCCEEDED
     assert run.node.endswith("/tasks")
     assert not DBTaskResult.objects.exists()  # the enqueue went to the other backend
+
+
+@override_settings(INSTATIC_MAX_TICK=7200, INSTATIC_NOTIFY_MAX_TICK=7200)
+def test_a_leader_that_queued_a_run_wakes_for_the_jobs_next_slot_not_after_its_longest_sleep():
+    reg, job = declare(Recorder(), run_on="workers", schedule=centered_every(timedelta(seconds=4)))
+    slot = make_due(job, ago=timedelta(0))
+    scheduler = Scheduler(groups=[GROUP], node_name="engine-node", registry=reg)
+    scheduler.register()
+    [loop] = scheduler.loops
+    try:
+        assert loop.supervision.try_lead(wait=0)
+        slept = loop.step()
+    finally:
+        loop.lock.close()
+    assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
+    until_next = (job.schedule.next_after(slot) - database_now()).total_seconds()
+    assert slept <= until_next + 1, (slept, until_next)
