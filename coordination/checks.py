@@ -23,6 +23,7 @@ def register() -> None:
     checks.register(check_lock_mode, "coordination")
     checks.register(check_db_pooler, "coordination")
     checks.register(check_lock_mode_behind_pooler, "coordination")
+    checks.register(check_task_backend, "coordination")
 
 
 #: Set while ``runscheduler`` runs its system checks (see :func:`scheduler_checks`).
@@ -277,3 +278,26 @@ def check_timing(app_configs=None, **kwargs):
             )
         )
     return errors
+
+
+def check_task_backend(app_configs=None, **kwargs):
+    """Warn that jobs on workers lose the claim-and-task transaction with a backend that does
+    not store its tasks in Instatic's database (docs/architecture.md, "Runs on workers")."""
+    from coordination.registry import registry
+    from coordination.workers.queueing import uses_database_queue
+
+    on_workers = sorted(job.name for job in registry.all() if job.on_workers)
+    if not on_workers or uses_database_queue():
+        return []
+    return [
+        checks.Warning(
+            f"{len(on_workers)} job(s) run on workers ({', '.join(on_workers[:3])}"
+            f"{', ...' if len(on_workers) > 3 else ''}) through a task backend that is not "
+            "django-tasks-db: their tasks are enqueued after the claim commits, so a leader "
+            "that dies in between leaves a queued run without a task, and the sweep cannot "
+            "see that queue to enqueue it again.",
+            hint="Use django_tasks_db.DatabaseBackend (the default TASKS), or watch "
+            "instatic_run_queue_oldest_wait_seconds and run such a job again from the admin.",
+            id="coordination.W004",
+        )
+    ]

@@ -5,15 +5,26 @@ own worker processes, or the worker of another django-tasks backend) executes it
 ``execution.execute``, where the ledger decides whether it starts.
 """
 
+from django.core.exceptions import ImproperlyConfigured
 from django_tasks import task
+from django_tasks.exceptions import InvalidTaskError
 
 #: The queue Instatic's runs go to, so Instatic's workers take only its own tasks.
 QUEUE_NAME = "instatic-runs"
 
 
-@task(queue_name=QUEUE_NAME)
 def run_queued(run_id: int, attempt: int) -> str:
     """Execute attempt ``attempt`` of the queued run ``run_id``; return what became of it."""
     from coordination.workers.process import current_process
 
     return current_process().execute(run_id, attempt).outcome
+
+
+try:
+    run_queued = task(queue_name=QUEUE_NAME)(run_queued)
+except InvalidTaskError as exc:
+    raise ImproperlyConfigured(
+        f"Instatic queues the runs of jobs on workers on the task queue {QUEUE_NAME!r}, which "
+        f"the TASKS['default'] backend refuses ({exc}). Add {QUEUE_NAME!r} to "
+        "TASKS['default']['QUEUES'] (instatic/settings.py has the default)."
+    ) from exc

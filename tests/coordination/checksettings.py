@@ -18,3 +18,7 @@ elif _CHOICE == "unsupported":
         "ENGINE": "tests.coordination.unsupported_backend",
         "NAME": str(VAR_DIR / "unsupported.sqlite3"),
     }
+
+if os.environ.get("INSTATIC_CHECKS_TASKS") == "no-runs-queue":
+    # An operator's own TASKS whose backend takes only the "default" queue.
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}

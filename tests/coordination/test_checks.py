@@ -7,6 +7,7 @@ misconfigured replica is refused before it runs anything.
 
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,10 @@ from coordination.checks import (
     check_database_vendor,
     check_lock_keys,
     check_lock_mode,
+    check_task_backend,
     check_timing,
 )
+from coordination.registry import make_job, registry
 from tests.support.processes import BASE_DIR, process_env
 
 
@@ -165,3 +168,38 @@ def test_an_unsupported_database_vendor_fails_the_check():
     assert "coordination.E004" in result.stderr
     assert "does not support the 'unsupported' database backend" in result.stderr
     assert "Supported vendors: mysql, postgresql, sqlite" in result.stderr
+
+
+# --- the task queue of runs on workers ---------------------------------------------------------
+def test_a_tasks_backend_that_refuses_the_runs_queue_is_refused_in_one_line_saying_how_to_fix():
+    env = process_env(
+        DJANGO_SETTINGS_MODULE="tests.coordination.checksettings",
+        INSTATIC_CHECKS_TASKS="no-runs-queue",
+    )
+    result = subprocess.run(
+        [sys.executable, str(BASE_DIR / "manage.py"), "check"],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert "ImproperlyConfigured" in last
+    assert "'instatic-runs'" in last and "TASKS['default']['QUEUES']" in last
+
+
+def test_jobs_on_workers_through_a_backend_outside_the_database_are_warned_about():
+    twice = {"default": {"BACKEND": "tests.support.twice_backend.TwiceBackend", "QUEUES": []}}
+    job = make_job(
+        lambda ctx: None, name="checks.heavy", schedule=timedelta(hours=1), run_on="workers"
+    )
+    with registry.temporary(job):
+        assert check_task_backend() == []  # on the database queue
+        with override_settings(TASKS=twice):
+            (warning,) = check_task_backend()
+        assert warning.id == "coordination.W004"
+        assert "checks.heavy" in warning.msg and "after the claim commits" in warning.msg
+    with override_settings(TASKS=twice):
+        assert check_task_backend() == []  # no job on workers: nothing to warn about
