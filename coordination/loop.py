@@ -22,7 +22,7 @@ from coordination import alerts, ledger, outcomes
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS
 from coordination.holdoff import HoldOffs
-from coordination.journal import ClaimJournal
+from coordination.journal import ClaimJournal, Entry
 from coordination.locks import make_lock
 from coordination.models import JobRun, JobState
 from coordination.planner import (
@@ -443,6 +443,7 @@ class GroupLoop(threading.Thread):
         if not queued:
             return plans
         runs = queue_plans(queued, node=self.node, fence=self.lock.fence_work_transaction)
+        self._remember_queued(runs, {plan.job.name: plan.job for plan in queued})
         if runs and self.sweep_at is None:
             self.sweep_at = time.monotonic() + sweep_interval()
         logger.debug(
@@ -452,6 +453,25 @@ class GroupLoop(threading.Thread):
             len(queued),
         )
         return [plan for plan in plans if not plan_for_workers(plan)]
+
+    def _remember_queued(self, runs: list[JobRun], jobs: dict[str, Job]) -> None:
+        """Note the claim-first runs this leader queued in its journal (``journal``), as
+        abandoned: if a failover loses such a claim, no one can tell whether a worker ran it,
+        so it is written back as an abandoned run, which the job's ``retry_abandoned``
+        decides about, rather than planned again as a slot that never ran. A transactional
+        run lost with it was lost with its effects and runs again, as on the leader."""
+        for run in runs:
+            if run.trigger == JobRun.Trigger.RETRY or jobs[run.job].transactional:
+                continue
+            self.journal.record(
+                Entry(
+                    job=run.job,
+                    slot=run.slot,
+                    transactional=False,
+                    trigger=run.trigger,
+                    status=JobRun.Status.ABANDONED,
+                )
+            )
 
     def _claim_together(self, plans: list[RunPlan]) -> list[RunPlan]:
         """Claim the scheduled slots of claim-first jobs in one transaction; return what to start.

@@ -266,3 +266,26 @@ def test_a_leader_that_queued_a_run_wakes_for_the_jobs_next_slot_not_after_its_l
     assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
     until_next = (job.schedule.next_after(slot) - database_now()).total_seconds()
     assert slept <= until_next + 1, (slept, until_next)
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["claim-first", "transactional"])
+def test_a_queued_claim_lost_by_a_failover_is_written_back_as_abandoned_not_run_again(
+    transactional,
+):
+    reg, job = declare(Recorder(), transactional=transactional, run_on="workers")
+    slot = make_due(job, ago=timedelta(0))
+    [loop] = tick(reg).loops
+    # What a failover to a lagging standby does: the newest commits are gone, older rows stay.
+    JobRun.objects.filter(job=job.name).delete()
+    JobRun.objects.create(job=job.name, slot=slot - timedelta(hours=1), status="succeeded")
+
+    loop.journal.doubt()
+    loop.journal.check()
+
+    restored = list(
+        JobRun.objects.filter(job=job.name, slot=slot).values_list("slot", "status")
+    )
+    if transactional:
+        assert restored == []  # lost with its effects: the slot runs again
+    else:
+        assert restored == [(slot, JobRun.Status.ABANDONED)]
