@@ -282,10 +282,49 @@ def test_a_queued_claim_lost_by_a_failover_is_written_back_as_abandoned_not_run_
     loop.journal.doubt()
     loop.journal.check()
 
-    restored = list(
-        JobRun.objects.filter(job=job.name, slot=slot).values_list("slot", "status")
-    )
+    restored = list(JobRun.objects.filter(job=job.name, slot=slot).values_list("slot", "status"))
     if transactional:
         assert restored == []  # lost with its effects: the slot runs again
     else:
         assert restored == [(slot, JobRun.Status.ABANDONED)]
+
+
+def test_run_now_of_a_job_on_workers_is_queued_served_and_run_by_a_worker():
+    recorder = Recorder()
+    reg, job = declare(recorder, run_on="workers")
+    make_due(job, ago=timedelta(hours=-1))  # next slot an hour away: only the request runs
+    JobState.objects.filter(name=job.name).update(
+        run_requested_at=database_now(), run_requested_by="editor"
+    )
+
+    tick(reg)
+
+    run = JobRun.objects.get(job=job.name)
+    assert (run.status, run.trigger, run.requested_by) == (
+        JobRun.Status.QUEUED,
+        JobRun.Trigger.MANUAL,
+        "editor",
+    )
+    assert JobState.objects.get(name=job.name).run_requested_at is None
+    assert worker(reg).work()
+    assert JobRun.objects.get(pk=run.pk).status == JobRun.Status.SUCCEEDED
+    assert len(recorder.slots) == 1
+
+
+def test_a_run_on_a_worker_past_its_max_duration_is_told_to_stop_and_recorded_timed_out():
+    stopped = []
+
+    def until_told(ctx):
+        while not ctx.should_stop():
+            threading.Event().wait(0.01)
+        stopped.append(ctx.slot)
+
+    reg, job = declare(until_told, run_on="workers", max_duration=0.2)
+    slot = make_due(job, ago=timedelta(0))
+    tick(reg)
+
+    assert worker(reg).work()
+
+    run = JobRun.objects.get(job=job.name)
+    assert run.status == JobRun.Status.TIMED_OUT
+    assert stopped == [slot]
