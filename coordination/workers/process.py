@@ -65,15 +65,23 @@ class WorkerProcess:
             )
         self.stop.set()
 
-    def busy(self) -> None:
+    def busy(self, *, beat: bool = True) -> None:
         """Count this process as executing from now until the matching ``idle()``: it
-        heartbeats (at once when its last beat is older than half the interval, so a run it
-        starts is never under a stale heartbeat)."""
+        heartbeats every interval meanwhile, and with ``beat`` at once when its last beat is
+        older than half the interval, so a run it starts is never under a stale heartbeat."""
         self._busy += 1
-        if time.monotonic() - self._beaten_at >= float(settings.HEARTBEAT_INTERVAL) / 2:
-            self.heartbeat.beat()
-            self._beaten_at = time.monotonic()
+        if beat:
+            self.beat_if_due()
         self.heartbeat.busy()
+
+    def beat_if_due(self) -> bool:
+        """Heartbeat now unless the last beat is younger than half the interval; return
+        False if this process was found fenced (it takes no more work)."""
+        if time.monotonic() - self._beaten_at >= float(settings.HEARTBEAT_INTERVAL) / 2:
+            if not self.heartbeat.beat():
+                return False
+            self._beaten_at = time.monotonic()
+        return not self.stop.is_set()
 
     def idle(self) -> None:
         self._busy -= 1
@@ -90,7 +98,12 @@ class WorkerProcess:
             self.idle()
 
     def take_task(self):
-        """Take the next ready task of Instatic's queue for this process, or ``None``."""
+        """Take the next ready task of Instatic's queue for this process, or ``None``.
+
+        The heartbeat is written in the same transaction as the take: a task row is never
+        ``RUNNING`` under a worker whose heartbeat looks stale (the sweep would fence it),
+        and a look that finds nothing costs one ``SELECT``.
+        """
         from django_tasks_db.models import DBTaskResult
 
         tasks = DBTaskResult.objects.ready().filter(
@@ -98,6 +111,8 @@ class WorkerProcess:
         )
         with transaction.atomic():
             task = tasks.get_locked()
+            if task is not None and not self.beat_if_due():
+                task = None  # fenced: the task stays ready for a live worker
             if task is not None:
                 task.claim(self.node.instance)
         return task
@@ -115,7 +130,7 @@ class WorkerProcess:
 
     def work(self) -> bool:
         """Take and run one task; return False if none was ready (or this process stops)."""
-        self.busy()
+        self.busy(beat=False)
         try:
             task = None if self.stop.is_set() else self.take_task()
             if task is not None:

@@ -13,7 +13,7 @@ import pytest
 from django.db.models import F
 from django_tasks_db.models import DBTaskResult
 
-from coordination import ledger
+from coordination import ledger, liveness
 from coordination.models import JobRun, Node
 from coordination.workers import sweep
 from coordination.workers.process import WorkerProcess
@@ -126,3 +126,19 @@ def test_a_claim_first_run_whose_worker_died_is_abandoned_and_retried_by_policy(
     else:
         assert run.status == JobRun.Status.ABANDONED
         assert recorder.slots == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fenced_worker_takes_no_more_work_and_stops():
+    reg, job = declare(Recorder(), run_on="workers")
+    make_due(job, ago=timedelta(0))
+    tick(reg)
+    fenced = WorkerProcess("a/worker-1", stop=threading.Event(), registry=reg)
+    fenced._beaten_at -= 3600  # its next take heartbeats first
+    liveness.mark_fenced(fenced.node.instance)  # what the sweep does to a stale worker
+
+    assert not fenced.work()
+
+    assert fenced.stop.is_set()
+    assert DBTaskResult.objects.get().status == "READY"
+    assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
