@@ -119,6 +119,7 @@ def status_snapshot() -> dict:
         node_rows.append(
             {
                 "name": node.name,
+                "role": node.role,
                 "host": node.host,
                 "pid": node.pid,
                 "alive": alive,

@@ -48,9 +48,15 @@ class WorkerProcess:
             name=name, instance=uuid.uuid4().hex, host=socket.gethostname(), pid=os.getpid()
         )
         self.host = WorkerHost(self.node, stopping=stop.is_set, log_prefix=f"worker {name}")
+        from coordination.scheduler import jobs_fingerprint
+
         names = [job.name for job in registry.all()]
         register_node(
-            self.node, groups=[], declared_jobs=names, fingerprint="", role=Node.Role.WORKER
+            self.node,
+            groups=[],
+            declared_jobs=names,
+            fingerprint=jobs_fingerprint(names, registry),
+            role=Node.Role.WORKER,
         )
         self.heartbeat = RunHeartbeat(self.node, fenced=self._fenced)
         self._beaten_at = time.monotonic()

@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from coordination.clock import database_now
+from coordination.management.commands.schedulerstatus import node_state
 from coordination.models import JobState, Leadership, Node
 from coordination.registry import make_job, registry
 from coordination.schedules import daily, hourly
@@ -109,3 +110,20 @@ def test_json_keeps_its_keys_and_lists_declared_jobs_not_started_yet(cluster):
     assert jobs["reports.weekly"]["state"] == "paused (report server down)"
     assert jobs["reports.fresh"]["state"] == "not started yet"
     assert data["leaders"][0]["since"].endswith("+00:00")
+
+
+@pytest.mark.parametrize(
+    ("role", "alive", "stopped_at", "shown"),
+    [
+        ("scheduler", True, None, "yes"),
+        ("scheduler", False, None, "NO"),
+        ("scheduler", False, "2026-12-01T00:00:00+00:00", "stopped"),
+        ("worker", True, None, "working"),
+        ("worker", False, None, "idle"),  # an idle worker writes no heartbeat
+        ("worker", False, "2026-12-01T00:00:00+00:00", "stopped"),
+    ],
+)
+def test_the_alive_column_tells_an_idle_worker_from_a_dead_scheduler(
+    role, alive, stopped_at, shown
+):
+    assert node_state({"role": role, "alive": alive, "stopped_at": stopped_at}) == shown

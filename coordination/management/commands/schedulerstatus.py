@@ -50,7 +50,7 @@ class Command(OperatorCommand, BaseCommand):
                     n["name"],
                     n["host"],
                     str(n["pid"]),
-                    "yes" if n["alive"] else ("stopped" if n["stopped_at"] else "NO"),
+                    node_state(n),
                     f"{duration_text(n['heartbeat_age'])} ago",
                     ",".join(n["groups"]),
                     f"{n['declared_jobs']}" + (" (differs)" if n["jobs_differ"] else ""),
@@ -114,3 +114,14 @@ class Command(OperatorCommand, BaseCommand):
                 "  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False))
             )
         self.stdout.write("")
+
+
+def node_state(node: dict) -> str:
+    """Return the "alive" column of a node row: a worker process heartbeats only while it
+    executes a run, so one that is not live and not stopped is ``idle``, not dead."""
+    if node["alive"]:
+        return "working" if node["role"] == "worker" else "yes"
+    if node["stopped_at"]:
+        return "stopped"
+    return "idle" if node["role"] == "worker" else "NO"
+
