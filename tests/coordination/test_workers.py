@@ -18,6 +18,7 @@ from coordination.clock import database_now
 from coordination.cluster_metrics import queue_families
 from coordination.joblist import listed_jobs
 from coordination.models import JobRun, JobState, Node
+from coordination.runhost import RunHost
 from coordination.scheduler import Scheduler
 from coordination.selectors import job_summaries
 from coordination.workers import process
@@ -328,3 +329,10 @@ def test_a_run_on_a_worker_past_its_max_duration_is_told_to_stop_and_recorded_ti
     run = JobRun.objects.get(job=job.name)
     assert run.status == JobRun.Status.TIMED_OUT
     assert stopped == [slot]
+
+
+def test_a_worker_process_is_a_run_host_for_the_leaders_own_worker():
+    reg, _ = declare(Recorder(), run_on="workers")
+    host = worker(reg).host
+    assert isinstance(host, RunHost)
+    assert host.leading and not host.stopping
