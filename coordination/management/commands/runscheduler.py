@@ -118,14 +118,8 @@ class Command(BaseCommand):
         workers = workers_option(options["workers"])
         stopped = threading.Event()
         with graceful_signals(stopped.set):
-            problem = wait_for_database(
-                float(settings.STARTUP_DB_WAIT), log=log_waiting_for_database, stop=stopped
-            )
-        if stopped.is_set():
-            logger.info("stopped while waiting for the database; nothing had started")
-            return
-        if problem:
-            raise CommandError(problem)
+            if not database_reachable(stopped):
+                return
         metrics = None
         if options["metrics_port"] is not None:
             from coordination.metrics_server import SchedulerMetrics
@@ -175,6 +169,21 @@ def run_with_workers(scheduler: Scheduler, *, workers: int) -> None:
         finally:
             if pool is not None:
                 pool.stop(scheduler.grace_deadline() - time.monotonic())
+
+
+def database_reachable(stop: threading.Event) -> bool:
+    """Wait for the database (``INSTATIC_STARTUP_DB_WAIT``), logging each try; return False
+    if ``stop`` was set meanwhile (nothing has started), raise :class:`CommandError` saying
+    what is wrong if it stays unreachable."""
+    problem = wait_for_database(
+        float(settings.STARTUP_DB_WAIT), log=log_waiting_for_database, stop=stop
+    )
+    if stop.is_set():
+        logger.info("stopped while waiting for the database; nothing had started")
+        return False
+    if problem:
+        raise CommandError(problem)
+    return True
 
 
 def log_waiting_for_database(problem: str, delay: float) -> None:

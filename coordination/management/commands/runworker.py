@@ -6,9 +6,8 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 
 from coordination.conf import settings
-from coordination.dberrors import wait_for_database
 from coordination.management.commands.runscheduler import (
-    log_waiting_for_database,
+    database_reachable,
     node_name_option,
     refuse_bad_declarations,
 )
@@ -86,14 +85,8 @@ class Command(BaseCommand):
             raise CommandError(f"--process must be 1 or more, not {index}.")
         stop = threading.Event()
         with graceful_signals(stop.set):
-            problem = wait_for_database(
-                float(settings.STARTUP_DB_WAIT), log=log_waiting_for_database, stop=stop
-            )
-            if stop.is_set():
-                logger.info("stopped while waiting for the database; nothing had started")
+            if not database_reachable(stop):
                 return
-            if problem:
-                raise CommandError(problem)
             logger.info("worker process %d of node %s serving", index, node_name)
             process.serve(node_name=node_name, index=index, stop=stop)
         logger.info("worker process %d of node %s stopped", index, node_name)

@@ -124,4 +124,3 @@ def node_state(node: dict) -> str:
     if node["stopped_at"]:
         return "stopped"
     return "idle" if node["role"] == "worker" else "NO"
-
