@@ -286,8 +286,14 @@ def check_task_backend(app_configs=None, **kwargs):
     from coordination.registry import registry
     from coordination.workers.queueing import uses_database_queue
 
-    on_workers = sorted(job.name for job in registry.all() if job.on_workers)
-    if not on_workers or uses_database_queue():
+    return task_backend_warnings(registry.all(), database_queue=uses_database_queue())
+
+
+def task_backend_warnings(jobs, *, database_queue: bool) -> list:
+    """Return ``coordination.W004`` if any of ``jobs`` runs on workers through a task
+    backend outside Instatic's database (``database_queue`` False)."""
+    on_workers = sorted(job.name for job in jobs if job.on_workers)
+    if not on_workers or database_queue:
         return []
     return [
         checks.Warning(

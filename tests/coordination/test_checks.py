@@ -19,10 +19,11 @@ from coordination.checks import (
     check_database_vendor,
     check_lock_keys,
     check_lock_mode,
-    check_task_backend,
     check_timing,
+    task_backend_warnings,
 )
-from coordination.registry import make_job, registry
+from coordination.registry import make_job
+from coordination.workers.queueing import uses_database_queue
 from tests.support.processes import BASE_DIR, process_env
 
 
@@ -191,15 +192,21 @@ def test_a_tasks_backend_that_refuses_the_runs_queue_is_refused_in_one_line_sayi
 
 
 def test_jobs_on_workers_through_a_backend_outside_the_database_are_warned_about():
-    twice = {"default": {"BACKEND": "tests.support.twice_backend.TwiceBackend", "QUEUES": []}}
-    job = make_job(
+    heavy = make_job(
         lambda ctx: None, name="checks.heavy", schedule=timedelta(hours=1), run_on="workers"
     )
-    with registry.temporary(job):
-        assert check_task_backend() == []  # on the database queue
-        with override_settings(TASKS=twice):
-            (warning,) = check_task_backend()
-        assert warning.id == "coordination.W004"
-        assert "checks.heavy" in warning.msg and "after the claim commits" in warning.msg
+    light = make_job(lambda ctx: None, name="checks.light", schedule=timedelta(hours=1))
+
+    assert task_backend_warnings([heavy, light], database_queue=True) == []
+    assert task_backend_warnings([light], database_queue=False) == []
+    (warning,) = task_backend_warnings([heavy, light], database_queue=False)
+    assert warning.id == "coordination.W004"
+    assert "1 job(s) run on workers (checks.heavy)" in warning.msg
+    assert "after the claim commits" in warning.msg
+
+
+def test_the_task_backend_check_knows_the_database_queue_from_another():
+    twice = {"default": {"BACKEND": "tests.support.twice_backend.TwiceBackend", "QUEUES": []}}
+    assert uses_database_queue()
     with override_settings(TASKS=twice):
-        assert check_task_backend() == []  # no job on workers: nothing to warn about
+        assert not uses_database_queue()
