@@ -341,11 +341,12 @@ def record_failed(
     """Record a rolled-back transactional run as failed (or timed out); return False when
     the row it would write is no longer this run's to write.
 
-    A first attempt inserts the slot's row (an existing row is kept: the slot was dealt with
-    elsewhere). A retry (``retry_of``) rolled back its claim with the work, so it counts the
-    attempt on the existing row instead, still only while that row waits for this retry. A
-    run on a worker process (``queued``) rolled back its start, so it records the outcome on
-    its queued row, while that row is still queued for the same attempt.
+    A first attempt inserts the slot's row (an existing row is kept, and False returned: the
+    slot was dealt with elsewhere, so the job's state is not this run's to write either). A
+    retry (``retry_of``) rolled back its claim with the work, so it counts the attempt on the
+    existing row instead, still only while that row waits for this retry. A run on a worker
+    process (``queued``) rolled back its start, so it records the outcome on its queued row,
+    while that row is still queued for the same attempt.
     """
     values = {
         "status": outcome.status,
@@ -369,18 +370,17 @@ def record_failed(
                 trigger=JobRun.Trigger.RETRY, attempt=retry_of.attempt + 1, **values
             )
         )
-    JobRun.objects.bulk_create(
-        [
-            JobRun(
+    try:
+        with transaction.atomic():
+            JobRun.objects.create(
                 job=job.name,
                 slot=outcome.slot,
                 trigger=trigger,
                 requested_by=requested_by,
                 **values,
             )
-        ],
-        ignore_conflicts=True,
-    )
+    except IntegrityError:
+        return False
     return True
 
 
