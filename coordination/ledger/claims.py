@@ -1,0 +1,242 @@
+"""Claims of slots: the ledger rows that make a slot run once (``INSERT`` under the unique
+``(job, slot)``), retries taking a row again, and runs queued for and taken by worker processes.
+"""
+
+from datetime import datetime
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Now
+
+from coordination.ledger.states import advance_jobs
+from coordination.models import JobRun, JobState
+from coordination.registry import Job
+
+
+def claim(
+    job: Job,
+    slot: datetime,
+    *,
+    trigger: str,
+    node: str,
+    instance: str,
+    requested_by: str = "",
+    savepoint: bool = True,
+    queued: bool = False,
+) -> JobRun | None:
+    """Insert the ledger row for (job, slot) as running (``queued``: queued for a worker
+    process, by this node); return ``None`` if already claimed.
+
+    With ``savepoint=False`` (inside a run's own transaction) a taken slot raises
+    ``IntegrityError`` instead, saving two statements per run.
+    """
+    try:
+        with transaction.atomic(savepoint=savepoint):
+            return JobRun.objects.create(
+                job=job.name,
+                slot=slot,
+                trigger=trigger,
+                node=node,
+                node_instance=instance,
+                requested_by=requested_by,
+                **_claimed_as(queued),
+            )
+    except IntegrityError:
+        if not savepoint:
+            raise
+        return None
+
+
+def _claimed_as(queued: bool) -> dict:
+    """Return a new claim's status and time: running from now, or queued from now."""
+    if queued:
+        return {"status": JobRun.Status.QUEUED, "queued_at": Now()}
+    return {"status": JobRun.Status.RUNNING, "started_at": Now()}
+
+
+def awaiting_retry() -> Q:
+    """Runs another attempt may take: abandoned ones, and failed ones with a retry time."""
+    return Q(status=JobRun.Status.ABANDONED) | Q(
+        status=JobRun.Status.FAILED, retry_at__isnull=False
+    )
+
+
+def claim_retry(run: JobRun, *, node: str, instance: str, queued: bool = False) -> bool:
+    """Take an abandoned or failed run for another attempt (``queued``: queue it for a worker
+    process); return False if someone else did."""
+    return bool(
+        JobRun.objects.filter(awaiting_retry(), pk=run.pk).update(
+            trigger=JobRun.Trigger.RETRY,
+            attempt=F("attempt") + 1,
+            node=node,
+            node_instance=instance,
+            finished_at=None,
+            retry_at=None,
+            **{"started_at": None, **_claimed_as(queued)},
+        )
+    )
+
+
+def take_retry(run: JobRun, *, node: str, instance: str, queued: bool = False) -> JobRun | None:
+    """Take ``run`` for another attempt (:func:`claim_retry`) and return its row as taken, or
+    ``None`` if someone else took it or it no longer waits for one."""
+    if not claim_retry(run, node=node, instance=instance, queued=queued):
+        return None
+    return JobRun.objects.get(pk=run.pk)
+
+
+def take_queued(run_id: int, attempt: int, *, node: str, instance: str) -> JobRun | None:
+    """Start the queued run ``run_id`` on this worker process: move its row from queued to
+    running with the worker's node and instance; return the row, or ``None`` when it is no
+    longer queued for ``attempt`` (another delivery took it, it was skipped or retried).
+
+    This conditional update is what makes a queued run start once, however often its task
+    is delivered. The worker's instance and the attempt are the run's fencing token: its
+    outcome is written only while the row still holds both (:func:`finish_with_state`), so a
+    worker whose run was abandoned meanwhile (frozen past its lease) records nothing.
+    """
+    taken = JobRun.objects.filter(pk=run_id, attempt=attempt, status=JobRun.Status.QUEUED).update(
+        status=JobRun.Status.RUNNING, node=node, node_instance=instance, started_at=Now()
+    )
+    if not taken:
+        return None
+    return JobRun.objects.get(pk=run_id)
+
+
+def skip_queued(run: JobRun, *, reason: str) -> bool:
+    """Record a queued run that will not start (its job was paused meanwhile) as missed with
+    ``reason``; return False if it was no longer queued."""
+    skipped = JobRun.objects.filter(
+        pk=run.pk, attempt=run.attempt, status=JobRun.Status.QUEUED
+    ).update(status=JobRun.Status.MISSED, reason=reason, finished_at=Now())
+    if skipped:
+        JobState.objects.filter(name=run.job).update(missed_count=F("missed_count") + 1)
+    return bool(skipped)
+
+
+def restore_lost_run(
+    *, job: str, slot: datetime, status: str, trigger: str, node: str, instance: str, note: str
+) -> bool:
+    """Write back a claim-first run that a failover lost from the ledger (``note`` says so);
+    return False if the slot is taken meanwhile."""
+    finished = status != JobRun.Status.RUNNING
+    try:
+        with transaction.atomic():
+            JobRun.objects.create(
+                job=job,
+                slot=slot,
+                status=status,
+                trigger=trigger,
+                node=node,
+                node_instance=instance,
+                started_at=Now(),
+                finished_at=Now() if finished else None,
+                error=note,
+            )
+    except IntegrityError:
+        return False
+    return True
+
+
+def _insert_claims(runs: list[JobRun]) -> list[JobRun]:
+    """Insert ``runs`` (one job and slot each, the rest alike) and return them with their ids.
+
+    ``bulk_create`` sends every value of every row as a parameter: for a thousand claims,
+    15,000 of them, which Django and the driver take a quarter of a second to assemble while
+    every claimed job waits to start. On PostgreSQL the rows are one ``INSERT ... SELECT``
+    over two arrays (jobs and slots) with the shared values once; the same columns and the
+    values Django would save, taken from the model's fields.
+    """
+    if connection.vendor != "postgresql" or not runs:
+        return JobRun.objects.bulk_create(runs)
+    first, quote = runs[0], connection.ops.quote_name
+    columns, selected, params = [], [], []
+    for field in JobRun._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        columns.append(quote(field.column))
+        if field.name in ("job", "slot"):
+            selected.append(f"t.{field.name}")
+        elif isinstance(getattr(first, field.attname), Now):
+            selected.append("STATEMENT_TIMESTAMP()")  # Now(), as the other claims write it
+        else:
+            selected.append("%s")
+            params.append(field.get_db_prep_save(getattr(first, field.attname), connection))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quote(JobRun._meta.db_table)} ({', '.join(columns)})"
+            f" SELECT {', '.join(selected)}"
+            " FROM unnest(%s::varchar[], %s::timestamptz[]) AS t(job, slot)"
+            f" RETURNING {quote(JobRun._meta.pk.column)}, {quote('job')}",
+            (*params, [run.job for run in runs], [run.slot for run in runs]),
+        )
+        ids = dict((job, pk) for pk, job in cursor.fetchall())
+    for run in runs:  # one claim per job in a batch: a job never overlaps itself
+        run.pk = ids[run.job]
+        run._state.adding = False
+    return runs
+
+
+def claim_scheduled(
+    claims: list[tuple[Job, datetime, datetime]],
+    *,
+    node: str,
+    instance: str,
+    queued: bool = False,
+) -> dict[str, JobRun]:
+    """Claim many scheduled slots at once, each job moving on to its next slot; return the runs
+    this node claimed, by job.
+
+    ``claims`` are (job, slot, next slot) of claim-first jobs. One transaction: one ``INSERT``
+    of every ledger row and one ``UPDATE`` per distinct next slot (a thousand jobs due every
+    minute share one), committed before any of the jobs starts, so a crash from then on
+    leaves abandoned runs, never a slot run twice. The unique ``(job, slot)`` constraint still
+    decides: a slot another node already claimed is left out of the answer (the whole batch
+    is then claimed again, skipping taken rows, and the claimed rows are read back). Jobs move
+    to their next slot whether this node claimed theirs or not: either way it is dealt with.
+    With ``queued`` the rows are queued for worker processes (inside the caller's
+    transaction, which enqueues their tasks too) instead of running here.
+    """
+    if not claims:
+        return {}
+
+    def rows() -> list[JobRun]:
+        return [
+            JobRun(
+                job=job.name,
+                slot=slot,
+                trigger=JobRun.Trigger.SCHEDULE,
+                node=node,
+                node_instance=instance,
+                **_claimed_as(queued),
+            )
+            for job, slot, _ in claims
+        ]
+
+    def advance_all() -> None:
+        by_next: dict[datetime, list[str]] = {}
+        for job, _, next_due in claims:
+            by_next.setdefault(next_due, []).append(job.name)
+        for next_due, names in by_next.items():
+            advance_jobs(names, next_due)
+
+    try:
+        with transaction.atomic():
+            created = _insert_claims(rows())
+            advance_all()
+        if all(run.pk is not None for run in created):
+            return {run.job: run for run in created}
+    except IntegrityError:
+        # Another node holds one of these slots (a stale leader's plan, a split second of
+        # two leaders): claim the rest and read back which rows are ours.
+        with transaction.atomic():
+            JobRun.objects.bulk_create(rows(), ignore_conflicts=True)
+            advance_all()
+    wanted = {(job.name, slot) for job, slot, _ in claims}
+    mine = JobRun.objects.filter(
+        job__in=[job.name for job, _, _ in claims],
+        slot__in={slot for _, slot, _ in claims},
+        node_instance=instance,
+        status=JobRun.Status.QUEUED if queued else JobRun.Status.RUNNING,
+    )
+    return {run.job: run for run in mine if (run.job, run.slot) in wanted}

@@ -1,0 +1,256 @@
+"""How runs end: a run's outcome on its row and on its job's state, conditional on the run
+still being this attempt's.
+"""
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Case, F, Q, When
+from django.db.models.functions import Now
+from django.db.models.sql import UpdateQuery
+
+from coordination.conf import settings
+from coordination.ledger.claims import awaiting_retry
+from coordination.ledger.states import request_served
+from coordination.models import JobRun, JobState
+from coordination.registry import Job
+
+MAX_ERROR_LENGTH = 20_000
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How one run of a job ended, as the run's ledger row and the job's state record it.
+
+    The runner builds it once and hands it to every write of an outcome
+    (:func:`finish_with_state`, :func:`record_failed`, :func:`record_outcome_in_state`), so a
+    new outcome field is one edit here rather than one in each of their signatures.
+    """
+
+    slot: datetime
+    status: str
+    duration: float | None
+    lateness: float | None
+    error: str
+    #: The name of the node that ran it.
+    node: str
+    #: The job's next slot; ``None`` leaves it (the slot's claim moved a periodic job on).
+    next_due: datetime | None
+    #: True when the job has no next slot (a when-due job at the end of the calendar): its
+    #: next slot is cleared rather than left.
+    no_next_slot: bool = False
+    #: When a failed attempt is tried again (the job's ``retries``), or ``None``.
+    retry_at: datetime | None = None
+    #: Wake-up requests due up to this instant were served by the run.
+    wake_before: datetime | None = None
+    #: The time of the run-now request the run served, if it served one.
+    manual_requested_at: datetime | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == JobRun.Status.SUCCEEDED
+
+    @property
+    def stored_error(self) -> str:
+        """The error text as stored: cut to ``MAX_ERROR_LENGTH``."""
+        return self.error[:MAX_ERROR_LENGTH]
+
+
+def record_succeeded(run: JobRun, job: Job, outcome: RunOutcome) -> None:
+    """Record a transactional run's success inside its own transaction: the run's row and the
+    job's state (a success pauses nothing)."""
+    JobRun.objects.filter(pk=run.pk).update(
+        status=JobRun.Status.SUCCEEDED, duration=outcome.duration, finished_at=Now()
+    )
+    record_outcome_in_state(job, outcome)
+
+
+def record_failed(
+    job: Job,
+    outcome: RunOutcome,
+    *,
+    trigger: str,
+    instance: str,
+    started_at: datetime | None = None,
+    finished_at: datetime | None = None,
+    requested_by: str = "",
+    retry_of: JobRun | None = None,
+    queued: JobRun | None = None,
+) -> bool:
+    """Record a rolled-back transactional run as failed (or timed out); return False when
+    the row it would write is no longer this run's to write.
+
+    A first attempt inserts the slot's row (an existing row is kept, and False returned: the
+    slot was dealt with elsewhere, so the job's state is not this run's to write either). A
+    retry (``retry_of``) rolled back its claim with the work, so it counts the attempt on the
+    existing row instead, still only while that row waits for this retry. A run on a worker
+    process (``queued``) rolled back its start, so it records the outcome on its queued row,
+    while that row is still queued for the same attempt.
+    """
+    values = {
+        "status": outcome.status,
+        "node": outcome.node,
+        "node_instance": instance,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "duration": outcome.duration,
+        "error": outcome.stored_error,
+        "retry_at": outcome.retry_at,
+    }
+    if queued is not None:
+        return bool(
+            JobRun.objects.filter(
+                pk=queued.pk, attempt=queued.attempt, status=JobRun.Status.QUEUED
+            ).update(**values)
+        )
+    if retry_of is not None:
+        return bool(
+            JobRun.objects.filter(awaiting_retry(), pk=retry_of.pk).update(
+                trigger=JobRun.Trigger.RETRY, attempt=retry_of.attempt + 1, **values
+            )
+        )
+    try:
+        with transaction.atomic():
+            JobRun.objects.create(
+                job=job.name,
+                slot=outcome.slot,
+                trigger=trigger,
+                requested_by=requested_by,
+                **values,
+            )
+    except IntegrityError:
+        return False
+    return True
+
+
+def _finishable(run: JobRun, instance: str):
+    """Return ``run``'s row while this node's attempt still owns it (running or timed out)."""
+    return JobRun.objects.filter(
+        pk=run.pk,
+        status__in=[JobRun.Status.RUNNING, JobRun.Status.TIMED_OUT],
+        node_instance=instance,
+        attempt=run.attempt,
+    )
+
+
+def _finish_values(outcome: RunOutcome) -> dict:
+    """Return the run row's update values for ``outcome``."""
+    return {
+        "status": outcome.status,
+        "finished_at": Now(),
+        "duration": outcome.duration,
+        "error": outcome.stored_error,
+        "retry_at": outcome.retry_at,
+    }
+
+
+def record_timed_out(run: JobRun, *, instance: str) -> bool:
+    """Record that this node's claim-first ``run`` outlived its max duration (its row and its
+    job's last status); return False if the run was no longer this node's running one."""
+    timed_out = JobRun.objects.filter(
+        pk=run.pk, status=JobRun.Status.RUNNING, node_instance=instance
+    ).update(status=JobRun.Status.TIMED_OUT, error="ran past its max_duration")
+    if not timed_out:
+        return False
+    JobState.objects.filter(name=run.job).update(last_status=JobRun.Status.TIMED_OUT)
+    return True
+
+
+def record_outcome_in_state(job: Job, outcome: RunOutcome) -> bool:
+    """Record the outcome in the job's state; pause it after too many failures in a row.
+
+    Return True when this failure paused the job.
+    """
+    JobState.objects.filter(name=job.name).update(**_state_values(outcome))
+    return _pause_after_failures(job, outcome)
+
+
+def _state_values(outcome: RunOutcome) -> dict:
+    """Return the job state's update values for a run's outcome."""
+    values = {
+        "last_slot": outcome.slot,
+        "last_status": outcome.status,
+        "last_error": outcome.stored_error,
+        "last_duration": outcome.duration,
+        "last_lateness": outcome.lateness,
+        "last_finished_at": Now(),
+        "last_node": outcome.node,
+        "consecutive_failures": 0 if outcome.succeeded else F("consecutive_failures") + 1,
+    }
+    if outcome.next_due is not None or outcome.no_next_slot:
+        values["next_due"] = outcome.next_due
+    # One statement: clear the wake-up and run-now requests this run served, but keep any
+    # that arrived after it started.
+    if outcome.wake_before is not None:
+        values["wake_at"] = Case(
+            When(wake_at__lte=outcome.wake_before, then=None), default=F("wake_at")
+        )
+    if outcome.manual_requested_at is not None:
+        values.update(request_served(outcome.manual_requested_at))
+    return values
+
+
+def _pause_after_failures(job: Job, outcome: RunOutcome) -> bool:
+    """Pause the job if this failure made too many in a row; return True if it did."""
+    if outcome.succeeded:
+        return False
+    threshold = int(settings.FAILURE_PAUSE_THRESHOLD)
+    if threshold <= 0:
+        return False
+    return bool(
+        JobState.objects.filter(
+            Q(name=job.name, paused=False, consecutive_failures__gte=threshold)
+        ).update(paused=True, paused_reason=f"paused after {threshold} failures in a row")
+    )
+
+
+def finish_with_state(
+    run: JobRun, job: Job, outcome: RunOutcome | None = None, *, instance: str, **fields
+) -> bool | None:
+    """Record a claimed run's outcome and the job's state; return whether that paused the job,
+    or ``None`` if the run was meanwhile marked abandoned or timed out elsewhere.
+
+    Both or neither: on PostgreSQL one statement (the state's ``UPDATE`` in a ``WITH`` after
+    the run's, done only if the run's matched), which needs no transaction around it, so a
+    run's outcome costs one round trip; elsewhere both ``UPDATE`` statements in one transaction.
+    Callers without a :class:`RunOutcome` at hand (tests, the benchmarks) may give its
+    ``fields`` as keywords instead.
+    """
+    if outcome is None:
+        outcome = RunOutcome(**fields)
+    elif fields:
+        raise TypeError("finish_with_state() takes an outcome or its fields, not both")
+    run_rows = _finishable(run, instance)
+    run_values = _finish_values(outcome)
+    state_values = _state_values(outcome)
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            if not run_rows.update(**run_values):
+                return None
+            JobState.objects.filter(name=job.name).update(**state_values)
+            return _pause_after_failures(job, outcome)
+    run_sql, run_params = _update_sql(run_rows, run_values)
+    state_sql, state_params = _update_sql(JobState.objects.filter(name=job.name), state_values)
+    # A failure may pause the job in a second statement: then both go in one transaction.
+    with nullcontext() if outcome.succeeded else transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH finished AS ({run_sql} RETURNING 1),"
+                f" state AS ({state_sql} AND EXISTS (SELECT 1 FROM finished) RETURNING 1)"
+                " SELECT (SELECT count(*) FROM finished)",
+                (*run_params, *state_params),
+            )
+            (finished,) = cursor.fetchone()
+        if not finished:
+            return None
+        return _pause_after_failures(job, outcome)
+
+
+def _update_sql(queryset, values: dict) -> tuple[str, tuple]:
+    """Return the SQL and parameters of ``queryset.update(**values)`` without running it."""
+    query = queryset.query.chain(UpdateQuery)
+    query.add_update_values(values)
+    query.annotations = {}
+    return query.get_compiler(queryset.db).as_sql()
