@@ -1,0 +1,85 @@
+"""A node's own row: registering (refusing a name a live process uses), stopping, and
+marking another process fenced.
+"""
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models.functions import Now
+
+from coordination import nodesessions
+from coordination.conf import settings
+from coordination.liveness.views import NodeIdentity
+from coordination.models import Node
+
+
+class NodeNameInUse(Exception):
+    """Another live process already runs under this node name."""
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=float(settings.LEASE))
+
+
+def register_node(
+    identity: NodeIdentity,
+    *,
+    groups,
+    declared_jobs,
+    fingerprint: str,
+    role: str = Node.Role.SCHEDULER,
+) -> None:
+    """Create or take over this node's row; refuse a name a live process still uses."""
+    with transaction.atomic():
+        existing = (
+            Node.objects.select_for_update()
+            .filter(name=identity.name)
+            .annotate(db_now=Now())
+            .first()
+        )
+        if (
+            existing is not None
+            and existing.instance != identity.instance
+            and existing.stopped_at is None
+            and existing.last_heartbeat >= existing.db_now - _lease()
+        ):
+            age = (existing.db_now - existing.last_heartbeat).total_seconds()
+            raise NodeNameInUse(
+                f"node name {identity.name!r} is in use by pid {existing.pid} on {existing.host} "
+                f"(last heartbeat {age:.1f}s ago). Give each scheduler its own --node-name "
+                f"(or INSTATIC_NODE_NAME), or wait {settings.LEASE}s if that process is gone."
+            )
+        Node.objects.update_or_create(
+            name=identity.name,
+            defaults={
+                "instance": identity.instance,
+                "host": identity.host,
+                "pid": identity.pid,
+                "groups": list(groups),
+                "declared_jobs": sorted(declared_jobs),
+                "jobs_fingerprint": fingerprint,
+                "role": role,
+                "started_at": Now(),
+                "last_heartbeat": Now(),
+                "stopped_at": None,
+            },
+        )
+    # MySQL: the connection records of this name's earlier processes go (none of them is
+    # live, or the name would have been refused); this process's own are recorded from now.
+    nodesessions.forget(node=identity.name, keep=identity.instance)
+    nodesessions.record_connections(identity)
+
+
+def mark_stopped(identity: NodeIdentity) -> None:
+    nodesessions.stop_recording()
+    Node.objects.filter(name=identity.name, instance=identity.instance).update(
+        stopped_at=Now(), last_heartbeat=Now()
+    )
+    nodesessions.forget(instance=identity.instance)
+
+
+def mark_fenced(instance: str) -> None:
+    """Mark another process ``instance`` stopped once its sessions were ended (a worker
+    process that stopped heartbeating with work in hand), so it is fenced only once."""
+    Node.objects.filter(instance=instance, stopped_at__isnull=True).update(stopped_at=Now())
+    nodesessions.forget(instance=instance)
