@@ -167,6 +167,8 @@ def plan_tick(tick: TickInput) -> TickPlan:
     soon = now + timedelta(seconds=tick.soon)
     manual, scheduled, writes, unplannable = [], [], [], []
     due_behind: set[str] = set()
+    by_name = {state.name: state for state in tick.states}
+    retry_first = ready_retries(tick, by_name)
     for state in tick.states:
         job = tick.declared.get(state.name)
         if job is None or state.retired_at is not None:
@@ -199,12 +201,14 @@ def plan_tick(tick: TickInput) -> TickPlan:
             unplannable.append(Unplannable(job, state, exc))
             continue
         writes += job_writes
-        if plan is not None:
+        if plan is not None and plan.manual_requested_at is None and job.name in retry_first:
+            # An older slot waits for its retry: it goes first, the due slot right after it.
+            wakes.append(soon)
+        elif plan is not None:
             (manual if plan.manual_requested_at is not None else scheduled).append(plan)
         elif due_at is not None:
             wakes.append(due_at)
     runs = manual + scheduled
-    by_name = {state.name: state for state in tick.states}
     retries, waiting, retry_at = plan_retries(tick, by_name, runs, due_behind)
     runs += retries
     if retry_at is not None:
@@ -276,6 +280,26 @@ def plan_job(
         return None, next_due
     plan = RunPlan(job=job, slot=decision.run, next_due=job.schedule.next_after(decision.run))
     return plan, None
+
+
+def ready_retries(tick: TickInput, by_name: Mapping) -> set[str]:
+    """Return the jobs with a retry that can start now: its retry time has come (an abandoned
+    run has none), the job is neither paused nor busy here or elsewhere. Such a retry goes
+    before the job's next scheduled slot: otherwise a job whose runs take about its interval
+    (a run on a worker, which wakes no leader when it ends) would find a new slot due at
+    every tick and never be retried."""
+    ready = set()
+    for run in tick.retries:
+        job = tick.declared.get(run.job)
+        state = by_name.get(run.job)
+        if job is None or state is None or not (job.retry_abandoned or job.retries):
+            continue
+        if run.retry_at is not None and run.retry_at > tick.now:
+            continue
+        if job.name in tick.busy or state.busy_elsewhere or state.paused:
+            continue
+        ready.add(job.name)
+    return ready
 
 
 def plan_retries(

@@ -501,12 +501,27 @@ def test_runs_awaiting_a_retry(options, fields, retry_at, busy_here, started, wa
         assert plan.wake_at == at(retry_at)
 
 
-def test_a_retry_waits_behind_the_slot_its_job_starts_in_the_same_tick():
+def test_a_ready_retry_goes_before_the_slot_its_job_has_due_in_the_same_tick():
+    """Oldest slot first: a job whose runs take about its interval (on a worker, whose end
+    wakes no leader) would otherwise find its next slot due at every tick, and its retry
+    would never start."""
     declared = job(retries=1)
     failed = retry(declared, at(-120))
-    plan = plan_tick(tick_of(at(0), (declared, state(declared, next_due=at(0))), retries=[failed]))
-    assert runs(plan) == [(declared.name, at(0), TRIGGER.SCHEDULE)]
-    assert plan.waiting_retries == [failed] and plan.due_behind == set()
+    plan = plan_tick(
+        tick_of(at(0), (declared, state(declared, next_due=at(0))), retries=[failed], soon=1.0)
+    )
+    assert runs(plan) == [(declared.name, at(-120), TRIGGER.RETRY)]
+    assert plan.waiting_retries == []
+    assert plan.wake_at <= at(1)  # the due slot right after
+
+
+def test_a_run_now_request_still_goes_before_a_ready_retry():
+    declared = job(retries=1)
+    failed = retry(declared, at(-120))
+    requested = state(declared, next_due=at(0), run_requested_at=at(-1))
+    plan = plan_tick(tick_of(at(0), (declared, requested), retries=[failed]))
+    assert runs(plan) == [(declared.name, at(-1), TRIGGER.MANUAL)]
+    assert plan.waiting_retries == [failed]
 
 
 def test_one_retry_per_job_per_tick_oldest_first():
