@@ -18,9 +18,13 @@ class Replica:
     log_path: Path
     lease: bool = False  # runs LEASE_GROUP in lease lock mode instead of the session groups
     deliberately_stopped: bool = False
+    worker_only: bool = False  # ``runworker``: worker processes and no scheduler
+    workers: int = 0  # how many worker processes it keeps running (its children)
 
     @property
     def name(self) -> str:
+        if self.worker_only:
+            return f"chaos-workers-{self.index}.{self.incarnation}"
         return replica_name(self.index, self.incarnation, lease=self.lease)
 
     def alive(self) -> bool:
@@ -76,6 +80,17 @@ class OnceRun:
     fault: Fault
     process: subprocess.Popen
     log_path: Path
+
+
+class WorkerTarget(NamedTuple):
+    """A worker process a worker fault aims at: its node name, pid, the replica (its parent),
+    and the run it has in hand (None: idle)."""
+
+    name: str
+    pid: int
+    parent: "Replica"
+    run_id: int | None
+    job: str | None
 
 
 class SlowRun(NamedTuple):
