@@ -11,12 +11,14 @@ every slot of the workers jobs.
 import os
 import signal
 import time
+from pathlib import Path
 
 from devtools.chaos.config import (
     HEARTBEAT,
     LEASE,
     RETRY_MAX,
     WORKER_FREEZE_PAST_LEASE,
+    WORKER_NODE,
     WORKER_TX_JOB,
 )
 from devtools.chaos.faults.targets import new_fault
@@ -34,13 +36,13 @@ SETTLE_BOUND = LEASE + LEASE / 2 + HEARTBEAT + 1.0
 RESTART_BOUND = 10.0 + RETRY_MAX
 
 
-def pick_worker(soak: Soak, draw: float) -> WorkerTarget | None:
-    """Return a worker process with a run in hand (waiting up to BUSY_WAIT), else an idle one;
-    ``draw`` (from the seed) chooses among them."""
+def pick_worker(soak: Soak, draw: float, *, of: str | None = None) -> WorkerTarget | None:
+    """Return a worker process (of the node named ``of`` when given) with a run in hand
+    (waiting up to BUSY_WAIT), else an idle one; ``draw`` (from the seed) chooses among them."""
     deadline = time.monotonic() + BUSY_WAIT
     targets = []
     while time.monotonic() < deadline:
-        targets = soak.worker_targets()
+        targets = [t for t in soak.worker_targets() if of in (None, t.parent.name)]
         busy = [t for t in targets if t.run_id is not None]
         if busy:
             return busy[int(draw * len(busy))]
@@ -94,30 +96,60 @@ def restarted(soak: Soak, fault: Fault, target: WorkerTarget) -> None:
         fault.problem = f"{target.name} not running again {RESTART_BOUND:.0f} s later"
 
 
+def process_gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie no one reaped yet counts as exited)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def fault_workerkill(soak: Soak) -> Fault:
-    """SIGKILL a worker process, mid-run when one can be caught.
+    """SIGKILL a worker process, mid-run when one can be caught; every third time the
+    worker-only node's ``runworker`` itself, whose workers must die with it.
 
     A claim-first run must be abandoned by the leader's sweep within SETTLE_BOUND and retried
     (``retry_abandoned``); a transactional one rolls back and runs again. The takeover is the
     time until the every-second workers job succeeds again; the worker's pool starts the
-    process again.
+    process again (the soak restarts a killed worker-only node).
     """
+    whole_node = sum(1 for f in soak.faults if f.kind == "workerkill") % 3 == 2
     draw = soak.rng.random()
-    target = pick_worker(soak, draw)
+    node = soak.replicas.get(WORKER_NODE)
+    target = pick_worker(soak, draw, of=node.name if whole_node and node else None)
     if target is None:
         fault = new_fault(soak, "workerkill", "-")
         fault.skip("no live worker process")
         return fault
-    fault = new_fault(soak, "workerkill", target.name, f"pid {target.pid}, {target.job or 'idle'}")
+    victim = target.parent.name if whole_node else target.name
+    fault = new_fault(
+        soak,
+        "workerkill",
+        victim,
+        f"{'its worker ' + target.name + ' ' if whole_node else ''}pid {target.pid},"
+        f" {target.job or 'idle'}",
+    )
     killed_db = soak.db_now()
-    try:
-        os.kill(target.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        fault.skip("the worker exited meanwhile")
-        return fault
+    if whole_node:
+        soak.kill(target.parent)
+        # The kernel kills the workers of a dead pool (PR_SET_PDEATHSIG).
+        if not soak.wait_until(lambda: process_gone(target.pid), since=time.monotonic(), timeout=5):
+            fault.problem = f"{target.name} (pid {target.pid}) outlived its node's SIGKILL"
+            os.kill(target.pid, signal.SIGKILL)
+    else:
+        try:
+            os.kill(target.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            fault.skip("the worker exited meanwhile")
+            return fault
     fault.takeover = soak.wait_for_runs_after(killed_db, since=fault.at, job=WORKER_TX_JOB)
+    problem = fault.problem
     settle_run(soak, fault, target, killed_db)
-    restarted(soak, fault, target)
+    fault.problem = problem or fault.problem
+    if whole_node:
+        soak.restart(target.parent)
+    else:
+        restarted(soak, fault, target)
     return fault
 
 
