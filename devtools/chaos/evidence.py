@@ -74,9 +74,11 @@ def merge_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 def worker_disturbances(soak: Soak) -> list[tuple[float, float]]:
     """The times (epoch seconds, merged) when faults may have held up a queued run: each fault
-    of WORKER_DISRUPTIONS that was not skipped, until WORKER_FAULT_SLACK after it ended."""
+    of WORKER_DISRUPTIONS that was not skipped, until WORKER_FAULT_SLACK after it ended; and
+    the start-up, until every worker process served."""
     return merge_spans(
-        [
+        [(0.0, soak.ready_wall)]
+        + [
             (f.wall, f.ended_wall() + WORKER_FAULT_SLACK)
             for f in soak.faults
             if f.kind in WORKER_DISRUPTIONS and not f.skipped

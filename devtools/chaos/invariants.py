@@ -523,9 +523,9 @@ def no_task_left_running(soak: Soak, end_db) -> tuple[bool, str]:
 def queue_wait_bounded(soak: Soak, end_db) -> tuple[bool, str]:
     """A queued run starts within QUEUE_WAIT_BOUND of being queued (``started_at -
     queued_at``), unless it waited behind a fault that holds up the queue (the soak's fault
-    windows, WORKER_DISRUPTIONS)."""
+    windows, WORKER_DISRUPTIONS) or for the worker processes to start."""
     spans = worker_disturbances(soak)
-    checked, excluded, worst, over = 0, 0, 0.0, []
+    checked, excluded, worst, over = 0, 0, (0.0, "", None), []
     for job, slot, queued_at, started_at in soak.query(
         "SELECT job, slot, queued_at, started_at FROM coordination_jobrun WHERE queued_at < %s"
         f" AND started_at IS NOT NULL AND job IN ({placeholders(WORKER_JOBS)})",
@@ -536,7 +536,7 @@ def queue_wait_bounded(soak: Soak, end_db) -> tuple[bool, str]:
             excluded += 1
             continue
         checked += 1
-        worst = max(worst, wait)
+        worst = max(worst, (wait, job, slot))
         if wait > QUEUE_WAIT_BOUND:
             over.append((wait, job, slot))
     if over:
@@ -545,7 +545,10 @@ def queue_wait_bounded(soak: Soak, end_db) -> tuple[bool, str]:
             f"{len(over)} of {checked} waited over {QUEUE_WAIT_BOUND:.0f} s with no fault near;"
             f" worst {job} {slot:%H:%M:%S} {wait:.1f} s"
         )
-    return True, f"{checked} runs, max {worst:.2f} s ({excluded} behind a fault left out)"
+    wait, job, slot = worst
+    return True, f"{checked} runs, max {wait:.2f} s" + (
+        f" ({job} {slot:%H:%M:%S})" if slot else ""
+    ) + f"; {excluded} behind a fault or the start-up left out"
 
 
 def worker_pools_running(soak: Soak, end_db) -> tuple[bool, str]:

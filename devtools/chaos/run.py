@@ -57,6 +57,7 @@ def wait_for_leaders(soak: Soak) -> None:
     expected = sum(r.workers for r in soak.replicas.values())
     while len(soak.worker_targets()) < expected:
         time.sleep(0.1)
+    soak.ready_wall = time.time()
 
 
 def inject_faults(soak: Soak, started: float) -> None:

@@ -59,6 +59,9 @@ class Soak:
     clock_offset: float = 0.0  # the database clock minus this process's (epoch seconds)
     # (slug, probe slot, seconds from the slot to the lone post's commit) of each quiet spell
     lone_commits: list = field(default_factory=list)
+    # When every group led and every worker process served (epoch seconds): runs queued
+    # before that waited for the workers to start.
+    ready_wall: float = 0.0
 
     def env(self, host: str = "127.0.0.1", *, lease: bool = False) -> dict:
         env = dict(os.environ)
