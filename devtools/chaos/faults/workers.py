@@ -31,6 +31,8 @@ BUSY_WAIT = 4.0
 #: fault: its heartbeat goes a lease stale, the leader's next sweep (every half lease) finds it,
 #: a heartbeat interval of jitter, and a second for a starved CPU.
 SETTLE_BOUND = LEASE + LEASE / 2 + HEARTBEAT + 1.0
+#: How long (s) the session fault keeps trying to end a busy worker's sessions.
+SESSION_TRIES = 1.0
 #: A pool starts a killed or fenced child again at once (``pool.plan_restart``), and the child
 #: waits for the database before it serves: a database fault just before may add RETRY_MAX.
 RESTART_BOUND = 10.0 + RETRY_MAX
@@ -206,7 +208,18 @@ def fault_workersession(soak: Soak) -> Fault:
         return fault
     fault = new_fault(soak, "workersession", target.name, target.job or "idle")
     ended_db = soak.db_now()
-    ended = soak.db.end_sessions(target.name, role="work")
+    # Between its statements a worker may hold no session (its connection closed after an
+    # error, its job thread's not opened yet): try again while its run goes on.
+    ended = 0
+    deadline = time.monotonic() + SESSION_TRIES
+    while True:
+        ended = soak.db.end_sessions(target.name, role="work")
+        still_running = (
+            target.run_id is not None and run_status(soak, target.run_id)[0] == "running"
+        )
+        if ended or not still_running or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     fault.takeover = soak.wait_for_runs_after(ended_db, since=fault.at, job=WORKER_TX_JOB)
     settle_run(soak, fault, target, ended_db)
     fault.note = f"{ended} session(s) ended; {fault.note}"
