@@ -23,17 +23,18 @@ class Replica:
 
     @property
     def name(self) -> str:
-        if self.worker_only:
-            return f"chaos-workers-{self.index}.{self.incarnation}"
-        return replica_name(self.index, self.incarnation, lease=self.lease)
+        return replica_name(
+            self.index, self.incarnation, lease=self.lease, worker_only=self.worker_only
+        )
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
 
-def replica_name(index: int, incarnation: int, *, lease: bool) -> str:
+def replica_name(index: int, incarnation: int, *, lease: bool, worker_only: bool = False) -> str:
     """Return the node name a replica runs under (a restart is a new incarnation, a new node)."""
-    return f"chaos-{'lease-' if lease else ''}{index}.{incarnation}"
+    kind = "lease-" if lease else "workers-" if worker_only else ""
+    return f"chaos-{kind}{index}.{incarnation}"
 
 
 @dataclass
@@ -88,7 +89,7 @@ class WorkerTarget(NamedTuple):
 
     name: str
     pid: int
-    parent: "Replica"
+    parent: Replica
     run_id: int | None
     job: str | None
 

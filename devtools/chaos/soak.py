@@ -31,6 +31,7 @@ from devtools.chaos.config import (
 )
 from devtools.chaos.databases import SoakDatabase
 from devtools.chaos.network import Network
+from devtools.chaos.queries import placeholders
 from devtools.chaos.records import Fault, OnceRun, Replica, SlowRun, WorkerTarget, replica_name
 from devtools.pgbouncer import PgBouncer
 
@@ -158,16 +159,9 @@ class Soak:
         """Start (or restart) the worker-only node: ``runworker --processes``, on the host."""
         previous = self.replicas.get(WORKER_NODE)
         incarnation = previous.incarnation + 1 if previous else 1
-        replica = Replica(
-            WORKER_NODE,
-            incarnation,
-            None,  # type: ignore[arg-type] - started below, once its name is known
-            Path(),
-            worker_only=True,
-            workers=WORKER_NODE_PROCESSES,
-        )
-        replica.log_path = self.workdir / f"{replica.name}.log"
-        replica.process = subprocess.Popen(
+        name = replica_name(WORKER_NODE, incarnation, lease=False, worker_only=True)
+        log_path = self.workdir / f"{name}.log"
+        process = subprocess.Popen(
             [
                 sys.executable,
                 str(BASE_DIR / "manage.py"),
@@ -175,12 +169,20 @@ class Soak:
                 "--processes",
                 str(WORKER_NODE_PROCESSES),
                 "--node-name",
-                replica.name,
+                name,
             ],
             cwd=BASE_DIR,
             env=self.env(),
-            stdout=open(replica.log_path, "wb"),  # noqa: SIM115 - owned by the child
+            stdout=open(log_path, "wb"),  # noqa: SIM115 - owned by the child
             stderr=subprocess.STDOUT,
+        )
+        replica = Replica(
+            WORKER_NODE,
+            incarnation,
+            process,
+            log_path,
+            worker_only=True,
+            workers=WORKER_NODE_PROCESSES,
         )
         self.replicas[WORKER_NODE] = replica
         return replica
@@ -214,7 +216,7 @@ class Soak:
         jobs = dict(
             self.query(
                 "SELECT id, job FROM coordination_jobrun WHERE status = 'running'"
-                f" AND job IN ({', '.join(['%s'] * len(WORKER_JOBS))})",
+                f" AND job IN ({placeholders(WORKER_JOBS)})",
                 WORKER_JOBS,
             )
         )
