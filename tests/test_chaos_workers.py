@@ -1,6 +1,8 @@
 """The chaos soak's worker pieces: fault windows a queued run waited behind, a process's
 children."""
 
+import os
+import signal
 import subprocess
 import sys
 
@@ -44,11 +46,14 @@ def test_child_pids_are_the_children_of_that_process():
     parent = subprocess.Popen(
         [sys.executable, "-c", "import subprocess, sys; subprocess.run(['sleep', '30'])"]
     )
+    children: set[int] = set()
     try:
-        wait_until(lambda: child_pids(parent.pid), timeout=10)
-        (child,) = child_pids(parent.pid)
+        children = wait_until(lambda: child_pids(parent.pid), timeout=10)
+        (child,) = children
         assert child != parent.pid
         assert child_pids(child) == set()
     finally:
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)
         parent.kill()
         parent.wait()
