@@ -4,9 +4,10 @@ The long soak is ``make chaos``. This one runs once per server pass of ``make te
 throwaway PostgreSQL in the PostgreSQL pass and on a throwaway MariaDB in the MariaDB pass, so
 CI guards the invariants on both on every change. On PostgreSQL its lease-mode replicas run
 behind a real PgBouncer, and its first faults (see devtools/chaos/faults/__init__.py) freeze
-their lease holder between a run's fence and its ``COMMIT`` and restart the PgBouncer. It needs
-root for the network namespaces of
-the partition fault; under ``CI=true`` a missing ``ip netns`` is a failure.
+their lease holder between a run's fence and its ``COMMIT`` and restart the PgBouncer; the next
+ones (on MariaDB the first) SIGKILL, freeze and cut off a worker process. It needs root for the
+network namespaces of the partition fault; under ``CI=true`` a missing ``ip netns`` is a
+failure.
 """
 
 import os
@@ -57,6 +58,9 @@ def test_short_chaos_soak_holds_every_invariant():
     assert "ALL INVARIANTS HELD" in result.stdout
     if partitions:
         assert "skipped: no network namespaces" not in result.stdout
+    for kind in ("workerkill", "workerfreeze", "workersession"):
+        # A fault aimed at a worker process logs its node name; a skipped one logs "-".
+        assert re.search(rf"fault {kind} -> chaos-[^ ]+/worker-1", result.stdout), kind
     if connection.vendor == "postgresql":
         frozen = re.search(r"(\d+) slots, each run elsewhere", result.stdout)
         restarts = re.search(r"(\d+) restarts; worst", result.stdout)

@@ -22,10 +22,22 @@ def test_the_faults_that_apply_to_each_database(vendor, failover, pgbouncer):
     assert kinds & PGBOUNCER == (PGBOUNCER if pgbouncer else set())
 
 
-def test_the_first_round_starts_with_the_lease_faults():
-    """The plan is taken from its end, so even a short soak freezes a holder at commit."""
+def test_the_first_round_starts_with_the_lease_faults_then_the_worker_faults():
+    """The plan is taken from its end, so even a short soak freezes a holder at commit and
+    kills, freezes and cuts off a worker process."""
     plan = fault_kinds(DATABASES["postgresql"])
-    assert [plan.pop(), plan.pop()] == ["freeze-at-commit", "pgbouncer-restart"]
+    assert [plan.pop() for _ in range(5)] == [
+        "freeze-at-commit",
+        "pgbouncer-restart",
+        "workerkill",
+        "workerfreeze",
+        "workersession",
+    ]
+
+
+def test_without_pgbouncer_the_first_round_starts_with_the_worker_faults():
+    plan = fault_kinds(DATABASES["mariadb"])
+    assert [plan.pop() for _ in range(3)] == ["workerkill", "workerfreeze", "workersession"]
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,11 @@ synchronous hot standby; ``--vendor mariadb``: MariaDB), several ``runscheduler`
 process, a stream of editors scheduling, rescheduling and cancelling posts (with quiet spells:
 everything postponed, then one lone post that only a wake-up of the leader gets out on time),
 and jobs at several cadences (transactional, claim-first, one that sometimes fails, one that
-sometimes hangs, one that works 3 s per run, one kept for catch-ups, and a probe that runs
-every 10 s in the publishing group beside the publish jobs). Two more replicas run a group of
+sometimes hangs, one that works 3 s per run, one kept for catch-ups, a probe that runs
+every 10 s in the publishing group beside the publish jobs, and two that run on worker
+processes: a transactional one every second and a claim-first one every 2 s that retries
+abandoned runs). Each scheduler replica runs one worker process (``--workers 1``) and the soak
+runs a worker-only node (``runworker --processes 1``). Two more replicas run a group of
 their own in lease lock mode (``INSTATIC_LOCK_MODE=transaction``), which must never share a group
 with session locks; on PostgreSQL they reach it only through a real PgBouncer in transaction
 pooling mode (a pool of 4, ``server_round_robin``), which follows the primary after a failover
@@ -26,7 +29,11 @@ frozen waiter); a SIGKILL of the leader while the slow claim-first job runs on i
 standby, a failover (the primary stopped with ``-m immediate``, the standby promoted, the old
 primary rebuilt as the new standby); and, behind PgBouncer, the lease holder frozen between a
 run's fence and its ``COMMIT`` (``freeze-at-commit``, with ``devtools/commit_gate.py``) and a
-restart of the PgBouncer. ``--faults kill,freeze-at-commit`` runs only the kinds it names.
+restart of the PgBouncer; and, aimed at a worker process (a child of a replica or of the
+worker-only node) with a run in hand when one can be caught, a SIGKILL, a SIGSTOP for longer
+than the lease then SIGCONT, and the termination of its database sessions. Every other fault
+hits the workers too: a replica's workers die, freeze and are cut off with it.
+``--faults kill,freeze-at-commit`` runs only the kinds it names.
 
 Each replica lives in a network namespace this script creates, joined to the host by a veth
 pair whose host end carries a private address the database listens on; a partition takes that
@@ -35,10 +42,12 @@ Traffic only ever goes to loopback or to those namespaces. Without root (or ``ip
 partition fault is left out and reported as such.
 
 Afterwards it checks the invariants (``devtools/chaos/invariants.py``, one function each, from
-the database, the logs and the faults' records), prints a table of faults (with the time until
-work resumed per fault kind: a new leader, a served run-now request, a finished catch-up, a
-published post) and invariants, and exits non-zero if any invariant broke. The same seed gives
-the same fault plan.
+the database, the logs and the faults' records; for the workers: every queued slot settled,
+no transactional slot's effect twice, no attempt started twice, abandoned runs retried, no
+task row left running, the queue wait bounded outside fault windows, every pool full),
+prints a table of faults (with the time until work resumed per fault kind: a new leader, a
+served run-now request, a finished catch-up, a published post) and invariants, and exits
+non-zero if any invariant broke. The same seed gives the same fault plan.
 
 Modules: ``config`` (the soak's jobs, lease and bounds), ``databases`` (the server it runs on),
 ``network`` (the replicas' namespaces), ``records`` and ``soak`` (what it started and saw),

@@ -46,6 +46,8 @@ class ChaosJob:
     period: int  # seconds
     transactional: bool = False
     group: str = "plugins"
+    on_workers: bool = False  # run_on="workers": queued by the leader, run by a worker process
+    retry_abandoned: bool = False  # one effect per attempt (its effect says which)
 
 
 JOBS = {  # the periodic jobs of tests.chaosapp
@@ -55,12 +57,19 @@ JOBS = {  # the periodic jobs of tests.chaosapp
     "chaosapp.hang": ChaosJob(5),
     "chaosapp.slow_claim": ChaosJob(4),
     "chaosapp.catchup": ChaosJob(1, transactional=True),
+    "chaosapp.worker_tick": ChaosJob(1, transactional=True, on_workers=True),
+    "chaosapp.worker_claim": ChaosJob(2, on_workers=True, retry_abandoned=True),
     LEASE_JOB: ChaosJob(1, transactional=True, group=LEASE_GROUP),
     "chaosapp.publish_probe": ChaosJob(10, transactional=True, group="publishing"),
 }
 PLUGIN_JOBS = [name for name, job in JOBS.items() if job.group == "plugins"]
 CLAIM_FIRST_JOBS = [name for name in PLUGIN_JOBS if not JOBS[name].transactional]
 TRANSACTIONAL_JOBS = [name for name, job in JOBS.items() if job.transactional]
+WORKER_JOBS = [name for name, job in JOBS.items() if job.on_workers]
+WORKER_TX_JOB = "chaosapp.worker_tick"
+WORKER_CLAIM_JOB = "chaosapp.worker_claim"  # claim first, then ~1 s of work on the worker
+# Effects of these jobs are one per attempt (a retried slot has several), not one per slot.
+RETRIED_JOBS = [name for name, job in JOBS.items() if job.retry_abandoned]
 SLOW_JOB = "chaosapp.slow_claim"  # claim first, then ~3 s without the database
 CATCHUP_JOB = "chaosapp.catchup"
 CATCHUP_BACK = timedelta(minutes=30)  # 1,800 slots: more than one catch-up batch of 1,000
@@ -107,6 +116,31 @@ DOUBLE_FAULT_BOUND = LEASE + 1.0
 # killed node for another group's lock ends at the server's next check of its client,
 # PostgreSQL's within 100 ms, MariaDB's up to a second after the kill.
 KILLED_RUN_BOUNDS = {"postgresql": 1.0, "mysql": 1.5}
+# Worker processes. Each session replica runs WORKERS_PER_REPLICA of them beside its
+# scheduler (runscheduler --workers), and the soak runs one worker-only node
+# (runworker --processes) with WORKER_NODE_PROCESSES.
+WORKERS_PER_REPLICA = 1
+WORKER_NODE_PROCESSES = 1
+WORKER_NODE = 201  # the worker-only node's index, apart from the replicas'
+# A worker fault freezes its worker this much longer than the lease (s), so the leader's sweep
+# (every half lease) finds its heartbeat stale and fences it before it resumes.
+WORKER_FREEZE_PAST_LEASE = (1.0, 2.5)
+# A queued run starts within this long of being queued (a worker takes it at the NOTIFY, or
+# its next poll), unless it waited behind a fault (WORKER_DISRUPTIONS): a worker busy with a
+# previous run, or a whole replica starved on 2 shared cores, still takes it within a lease
+# or two; three leases is not a slow machine but a lost task.
+QUEUE_WAIT_BOUND = 3 * LEASE
+# The faults that can hold up a queued run: each that stops, cuts off or fences a worker
+# process (a scheduler's workers are its children: they die and are cut off with it), or the
+# plugins leader whose sweep gives a lost run a new task; and each database restart or failover.
+WORKER_FAULTS = frozenset({"workerkill", "workerfreeze", "workersession"})
+WORKER_DISRUPTIONS = PUBLISHING_DISRUPTIONS | WORKER_FAULTS | {"lockonly", "runnow"}
+# How long a fault's hold on the queue may outlast the fault (which ends once work resumed):
+# a dead worker's transactional run waits for its heartbeat to go a lease stale before the
+# sweep queues it again, and a worker that crashed on a database error is started again by
+# its pool within a restart interval (coordination.workers.pool.RESTART_INTERVAL).
+WORKER_FAULT_SLACK = LEASE + 3.0
+
 # The editors' quiet spells: busy editing for this long (s) between two of them.
 QUIET_EVERY = (3.0, 6.0)
 LONE_LEAD = 2.0  # a lone post goes to PROBE_JOB's first slot at least this far (s) ahead

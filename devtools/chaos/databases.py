@@ -63,8 +63,11 @@ class SoakDatabase:
         """Quote an identifier that is a reserved word (``group``, ``trigger``)."""
         raise NotImplementedError
 
-    def end_lock_sessions(self, node: str, connection_id: int | None = None) -> int:
-        """End ``node``'s lock sessions (only ``connection_id`` when given); return how many."""
+    def end_sessions(
+        self, node: str, *, role: str = "lock", connection_id: int | None = None
+    ) -> int:
+        """End ``node``'s sessions of ``role`` (``lock`` or ``work``; only ``connection_id``
+        when given); return how many."""
         raise NotImplementedError
 
     def first_lock_waiter(self, key: int) -> str | None:
@@ -154,11 +157,15 @@ class PostgresDatabase(SoakDatabase):
     def q(self, name: str) -> str:
         return f'"{name}"'
 
-    def end_lock_sessions(self, node: str, connection_id: int | None = None) -> int:
+    def end_sessions(
+        self, node: str, *, role: str = "lock", connection_id: int | None = None
+    ) -> int:
+        """Terminate the backends named ``<node>/<role>`` (how each process labels its
+        sessions: ``coordination.scheduler.label_database_sessions``)."""
         rows = self.query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
             " AND (%s::integer IS NULL OR pid = %s::integer)",
-            (f"{node}/lock", connection_id, connection_id),
+            (f"{node}/{role}"[:63], connection_id, connection_id),
         )
         return len(rows)
 
@@ -229,13 +236,16 @@ class MariaDBDatabase(SoakDatabase):
     def q(self, name: str) -> str:
         return f"`{name}`"
 
-    def end_lock_sessions(self, node: str, connection_id: int | None = None) -> int:
-        """``KILL`` the live lock connections ``node`` recorded (matched by id and client)."""
+    def end_sessions(
+        self, node: str, *, role: str = "lock", connection_id: int | None = None
+    ) -> int:
+        """``KILL`` the live connections of ``role`` that ``node`` recorded (matched by id and
+        client)."""
         rows = self.query(
             "SELECT p.ID FROM coordination_nodesession s JOIN information_schema.PROCESSLIST p"
             " ON p.ID = s.connection_id AND p.HOST = s.client"
-            " WHERE s.node = %s AND s.role = 'lock' AND (%s IS NULL OR s.connection_id = %s)",
-            (node, connection_id, connection_id),
+            " WHERE s.node = %s AND s.role = %s AND (%s IS NULL OR s.connection_id = %s)",
+            (node, role, connection_id, connection_id),
         )
         ended = 0
         for (thread_id,) in rows:

@@ -13,6 +13,8 @@ from devtools.chaos.config import (
     LATE_BOUND,
     LOG_STAMP,
     PROBE_JOB,
+    WORKER_DISRUPTIONS,
+    WORKER_FAULT_SLACK,
 )
 from devtools.chaos.databases import window_max
 from devtools.chaos.queries import CHAOS_OR_PUBLISH
@@ -57,6 +59,37 @@ def disturbances(soak: Soak) -> list[Disturbance]:
         if f.post_id is not None
     ]
     return merged + held
+
+
+def merge_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Return ``spans`` (start, end) sorted, the overlapping ones merged."""
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def worker_disturbances(soak: Soak) -> list[tuple[float, float]]:
+    """The times (epoch seconds, merged) when faults may have held up a queued run: each fault
+    of WORKER_DISRUPTIONS that was not skipped, until WORKER_FAULT_SLACK after it ended; and
+    the start-up, until every worker process served."""
+    return merge_spans(
+        [(0.0, soak.ready_wall)]
+        + [
+            (f.wall, f.ended_wall() + WORKER_FAULT_SLACK)
+            for f in soak.faults
+            if f.kind in WORKER_DISRUPTIONS and not f.skipped
+        ]
+    )
+
+
+def waited_behind(spans: list[tuple[float, float]], queued: float, started: float) -> bool:
+    """Whether a run queued at ``queued`` and started at ``started`` waited in any of
+    ``spans``."""
+    return any(start <= started and queued <= end for start, end in spans)
 
 
 def lone_commits_near_probe_start(soak: Soak) -> int:

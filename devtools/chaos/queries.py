@@ -1,6 +1,6 @@
 """SQL the faults, the settle phase and the invariants share (plain SQL both vendors accept)."""
 
-from devtools.chaos.config import LEASE
+from devtools.chaos.config import LEASE, WORKER_JOBS
 from devtools.chaos.databases import SoakDatabase
 
 
@@ -19,6 +19,15 @@ def stuck_running_sql(db: SoakDatabase) -> str:
     return (
         "SELECT count(*) FROM coordination_jobrun WHERE status = 'running'"
         f" AND job LIKE 'chaosapp.%%' AND started_at < {db.ago(30)}"
+    )
+
+
+def unsettled_worker_runs_sql() -> str:
+    """Runs of the workers jobs queued before a time (the first parameter, then the jobs) that
+    are still queued or running."""
+    return (
+        "SELECT count(*) FROM coordination_jobrun WHERE status IN ('queued', 'running')"
+        f" AND queued_at < %s AND job IN ({placeholders(WORKER_JOBS)})"
     )
 
 

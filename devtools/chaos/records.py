@@ -18,18 +18,23 @@ class Replica:
     log_path: Path
     lease: bool = False  # runs LEASE_GROUP in lease lock mode instead of the session groups
     deliberately_stopped: bool = False
+    worker_only: bool = False  # ``runworker``: worker processes and no scheduler
+    workers: int = 0  # how many worker processes it keeps running (its children)
 
     @property
     def name(self) -> str:
-        return replica_name(self.index, self.incarnation, lease=self.lease)
+        return replica_name(
+            self.index, self.incarnation, lease=self.lease, worker_only=self.worker_only
+        )
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
 
-def replica_name(index: int, incarnation: int, *, lease: bool) -> str:
+def replica_name(index: int, incarnation: int, *, lease: bool, worker_only: bool = False) -> str:
     """Return the node name a replica runs under (a restart is a new incarnation, a new node)."""
-    return f"chaos-{'lease-' if lease else ''}{index}.{incarnation}"
+    kind = "lease-" if lease else "workers-" if worker_only else ""
+    return f"chaos-{kind}{index}.{incarnation}"
 
 
 @dataclass
@@ -76,6 +81,17 @@ class OnceRun:
     fault: Fault
     process: subprocess.Popen
     log_path: Path
+
+
+class WorkerTarget(NamedTuple):
+    """A worker process a worker fault aims at: its node name, pid, the replica (its parent),
+    and the run it has in hand (None: idle)."""
+
+    name: str
+    pid: int
+    parent: Replica
+    run_id: int | None
+    job: str | None
 
 
 class SlowRun(NamedTuple):

@@ -24,13 +24,14 @@ from devtools.chaos.config import (
     LEASE_JOB,
     LEASE_REPLICAS,
     SESSION_GROUPS,
+    WORKER_JOBS,
 )
 from devtools.chaos.editors import editor_stream
 from devtools.chaos.faults import fault_kinds, inject, parse_fault_selection
 from devtools.chaos.faults.processes import reap_once
 from devtools.chaos.invariants import check_invariants
 from devtools.chaos.network import Network
-from devtools.chaos.queries import dead_running_sql
+from devtools.chaos.queries import dead_running_sql, unsettled_worker_runs_sql
 from devtools.chaos.report import print_trouble, report
 from devtools.chaos.soak import Soak
 
@@ -49,9 +50,14 @@ def setup_django(env: dict) -> str:
 
 
 def wait_for_leaders(soak: Soak) -> None:
+    """Wait until every group leads and every worker process serves (its node registered)."""
     for group in (*SESSION_GROUPS, LEASE_GROUP):
         while soak.leader(group) is None:
             time.sleep(0.1)
+    expected = sum(r.workers for r in soak.replicas.values())
+    while len(soak.worker_targets()) < expected:
+        time.sleep(0.1)
+    soak.ready_wall = time.time()
 
 
 def inject_faults(soak: Soak, started: float) -> None:
@@ -76,7 +82,8 @@ def inject_faults(soak: Soak, started: float) -> None:
 def settle(soak: Soak, end_db) -> None:
     """Let the system heal before the checks.
 
-    Everything due before the end gets published, leases of killed nodes expire, ``--once``
+    Everything due before the end gets published, every workers run queued before it ends,
+    leases of killed nodes expire, ``--once``
     processes finish, and at least ``lease + 2 x period`` (the slowest job's) passes after the
     last fault, the time the progress invariant allows.
     """
@@ -89,7 +96,11 @@ def settle(soak: Soak, end_db) -> None:
             " AND publish_at < %s AND last_error = ''",
             (end_db,),
         )
-        if not due and not soak.scalar(dead_running_sql(soak.db)):
+        if (
+            not due
+            and not soak.scalar(dead_running_sql(soak.db))
+            and not soak.scalar(unsettled_worker_runs_sql(), (end_db, *WORKER_JOBS))
+        ):
             break
         time.sleep(0.5)
     last_fault = max((f.ended for f in soak.faults if f.ended), default=time.monotonic())
@@ -143,6 +154,7 @@ def run_alone(args: argparse.Namespace) -> bool:
             soak.start_replica(i)
         for i in LEASE_REPLICAS:
             soak.start_replica(i, lease=True)
+        soak.start_worker_node()
         from devtools.servers import free_port
 
         soak.web_port = free_port()

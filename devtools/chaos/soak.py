@@ -24,10 +24,15 @@ from devtools.chaos.config import (
     RETRY_MAX,
     SESSION_GROUPS,
     SLOW_JOB,
+    WORKER_JOBS,
+    WORKER_NODE,
+    WORKER_NODE_PROCESSES,
+    WORKERS_PER_REPLICA,
 )
 from devtools.chaos.databases import SoakDatabase
 from devtools.chaos.network import Network
-from devtools.chaos.records import Fault, OnceRun, Replica, SlowRun, replica_name
+from devtools.chaos.queries import placeholders
+from devtools.chaos.records import Fault, OnceRun, Replica, SlowRun, WorkerTarget, replica_name
 from devtools.pgbouncer import PgBouncer
 
 
@@ -55,6 +60,9 @@ class Soak:
     clock_offset: float = 0.0  # the database clock minus this process's (epoch seconds)
     # (slug, probe slot, seconds from the slot to the lone post's commit) of each quiet spell
     lone_commits: list = field(default_factory=list)
+    # When every group led and every worker process served (epoch seconds): runs queued
+    # before that waited for the workers to start.
+    ready_wall: float = 0.0
 
     def env(self, host: str = "127.0.0.1", *, lease: bool = False) -> dict:
         env = dict(os.environ)
@@ -134,16 +142,90 @@ class Soak:
                 groups=SESSION_GROUPS,
                 env=self.env(self.network.address(index)),
                 prefix=self.network.prefix(index),
+                extra=["--workers", str(WORKERS_PER_REPLICA)],
             )
-        replica = Replica(index, incarnation, process, log_path, lease=lease)
+        replica = Replica(
+            index,
+            incarnation,
+            process,
+            log_path,
+            lease=lease,
+            workers=0 if lease else WORKERS_PER_REPLICA,
+        )
         self.replicas[index] = replica
         return replica
 
+    def start_worker_node(self) -> Replica:
+        """Start (or restart) the worker-only node: ``runworker --processes``, on the host."""
+        previous = self.replicas.get(WORKER_NODE)
+        incarnation = previous.incarnation + 1 if previous else 1
+        name = replica_name(WORKER_NODE, incarnation, lease=False, worker_only=True)
+        log_path = self.workdir / f"{name}.log"
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                str(BASE_DIR / "manage.py"),
+                "runworker",
+                "--processes",
+                str(WORKER_NODE_PROCESSES),
+                "--node-name",
+                name,
+            ],
+            cwd=BASE_DIR,
+            env=self.env(),
+            stdout=open(log_path, "wb"),  # noqa: SIM115 - owned by the child
+            stderr=subprocess.STDOUT,
+        )
+        replica = Replica(
+            WORKER_NODE,
+            incarnation,
+            process,
+            log_path,
+            worker_only=True,
+            workers=WORKER_NODE_PROCESSES,
+        )
+        self.replicas[WORKER_NODE] = replica
+        return replica
+
     def restart(self, replica: Replica) -> Replica:
+        if replica.worker_only:
+            return self.start_worker_node()
         return self.start_replica(replica.index, lease=replica.lease)
 
     def session_replicas(self) -> list[Replica]:
-        return [r for r in self.replicas.values() if not r.lease and r.alive()]
+        return [
+            r for r in self.replicas.values() if not r.lease and not r.worker_only and r.alive()
+        ]
+
+    def worker_targets(self) -> list[WorkerTarget]:
+        """The live worker processes (children of the replicas and of the worker-only node),
+        each with the run of a workers job it has in hand, in a stable order.
+
+        A worker's pid comes from its ``Node`` row and counts only while it is a child of its
+        replica's process (``/proc``), so a fault never signals a process the soak did not start.
+        """
+        parents = {r.name: r for r in self.replicas.values() if r.workers and r.alive()}
+        if not parents:
+            return []
+        rows = self.query(
+            "SELECT n.name, n.pid, (SELECT r.id FROM coordination_jobrun r"
+            " WHERE r.node_instance = n.instance AND r.status = 'running' ORDER BY r.id DESC"
+            " LIMIT 1) FROM coordination_node n WHERE n.role = 'worker' AND n.stopped_at IS NULL"
+            " ORDER BY n.name"
+        )
+        jobs = dict(
+            self.query(
+                "SELECT id, job FROM coordination_jobrun WHERE status = 'running'"
+                f" AND job IN ({placeholders(WORKER_JOBS)})",
+                WORKER_JOBS,
+            )
+        )
+        targets = []
+        for name, pid, run_id in rows:
+            parent = parents.get(name.rsplit("/worker-", 1)[0])
+            if parent is not None and pid in child_pids(parent.process.pid):
+                targets.append(WorkerTarget(name, pid, parent, run_id, jobs.get(run_id)))
+        return targets
 
     def by_name(self, name: str | None) -> Replica | None:
         return next((r for r in self.replicas.values() if r.name == name), None)
@@ -286,3 +368,25 @@ class Soak:
             elif abs(next_due - now) > period:
                 lagging[name] = f"next slot {(next_due - now).total_seconds():+.0f} s from now"
         return lagging
+
+
+def child_pids(pid: int) -> set[int]:
+    """Return the pids of ``pid``'s children: from ``/proc/PID/task/*/children`` where the
+    kernel has it, else from each process's parent in ``/proc/*/stat``."""
+    tasks = Path(f"/proc/{pid}/task")
+    try:
+        lists = [task / "children" for task in tasks.iterdir()]
+        if lists and lists[0].exists():
+            return {int(child) for path in lists for child in path.read_text().split()}
+    except OSError:
+        return set()  # it exited meanwhile
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The command name (field 2) is in parentheses and may hold spaces.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            children.add(int(stat.parent.name))
+    return children

@@ -2,7 +2,9 @@
 
 Most are plugin jobs (the ``plugins`` group); ``lease_tick`` has a group of its own for the
 soak's lease-mode replicas, and ``publish_probe`` runs in the ``publishing`` group beside the
-publish jobs.
+publish jobs. ``worker_tick`` and ``worker_claim`` run on worker processes (``run_on="workers"``):
+the plugins leader queues their slots and a worker process of any replica, or of the soak's
+worker-only node, executes them.
 
 Whether a slot fails or hangs is decided from the slot itself, so a rerun of the same slot
 behaves the same and the soak stays reproducible.
@@ -12,6 +14,7 @@ import hashlib
 import threading
 from datetime import timedelta
 
+from coordination.models import JobRun
 from coordination.registry import job
 from plugins.sdk import Missed, every, plugin_job
 from tests.jobsapp.models import Effect
@@ -82,6 +85,26 @@ def catchup(ctx):
     on top of slots another fault already accounts for.
     """
     _effect(ctx)
+
+
+@plugin_job(schedule=every(timedelta(seconds=1)), transactional=True, run_on="workers")
+def worker_tick(ctx):
+    """Every second on a worker process, in one transaction with its ledger row."""
+    _effect(ctx)
+
+
+@plugin_job(schedule=every(timedelta(seconds=2)), run_on="workers", retry_abandoned=True)
+def worker_claim(ctx):
+    """Every 2 s on a worker process, claim first, then about a second of work; a run whose
+    worker died is retried (``retry_abandoned``).
+
+    Its effect names the attempt the ledger gave this start (``node#attempt``): a retried slot
+    has one effect per attempt, and no attempt may start twice. The second of work gives the
+    worker faults a run in progress to land on.
+    """
+    attempt = JobRun.objects.get(job=ctx.job.name, slot=ctx.slot).attempt
+    Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=f"{ctx.node}#{attempt}")
+    threading.Event().wait(1.0)
 
 
 @job(

@@ -27,6 +27,7 @@ from devtools.chaos.faults.processes import (
     fault_term,
 )
 from devtools.chaos.faults.runs import fault_catchup, fault_killrun, fault_runnow
+from devtools.chaos.faults.workers import fault_workerfreeze, fault_workerkill, fault_workersession
 from devtools.chaos.records import Fault
 from devtools.chaos.soak import Soak
 
@@ -47,7 +48,11 @@ FAULTS: dict[str, Callable[[Soak], Fault]] = {
     "failover": fault_failover,
     "doublefault": fault_doublefault,
     "killrun": fault_killrun,
-    # Last, so the first round (taken from the end) starts with them: a short soak runs them.
+    # Last, so the first round (taken from the end) starts with them: a short soak runs them,
+    # the lease faults first, then the worker faults.
+    "workersession": fault_workersession,
+    "workerfreeze": fault_workerfreeze,
+    "workerkill": fault_workerkill,
     "pgbouncer-restart": fault_pgbouncer_restart,
     "freeze-at-commit": fault_freeze_at_commit,
 }

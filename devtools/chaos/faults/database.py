@@ -11,7 +11,7 @@ from devtools.chaos.soak import Soak
 
 def fault_session(soak: Soak) -> Fault:
     fault, _, leader = leader_fault(soak, "session")
-    ended = soak.db.end_lock_sessions(leader.name)
+    ended = soak.db.end_sessions(leader.name)
     fault.note = f"{ended} session(s) ended"
     fault.takeover = soak.wait_for_runs_after(soak.db_now(), since=fault.at)
     return fault
@@ -72,7 +72,7 @@ def fault_lockonly(soak: Soak) -> Fault:
         return fault
     time.sleep(pause)
     fault = new_fault(soak, "lockonly", run.node, f"{SLOW_JOB} run {run.id}")
-    ended = soak.db.end_lock_sessions(run.node, run.lock_pid)
+    ended = soak.db.end_sessions(run.node, connection_id=run.lock_pid)
     # The same node may take the lock straight back, so "resumed" is the next run, not a leader.
     fault.takeover = soak.wait_for_runs_after(soak.db_now(), since=fault.at)
     fault.note = f"{ended} session ended; slow run {soak.final_status(run.id)}"
