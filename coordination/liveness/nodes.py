@@ -2,6 +2,8 @@
 marking another process fenced.
 """
 
+import os
+import socket
 from datetime import timedelta
 
 from django.db import transaction
@@ -42,6 +44,7 @@ def register_node(
             and existing.instance != identity.instance
             and existing.stopped_at is None
             and existing.last_heartbeat >= existing.db_now - _lease()
+            and not (role == Node.Role.WORKER and process_gone(existing.host, existing.pid))
         ):
             age = (existing.db_now - existing.last_heartbeat).total_seconds()
             raise NodeNameInUse(
@@ -68,6 +71,24 @@ def register_node(
     # live, or the name would have been refused); this process's own are recorded from now.
     nodesessions.forget(node=identity.name, keep=identity.instance)
     nodesessions.record_connections(identity)
+
+
+def process_gone(host: str, pid: int) -> bool:
+    """Return True if ``pid`` on ``host`` is this host's and no such process runs.
+
+    A worker process that its pool starts again after a SIGKILL takes over its name at once:
+    the dead process's heartbeat is still fresh, but on this host it is plainly gone (a
+    scheduler still waits for the lease: its name may be reused from another host).
+    """
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def mark_stopped(identity: NodeIdentity) -> None:

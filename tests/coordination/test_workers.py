@@ -6,6 +6,8 @@ task and runs it as a worker process does. The worker processes themselves, thei
 and their faults are in ``test_workers_ha.py``.
 """
 
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 from datetime import timedelta
@@ -17,6 +19,7 @@ from django_tasks_db.models import DBTaskResult
 from coordination.clock import database_now
 from coordination.cluster_metrics import queue_families
 from coordination.joblist import listed_jobs
+from coordination.liveness import NodeNameInUse
 from coordination.models import JobRun, JobState, Node
 from coordination.runhost import RunHost
 from coordination.scheduler import Scheduler
@@ -336,3 +339,22 @@ def test_a_worker_process_is_a_run_host_for_the_leaders_own_worker():
     host = worker(reg).host
     assert isinstance(host, RunHost)
     assert host.leading and not host.stopping
+
+
+def test_a_worker_started_again_after_a_sigkill_takes_over_its_name_at_once():
+    reg, _ = declare(Recorder(), run_on="workers")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no process has any more (the SIGKILLed worker's)
+    first = worker(reg)
+    Node.objects.filter(pk=Node.objects.get(name=first.node.name).pk).update(pid=dead.pid)
+
+    again = worker(reg)  # its heartbeat is fresh, but its process is gone from this host
+
+    assert Node.objects.get(name=again.node.name).instance == again.node.instance
+
+
+def test_a_worker_name_a_live_process_uses_is_still_refused():
+    reg, _ = declare(Recorder(), run_on="workers")
+    worker(reg)  # this test's own process: alive
+    with pytest.raises(NodeNameInUse):
+        worker(reg)
