@@ -25,6 +25,7 @@ from coordination.conf import settings
 from coordination.liveness import NodeIdentity, mark_stopped, register_node
 from coordination.models import Node
 from coordination.registry import JobRegistry, registry
+from coordination.threads import discard_broken_connection
 from coordination.workers.execution import Delivery, execute
 from coordination.workers.host import RunHeartbeat, WorkerHost
 from coordination.workers.queueing import WORKERS_CHANNEL
@@ -107,6 +108,7 @@ class WorkerProcess:
         try:
             result = task.task_result
             value = self.execute(*result.args, **result.kwargs).outcome
+            discard_broken_connection()  # a run whose session was ended: record on a new one
         except Exception as exc:  # noqa: BLE001 - recorded on the task row, and logged
             logger.exception("[%s] task %s failed", self.host.log_prefix, task.id)
             task.set_failed(exc)
@@ -174,6 +176,10 @@ def serve(*, node_name: str, index: int, stop: threading.Event) -> None:
 
     name = worker_node_name(node_name, index)
     label_database_sessions(name)
+    # The runs execute on this thread: its connection (opened unlabelled while the command
+    # waited for the database) is opened again under the label, so the leader that fences
+    # this process finds the session of a run in flight by name and ends it.
+    connection.close()
     process = WorkerProcess(name, stop=stop)
     install(process)
     process.serve()

@@ -8,16 +8,19 @@ must account for every slot once (``settle`` and ``assert_ledger_settled``) and 
 transactional job may have its effect committed twice.
 """
 
+import os
 import re
 import signal
 
 import pytest
+from django.db import connection
 from django.db.models import Count
 
 from coordination import services
 from coordination.models import JobRun, JobState, Node
 from coordination.workers.tasks import QUEUE_NAME
 from tests.conftest import FAST
+from tests.coordination.test_worker_pool import children
 from tests.jobsapp.models import Effect
 from tests.support.polling import wait_until
 from tests.support.processes import ManagedProcess, process_env
@@ -196,3 +199,62 @@ def test_a_busy_jobs_abandoned_run_on_a_killed_worker_is_retried(schedulers, wor
 
     retry = run_becomes(run, trigger="retry", status="succeeded", timeout=12)
     assert retry.node.startswith("ws/worker-")
+
+
+# --- a worker process frozen past the lease mid-run --------------------------------------------
+@pytest.mark.server
+def test_a_frozen_worker_is_fenced_its_slot_runs_once_elsewhere_and_its_pool_restarts_it(
+    schedulers, workers
+):
+    schedulers("ws", GROUP, env=KILL_ENV, extra_args=["--workers", "0"])
+    victim = workers("wv", env=KILL_ENV)
+    [frozen_pid] = wait_until(lambda: children(victim.pid), timeout=15)
+    run = in_flight(victim, SLOW)
+    frozen = Node.objects.get(name="wv/worker-1")
+    os.kill(frozen_pid, signal.SIGSTOP)
+    try:
+        other = workers("wo", env=KILL_ENV)
+        done = run_becomes(run, status="succeeded")
+        assert done.node == "wo/worker-1" and done.attempt == run.attempt
+        fenced = Node.objects.get(instance=frozen.instance)
+        assert fenced.stopped_at is not None  # the leader marked it fenced
+    finally:
+        os.kill(frozen_pid, signal.SIGCONT)
+
+    victim.wait_for_log(r"\[worker wv/worker-1\] fenced: this worker process is no longer live")
+    victim.wait_for_log(rf"worker process 1 \(pid {frozen_pid}\) of node wv exited")
+    victim.wait_for_log(r"\[worker wv/worker-1\] waiting for runs", count=2)
+    restarted = Node.objects.get(name="wv/worker-1")
+    assert restarted.instance != frozen.instance and restarted.stopped_at is None
+    effects = list(Effect.objects.filter(job=SLOW, slot=run.slot).values_list("node", flat=True))
+    assert effects == ["wo/worker-1"], effects  # the frozen run committed nothing
+    assert other.alive()
+    settle()
+    assert_ledger_settled()
+
+
+# --- a worker's session ended by the server mid-run ---------------------------------------------
+@pytest.mark.postgresql
+def test_a_workers_session_ended_mid_run_rolls_the_run_back_and_its_slot_runs_once(
+    schedulers, workers
+):
+    schedulers("ws", GROUP, env=KILL_ENV, extra_args=["--workers", "0"])
+    victim = workers("wv", env=KILL_ENV)
+    run = in_flight(victim, SLOW)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = %s AND state LIKE 'idle in transaction%%'",
+            ["wv/worker-1/work"],
+        )
+        assert cursor.fetchone()[0] == 1
+
+    done = run_becomes(run, status="succeeded")
+    assert done.attempt == run.attempt
+    effects = list(Effect.objects.filter(job=SLOW, slot=run.slot).values_list("node", flat=True))
+    assert effects == ["wv/worker-1"], effects
+    log = victim.log()
+    assert "could not confirm this worker process is live before commit" in log
+    assert not re.search(r"task \S+ failed|Traceback", log), log[-3000:]
+    settle()
+    assert_ledger_settled()
