@@ -17,11 +17,14 @@ from django.db import connection
 from django.db.models import Count
 
 from coordination import services
+from coordination.clock import database_now
 from coordination.models import JobRun, JobState, Node
 from coordination.workers.tasks import QUEUE_NAME
+from devtools import commit_gate
 from tests.conftest import FAST
 from tests.coordination.test_worker_pool import children
 from tests.jobsapp.models import Effect
+from tests.support.databases import suite_server
 from tests.support.polling import wait_until
 from tests.support.processes import ManagedProcess, process_env
 
@@ -256,5 +259,135 @@ def test_a_workers_session_ended_mid_run_rolls_the_run_back_and_its_slot_runs_on
     log = victim.log()
     assert "could not confirm this worker process is live before commit" in log
     assert not re.search(r"task \S+ failed|Traceback", log), log[-3000:]
+    settle()
+    assert_ledger_settled()
+
+
+# --- the leader stopped at the commit of its queueing transaction ------------------------------
+GATE_KEY = 31032
+
+
+def torn_pairs() -> list[tuple]:
+    """Return committed halves without their other half, in one snapshot: a queued ledger row
+    with no task row for its attempt, or a task row with no ledger row."""
+    from django_tasks_db.models import DBTaskResult
+
+    tasks, runs = DBTaskResult._meta.db_table, JobRun._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 'run', r.id FROM {runs} r WHERE r.status = 'queued' AND NOT EXISTS ("
+            f" SELECT 1 FROM {tasks} t WHERE t.queue_name = %s"
+            "  AND (t.args_kwargs->'args'->>0)::bigint = r.id"
+            "  AND (t.args_kwargs->'args'->>1)::bigint = r.attempt)"
+            f" UNION ALL SELECT 'task', (t.args_kwargs->'args'->>0)::bigint FROM {tasks} t"
+            f" WHERE t.queue_name = %s AND NOT EXISTS (SELECT 1 FROM {runs} r"
+            "  WHERE r.id = (t.args_kwargs->'args'->>0)::bigint)",
+            [QUEUE_NAME, QUEUE_NAME],
+        )
+        return list(cursor.fetchall())
+
+
+@pytest.fixture
+def task_insert_gate():
+    """Make the insert of Instatic's task rows (the last write of a leader's queueing
+    transaction) wait while the test holds the advisory lock ``GATE_KEY``."""
+    from django_tasks_db.models import DBTaskResult
+
+    table = DBTaskResult._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION instatic_task_gate() RETURNS trigger LANGUAGE plpgsql AS"
+            f" $$ BEGIN PERFORM pg_advisory_xact_lock_shared({GATE_KEY}); RETURN NEW; END $$"
+        )
+        cursor.execute(
+            f"CREATE TRIGGER instatic_task_gate BEFORE INSERT ON {table} FOR EACH ROW"
+            f" WHEN (NEW.queue_name = '{QUEUE_NAME}') EXECUTE FUNCTION instatic_task_gate()"
+        )
+        cursor.execute("SELECT pg_advisory_lock(%s)", [GATE_KEY])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock_all()")
+            cursor.execute(f"DROP TRIGGER IF EXISTS instatic_task_gate ON {table}")
+            cursor.execute("DROP FUNCTION IF EXISTS instatic_task_gate()")
+
+
+def session_waiting_at_gate() -> int | None:
+    with connection.cursor() as cursor:
+        cursor.execute(commit_gate.WAITING_SQL, [GATE_KEY])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def session_state(pid: int) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", [pid])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+@pytest.mark.postgresql
+def test_a_leader_killed_at_the_commit_of_its_queueing_leaves_no_half_and_the_next_queues(
+    schedulers, workers, task_insert_gate
+):
+    old = schedulers("lq-old", GROUP, env=KILL_ENV, extra_args=["--workers", "0"])
+    # The old leader's first queueing transaction has inserted its queued ledger rows and
+    # waits at the insert of their task rows; once stopped there, the insert finishes and
+    # the transaction sits open, at its commit.
+    waiting = wait_until(session_waiting_at_gate, timeout=30, message=old.log()[-3000:])
+    old.signal(signal.SIGSTOP)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s)", [GATE_KEY])
+    wait_until(lambda: session_state(waiting) == "idle in transaction", timeout=10)
+    assert torn_pairs() == []
+    assert not JobRun.objects.exists() and not open_tasks().exists()
+    slot = JobState.objects.get(name=SLOW).next_due  # what the old leader was queueing
+
+    old.signal(signal.SIGKILL)
+    assert old.wait(timeout=10) == -signal.SIGKILL
+    schedulers("lq-new", GROUP, env=KILL_ENV, extra_args=["--workers", "0"])
+    queued = wait_until(lambda: JobRun.objects.filter(job=SLOW, slot=slot).first(), timeout=30)
+    assert queued.node == "lq-new" and queued.status == JobRun.Status.QUEUED
+    assert torn_pairs() == []
+    workers("lq-w", env=KILL_ENV)
+
+    done = run_becomes(queued, status="succeeded")
+    assert done.node == "lq-w/worker-1"
+    assert Effect.objects.filter(job=SLOW, slot=slot).count() == 1
+    assert torn_pairs() == []
+    settle()
+    assert_ledger_settled()
+    assert torn_pairs() == []
+
+
+# --- a database restart while runs are queued ----------------------------------------------------
+@pytest.mark.server
+def test_runs_queued_across_a_database_restart_each_run_once_when_a_worker_starts(
+    schedulers, workers
+):
+    server = suite_server()
+    if server is None:
+        pytest.skip("the database server was not started by the test suite")
+    leader = schedulers("rq", GROUP, env=ENV, extra_args=["--workers", "0"])
+    # No worker: each job's run waits in the queue (its next slots are missed: overlap).
+    wait_until(lambda: JobRun.objects.filter(status="queued").count() >= 3, timeout=30)
+    connection.close()
+    server.restart()
+    connection.close()
+    restarted = database_now()
+    wait_until(
+        lambda: Node.objects.filter(name="rq", last_heartbeat__gt=restarted).exists(),
+        timeout=30,
+        message=f"the leader did not heartbeat after the restart:\n{leader.log()[-3000:]}",
+    )
+    queued = list(JobRun.objects.filter(status="queued"))
+    assert {run.job for run in queued} >= {"workers.tick", SLOW, CLAIMED}, queued
+    workers("rq-w", env=ENV)
+
+    for run in queued:
+        done = run_becomes(run, status="succeeded")
+        assert done.node == "rq-w/worker-1" and done.attempt == run.attempt
+        assert Effect.objects.filter(job=run.job, slot=run.slot).count() == 1
     settle()
     assert_ledger_settled()
