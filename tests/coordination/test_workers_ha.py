@@ -329,8 +329,9 @@ def session_state(pid: int) -> str | None:
 
 @pytest.mark.postgresql
 def test_a_leader_killed_at_the_commit_of_its_queueing_leaves_no_half_and_the_next_queues(
-    schedulers, workers, task_insert_gate
+    task_insert_gate, schedulers, workers
 ):
+    # The gate goes last, after the frozen leader is stopped (it holds the gated table).
     old = schedulers("lq-old", GROUP, env=KILL_ENV, extra_args=["--workers", "0"])
     # The old leader's first queueing transaction has inserted its queued ledger rows and
     # waits at the insert of their task rows; once stopped there, the insert finishes and
