@@ -25,7 +25,6 @@ from coordination.conf import settings
 from coordination.liveness import NodeIdentity, mark_stopped, register_node
 from coordination.models import Node
 from coordination.registry import JobRegistry, registry
-from coordination.threads import discard_broken_connection
 from coordination.workers.execution import Delivery, execute
 from coordination.workers.host import RunHeartbeat, WorkerHost
 from coordination.workers.queueing import WORKERS_CHANNEL
@@ -108,7 +107,6 @@ class WorkerProcess:
         try:
             result = task.task_result
             value = self.execute(*result.args, **result.kwargs).outcome
-            discard_broken_connection()  # a run whose session was ended: record on a new one
         except Exception as exc:  # noqa: BLE001 - recorded on the task row, and logged
             logger.exception("[%s] task %s failed", self.host.log_prefix, task.id)
             task.set_failed(exc)
