@@ -19,6 +19,7 @@ from django.db.models.functions import Now
 from coordination import outcomes
 from coordination.clock import DatabaseClock
 from coordination.conf import settings
+from coordination.dberrors import DATABASE_ERRORS
 from coordination.liveness import NodeIdentity
 from coordination.models import Node
 from coordination.registry import Job
@@ -79,12 +80,22 @@ class WorkerHost:
         process is still live: its heartbeat within the lease. A worker frozen past the lease
         (whose run the leader may have queued again) rolls its run back instead; on
         PostgreSQL and MariaDB the leader also ends such a worker's sessions, so a commit
-        after this check fails in the database."""
-        return (
-            Node.objects.using(conn.alias)
-            .filter(live_nodes_q(), name=self._node.name, instance=self._node.instance)
-            .exists()
-        )
+        after this check fails in the database. A check that fails (the session was ended:
+        a fencer's or an operator's kill, a server restart) is a refusal too: the run rolls
+        back to ``queued`` and the leader's sweep queues it again."""
+        try:
+            return (
+                Node.objects.using(conn.alias)
+                .filter(live_nodes_q(), name=self._node.name, instance=self._node.instance)
+                .exists()
+            )
+        except DATABASE_ERRORS as exc:
+            logger.warning(
+                "[%s] could not confirm this worker process is live before commit: %s",
+                self._log_prefix,
+                exc,
+            )
+            return False
 
     def hold_off(self, job_name: str) -> bool:
         return False

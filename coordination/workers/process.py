@@ -195,6 +195,10 @@ def serve(*, node_name: str, index: int, stop: threading.Event) -> None:
 
     name = worker_node_name(node_name, index)
     label_database_sessions(name)
+    # The runs execute on this thread: its connection (opened unlabelled while the command
+    # waited for the database) is opened again under the label, so the leader that fences
+    # this process finds the session of a run in flight by name and ends it.
+    connection.close()
     process = WorkerProcess(name, stop=stop)
     install(process)
     process.serve()

@@ -66,3 +66,17 @@ def claimed(ctx):
     """Every 2 s, claim first (its effect is written at once), retried when abandoned."""
     Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)
     _work(ctx, float(settings.HATEST_SLOW_SECONDS))
+
+
+@job(
+    name="workers.retried",
+    group=GROUP,
+    schedule=every(timedelta(hours=1)),
+    run_on="workers",
+    retry_abandoned=True,
+)
+def retried(ctx):
+    """Hourly (so run on request), claim first, retried when abandoned: nothing else of its
+    keeps it busy, so a retry is planned as soon as its abandoned run is found."""
+    Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)
+    _work(ctx, float(settings.HATEST_SLOW_SECONDS))
