@@ -374,6 +374,7 @@ def cpu_wall(run_on: str, processes: int, runs: int, loops: int) -> dict:
         try:
             wait_until_ready(conn, states=runs, pattern="benchjobs.cpu_%", listening=processes)
             load = os.getloadavg()[0]
+            cpu_before = cpu_snapshot(cluster, nodes)
             asked = db_now(conn)
             requester.request([f"benchjobs.cpu_{n:02d}" for n in range(runs)])
             done = (
@@ -385,6 +386,7 @@ def cpu_wall(run_on: str, processes: int, runs: int, loops: int) -> dict:
                 runs * 4 + 60,
                 0.1,
             )
+            cpu = {k: v - cpu_before[k] for k, v in cpu_snapshot(cluster, nodes).items()}
             rows = conn.execute(
                 "SELECT node, status, extract(epoch FROM started_at - %s),"
                 " extract(epoch FROM finished_at - %s),"
@@ -409,6 +411,7 @@ def cpu_wall(run_on: str, processes: int, runs: int, loops: int) -> dict:
         "durations": durations,
         "nodes": Counter(r[0] for r in rows),
         "load": load,
+        "cpu": cpu,
     }
 
 
@@ -454,14 +457,16 @@ def report_cpu(results: list[dict], baseline: dict, calibrated: float) -> list[t
     )
     print(f"\n  where the time goes (one run calibrated to {calibrated:.2f} s here):")
     for r in [*results, baseline]:
-        d = r["durations"]
-        who = f"{r['processes']} workers" if r["run_on"] == "workers" else "leader   "
-        lanes = r["processes"] or 1
+        d, cpu = r["durations"], r["cpu"]
+        who = f"{r['processes']} workers" if r["run_on"] == "workers" else "leader"
+        ours = cpu["schedulers"] + cpu["worker processes"]
         print(
             f"    {who}: wall {r['wall']:.1f} s; first start {r['first_start'] * 1000:.0f} ms"
             f" after the request; a run took {statistics.fmean(d):.2f} s on average (max"
-            f" {max(d):.2f}); runs' time / (wall x processes) {sum(d) / (r['wall'] * lanes):.2f};"
-            f" load average before {r['load']:.1f}; statuses {dict(r['statuses'])}"
+            f" {max(d):.2f}); CPU: Instatic's processes {ours:.1f} s ({ours / r['wall']:.2f}"
+            f" cores), the machine busy {cpu['machine busy'] / cpu['machine'] * 100:.0f}% of"
+            f" {os.cpu_count()} cores; load average before {r['load']:.1f};"
+            f" statuses {dict(r['statuses'])}"
         )
     return rows
 
@@ -554,11 +559,20 @@ def idle(count: int, workers: int, seconds: float) -> dict:
     """Return each replica's statements per minute (and the workers' by kind) while idle."""
     with migrated_site(STATEMENT_LOG, INSTATIC_LEASE=str(LEASE)) as (cluster, url, env):
         replicas = [
-            Replica(f"idle-w{workers}-{count}-{i}", env, extra_args=("--workers", str(workers)))
+            Replica(
+                f"idle-w{workers}-{count}-{i}",
+                env,
+                extra_args=(f"--workers={workers}",),
+                name_sessions=True,
+            )
             for i in range(1, count + 1)
         ]
         conn = psycopg.connect(url, autocommit=True, application_name="bench")
         try:
+            listeners = (
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '%%/listen'"
+            )
+            wait_for(lambda: conn.execute(listeners).fetchone()[0] >= count * workers, 120, 0.1)
             matches = statements_while_idle(cluster, conn, seconds, lease=LEASE, timeout=120)
         finally:
             conn.close()
@@ -566,7 +580,9 @@ def idle(count: int, workers: int, seconds: float) -> dict:
                 replica.stop()
     counts = statements_by_node(matches)
     kinds = Counter(
-        f"{m.group(1).split('/', 1)[1]}: {m.group(2)}" for m in matches if "/worker-" in m.group(1)
+        f"{m.group(1).split('/', 1)[1]}: {m.group(2)}"
+        for m in matches
+        if "/" in m.group(1) and m.group(1).split("/")[0] in {r.name for r in replicas}
     )
     return {
         "per": {r.name: counts.get(r.name, 0) * 60 / seconds for r in replicas},
@@ -646,16 +662,14 @@ def report_idle(results: dict[tuple[int, int], dict]) -> list[tuple]:
             f"    {count} replica(s) --workers {workers}: "
             + ", ".join(f"{name}={v:.0f}" for name, v in r["per"].items())
         )
-    with_workers = results[(REPLICAS, WORKERS_PER_REPLICA)]
-    kinds = with_workers["worker_kinds"]
-    total = sum(kinds.values()) * 60 / with_workers["seconds"] / REPLICAS
-    print(
-        f"  the worker processes' own statements, {REPLICAS} replicas --workers"
-        f" {WORKERS_PER_REPLICA}: {total:.1f} / replica / min; by session and kind"
-        f" (over {with_workers['seconds']:.0f} s):"
-    )
-    for kind, n in kinds.most_common(10):
-        print(f"      {n:5d}  {kind}")
+    for workers in (0, WORKERS_PER_REPLICA):
+        r = results[(REPLICAS, workers)]
+        print(
+            f"  {REPLICAS} replicas --workers {workers}, statements by session and kind (all"
+            f" replicas, {r['seconds']:.0f} s; 'unnamed': sessions without an application_name):"
+        )
+        for kind, n in r["worker_kinds"].most_common(12):
+            print(f"      {n:5d}  {kind}")
     return rows
 
 
