@@ -16,3 +16,5 @@ BENCH_PERIOD_SECONDS = int(os.environ.get("BENCH_PERIOD_SECONDS", "60"))
 #: CPU-bound jobs run only on request, each ``BENCH_CPU_LOOPS`` turns of ``bench._cpu.burn``.
 BENCH_CPU_JOBS = int(os.environ.get("BENCH_CPU_JOBS", "0"))
 BENCH_CPU_LOOPS = int(os.environ.get("BENCH_CPU_LOOPS", "0"))
+#: ``1``: declare the ``ping`` job too (run only on request; bench/workers.py).
+BENCH_PING = os.environ.get("BENCH_PING", "") == "1"

@@ -476,7 +476,7 @@ def report_cpu(results: list[dict], baseline: dict, calibrated: float) -> list[t
 
 def queue_wait(samples: int) -> dict:
     """Run ``ping`` on request ``samples`` times on one idle worker; return its waits."""
-    with site(BENCH_RUN_ON="workers") as (cluster, url, env):
+    with site(BENCH_RUN_ON="workers", BENCH_PING="1") as (cluster, url, env):
         node = Replica("queue-1", env, "plugins", extra_args=("--workers", "1"))
         conn = psycopg.connect(url, autocommit=True, application_name="bench")
         requester = Requester(env)

@@ -7,7 +7,8 @@
   the ledger says.
 - ``BENCH_CPU_JOBS`` jobs ``cpu_NN``, run only on request: ``BENCH_CPU_LOOPS`` turns of
   pure-Python work (``bench._cpu.burn``), calibrated by the benchmark to about a second.
-- ``ping``, run only on request, doing nothing: the queue's own wait is what is measured.
+- ``ping`` (with ``BENCH_PING=1``), run only on request, doing nothing: the queue's own
+  wait is what is measured.
 
 All run where ``BENCH_RUN_ON`` says (``leader`` or ``workers``).
 """
@@ -78,8 +79,15 @@ for _number in range(settings.BENCH_CPU_JOBS):
     _declare_cpu(_number)
 
 
-@plugin_job(
-    plugin="benchjobs", name="ping", schedule=_RARELY, missed="skip", run_on=settings.BENCH_RUN_ON
-)
 def ping(ctx: JobContext) -> None:
     """Do nothing: what a run on request waits for is the engine's own."""
+
+
+if settings.BENCH_PING:
+    plugin_job(
+        plugin="benchjobs",
+        name="ping",
+        schedule=_RARELY,
+        missed="skip",
+        run_on=settings.BENCH_RUN_ON,
+    )(ping)
