@@ -58,14 +58,32 @@ def migrated_site(extra_conf: dict | None = None, **env_extra: str):
 
 
 class Replica:
-    """One ``runscheduler`` process, logging to /tmp."""
+    """One ``runscheduler`` process (or another ``command``, e.g. ``runworker``), logging to
+    /tmp; ``extra_args`` go after the node name and groups (``--workers 2``).
 
-    def __init__(self, name: str, env: dict, *groups: str):
+    With ``name_sessions``, sessions the product leaves without an ``application_name`` are
+    named ``<name>/unnamed``, so the statement counts by node include them.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        env: dict,
+        *groups: str,
+        command: str = "runscheduler",
+        extra_args: tuple[str, ...] = (),
+        name_sessions: bool = False,
+    ):
         self.name = name
+        if name_sessions:
+            # libpq's default application_name, for the sessions the process (and its worker
+            # children, which inherit the environment) opens before naming its own.
+            env = {**env, "PGAPPNAME": f"{name}/unnamed"}
         self.log = open(f"/tmp/instatic-bench-{name}.log", "wb")  # noqa: SIM115
-        args = [sys.executable, "manage.py", "runscheduler", "--node-name", name]
+        args = [sys.executable, "manage.py", command, "--node-name", name]
         for group in groups:
             args += ["--group", group]
+        args += list(extra_args)
         self.process = subprocess.Popen(
             args, cwd=BASE_DIR, env=env, stdout=self.log, stderr=subprocess.STDOUT
         )

@@ -9,3 +9,12 @@ INSTALLED_APPS = [*INSTALLED_APPS, "bench._jobsapp"]
 BENCH_JOBS = int(os.environ.get("BENCH_JOBS", "1000"))
 BENCH_TRANSACTIONAL = os.environ.get("BENCH_TRANSACTIONAL", "") == "1"
 BENCH_EFFECTS_DIR = os.environ.get("BENCH_EFFECTS_DIR", "/tmp/instatic-bench-effects")
+#: Where the bench jobs run: ``leader`` or ``workers`` (bench/workers.py measures both).
+BENCH_RUN_ON = os.environ.get("BENCH_RUN_ON", "leader")
+#: The period of the ``BENCH_JOBS`` jobs, in seconds (all due at each multiple of it).
+BENCH_PERIOD_SECONDS = int(os.environ.get("BENCH_PERIOD_SECONDS", "60"))
+#: CPU-bound jobs run only on request, each ``BENCH_CPU_LOOPS`` turns of ``bench._cpu.burn``.
+BENCH_CPU_JOBS = int(os.environ.get("BENCH_CPU_JOBS", "0"))
+BENCH_CPU_LOOPS = int(os.environ.get("BENCH_CPU_LOOPS", "0"))
+#: ``1``: declare the ``ping`` job too (run only on request; bench/workers.py).
+BENCH_PING = os.environ.get("BENCH_PING", "") == "1"
