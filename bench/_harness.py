@@ -34,6 +34,9 @@ def env_for(url: str, **extra: str) -> dict:
             "DJANGO_DEBUG": "0",
             "INSTATIC_VAR_DIR": "/tmp/instatic-bench-var",
             "PYTHONUNBUFFERED": "1",
+            # Schedulers without worker processes unless a benchmark asks (bench/workers.py
+            # measures them, each beside its --workers 0 baseline).
+            "INSTATIC_WORKERS": "0",
             **extra,
         }
     )

@@ -22,6 +22,7 @@ import uuid
 from django.db import close_old_connections, connection, transaction
 
 from coordination.conf import settings
+from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.liveness import NodeIdentity, mark_stopped, register_node
 from coordination.models import Node
 from coordination.registry import JobRegistry, registry
@@ -107,14 +108,16 @@ class WorkerProcess:
         """Take the next ready task of Instatic's queue for this process, or ``None``.
 
         The heartbeat is written in the same transaction as the take: a task row is never
-        ``RUNNING`` under a worker whose heartbeat looks stale (the sweep would fence it),
-        and a look that finds nothing costs one ``SELECT``.
+        ``RUNNING`` under a worker whose heartbeat looks stale (the sweep would fence it).
+        A look that finds nothing costs one ``SELECT`` and no transaction.
         """
         from django_tasks_db.models import DBTaskResult
 
         tasks = DBTaskResult.objects.ready().filter(
             queue_name=QUEUE_NAME, backend_name=run_queued.backend
         )
+        if not tasks.exists():
+            return None  # an idle look: one SELECT, no transaction
         with transaction.atomic():
             task = tasks.get_locked()
             if task is not None and not self.beat_if_due():
@@ -150,9 +153,21 @@ class WorkerProcess:
         logger.info("[%s] waiting for runs", self.host.log_prefix)
         waiter = WorkWaiter(self)
         try:
+            backoff = Backoff()
             while not self.stop.is_set():
-                close_old_connections()
-                if not self.work():
+                try:
+                    worked = self.work()
+                except DATABASE_ERRORS as exc:
+                    # The database went away (a restart, a failover): look again shortly on
+                    # a new connection; a task taken meanwhile is swept back by the leader.
+                    logger.warning("[%s] database error: %s", self.host.log_prefix, exc)
+                    connection.close()
+                    self.stop.wait(backoff.next())
+                    continue
+                backoff = Backoff()
+                if worked:
+                    close_old_connections()  # between runs, as between requests
+                else:
                     waiter.wait()
         finally:
             waiter.close()

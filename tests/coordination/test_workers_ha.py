@@ -194,13 +194,6 @@ def test_a_killed_worker_nodes_claim_first_run_is_abandoned_and_retried_on_anoth
     assert_ledger_settled()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the retry of an abandoned run of a job on workers waits for a tick at which the "
-    "job is idle and no slot of it is due; the leader is not woken when a worker's run "
-    "ends, and it plans the due slot before the retry (planner.plan_retries counts the "
-    "tick's planned slot as busy), so a job whose runs fill its period is never retried",
-)
 def test_a_busy_jobs_abandoned_run_on_a_killed_worker_is_retried(schedulers, workers):
     victim = workers("wv", env=KILL_ENV)
     schedulers("ws", GROUP, env=KILL_ENV, extra_args=["--workers", "2"])
