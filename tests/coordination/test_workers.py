@@ -358,3 +358,25 @@ def test_a_worker_name_a_live_process_uses_is_still_refused():
     worker(reg)  # this test's own process: alive
     with pytest.raises(NodeNameInUse):
         worker(reg)
+
+
+@pytest.mark.sqlite
+@override_settings(INSTATIC_LEASE=1.0, INSTATIC_HEARTBEAT_INTERVAL=0.25)
+def test_on_sqlite_a_transactional_run_longer_than_the_lease_commits():
+    """Its own heartbeat waits on the write lock the run holds; the fence must not take the
+    stale heartbeat for a fenced worker (the run would roll back and be queued forever)."""
+    ran = []
+
+    def long_run(ctx):
+        JobState.objects.filter(name=ctx.job.name).update(last_error="")  # a write: the lock
+        threading.Event().wait(1.5)
+        ran.append(ctx.slot)
+
+    reg, job = declare(long_run, transactional=True, run_on="workers")
+    slot = make_due(job, ago=timedelta(0))
+    tick(reg)
+
+    assert worker(reg).work()
+
+    assert JobRun.objects.get(job=job.name).status == JobRun.Status.SUCCEEDED
+    assert ran == [slot]
