@@ -14,18 +14,32 @@ def delete_runs(run_ids: list[int]) -> int:
     return JobRun.objects.filter(pk__in=run_ids).delete()[0]
 
 
+def _abandon(runs, error: str) -> int:
+    """Mark the in-progress runs of the ``runs`` queryset abandoned with ``error``.
+
+    The rows are found by a plain read and then updated by primary key: an ``UPDATE`` that
+    searched the ``(status, ...)`` index itself would, on MariaDB, wait on the index entries
+    an open transaction of a frozen process changed (a transactional run on a worker moving
+    its row to running), and hold up the leader until that process was fenced, which only
+    this leader does.
+    """
+    ids = list(runs.values_list("pk", flat=True))
+    if not ids:
+        return 0
+    return JobRun.objects.filter(JobRun.in_progress(), pk__in=ids).update(
+        status=JobRun.Status.ABANDONED, finished_at=Now(), error=error
+    )
+
+
 def abandon_orphans(job_names: list[str], *, reason: str = "") -> int:
     """Mark running rows of nodes that are no longer alive as abandoned."""
     if not job_names:
         return 0
-    return (
-        JobRun.objects.filter(JobRun.in_progress(), job__in=job_names)
-        .exclude(node_instance__in=live_instances())
-        .update(
-            status=JobRun.Status.ABANDONED,
-            finished_at=Now(),
-            error=reason or "its node stopped heartbeating during the run",
-        )
+    return _abandon(
+        JobRun.objects.filter(JobRun.in_progress(), job__in=job_names).exclude(
+            node_instance__in=live_instances()
+        ),
+        reason or "its node stopped heartbeating during the run",
     )
 
 
@@ -60,9 +74,10 @@ def abandon_vanished(job_names: list[str], *, instance: str) -> int:
     gone = liveness.vanished_instances(candidates)
     if not gone:
         return 0
-    return (
-        JobRun.objects.filter(JobRun.in_progress(), job__in=job_names, node_instance__in=gone)
-    ).update(status=JobRun.Status.ABANDONED, finished_at=Now(), error=VANISHED_REASON)
+    return _abandon(
+        JobRun.objects.filter(JobRun.in_progress(), job__in=job_names, node_instance__in=gone),
+        VANISHED_REASON,
+    )
 
 
 def abandon_own(instance: str, job_names: list[str], *, reason: str) -> int:

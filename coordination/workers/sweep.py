@@ -91,24 +91,24 @@ def _fail_tasks(task_ids: list[uuid.UUID]) -> None:
 
 def sweep(job_names: list[str]) -> int:
     """Sweep the runs on workers of ``job_names``; return how many are still outstanding
-    (queued or running), so the caller knows whether to sweep again."""
+    (queued or running), so the caller knows whether to sweep again.
+
+    Stale workers are fenced first, from plain reads: on MariaDB an ``UPDATE`` of the ledger
+    (abandoning runs) would wait on the row lock a frozen worker's open transaction holds,
+    and so would never get to fencing it.
+    """
     if not job_names:
         return 0
-    abandoned = ledger.abandon_orphans(job_names, reason="its worker process stopped heartbeating")
-    if abandoned:
-        logger.warning("marked %d run(s) of dead worker processes abandoned", abandoned)
     outstanding = JobRun.objects.filter(JobRun.outstanding(), job__in=job_names)
-    if not uses_database_queue():
-        return outstanding.count()
-    tasks = _open_tasks()
-    live = set(live_instances().values_list("instance", flat=True))
+    database_queue = uses_database_queue()
+    tasks = _open_tasks() if database_queue else []
+    running = set(
+        outstanding.filter(status=JobRun.Status.RUNNING).values_list("node_instance", flat=True)
+    )
     stale = dict(
         Node.objects.filter(role=Node.Role.WORKER, stopped_at__isnull=True)
         .exclude(live_nodes_q())
         .values_list("instance", "name")
-    )
-    running = set(
-        outstanding.filter(status=JobRun.Status.RUNNING).values_list("node_instance", flat=True)
     )
     for instance, name in workers_to_fence(stale, tasks, running).items():
         ended = liveness.terminate_work_sessions(name, instance)
@@ -118,11 +118,16 @@ def sweep(job_names: list[str]) -> int:
             name,
             ended,
         )
-    lost = lost_tasks(tasks, live)
-    if lost:
-        _fail_tasks(lost)
-        logger.warning("%d task(s) of dead worker processes marked failed", len(lost))
-    _requeue_stranded(job_names, tasks, set(lost))
+    abandoned = ledger.abandon_orphans(job_names, reason="its worker process stopped heartbeating")
+    if abandoned:
+        logger.warning("marked %d run(s) of dead worker processes abandoned", abandoned)
+    if database_queue:
+        live = set(live_instances().values_list("instance", flat=True))
+        lost = lost_tasks(tasks, live)
+        if lost:
+            _fail_tasks(lost)
+            logger.warning("%d task(s) of dead worker processes marked failed", len(lost))
+        _requeue_stranded(job_names, tasks, set(lost))
     return outstanding.count()
 
 

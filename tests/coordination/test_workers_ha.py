@@ -207,9 +207,9 @@ def test_a_busy_jobs_abandoned_run_on_a_killed_worker_is_retried(schedulers, wor
 
 
 # --- a worker process frozen past the lease mid-run --------------------------------------------
-# PostgreSQL only for now: on MariaDB the frozen worker's slot stays queued (no sweep line is
-# logged; not yet diagnosed).
-@pytest.mark.postgresql
+# A database server: on SQLite a frozen worker's run holds the only write lock, and nothing
+# can fence it (docs/ha.md, "Workers").
+@pytest.mark.server
 def test_a_frozen_worker_is_fenced_its_slot_runs_once_elsewhere_and_its_pool_restarts_it(
     schedulers, workers
 ):
