@@ -48,6 +48,9 @@ class WorkerHost:
         self._clock = DatabaseClock()
         self._journal = NoJournal()
         self._grace_deadline: float | None = None
+        #: Set when something this process saw suggests it was fenced (a refused outcome, a
+        #: lost database): its next look for work first checks its own row.
+        self.in_doubt = False
 
     @property
     def node(self) -> NodeIdentity:
@@ -142,10 +145,14 @@ class WorkerHost:
         pass
 
     def cut_off(self, what: str) -> None:
+        """A run's outcome was refused (taken over): this process may have been fenced."""
         logger.warning("[%s] %s", self._log_prefix, what)
+        self.in_doubt = True
 
     def database_failed(self, exc: BaseException) -> None:
+        """The database went away mid-run: this process may have been fenced meanwhile."""
         logger.warning("[%s] database error: %s", self._log_prefix, exc)
+        self.in_doubt = True
 
     def grace_deadline(self) -> float:
         if self._grace_deadline is None:

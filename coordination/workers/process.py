@@ -139,6 +139,11 @@ class WorkerProcess:
 
     def work(self) -> bool:
         """Take and run one task; return False if none was ready (or this process stops)."""
+        if self.host.in_doubt:
+            # An idle look writes nothing, so a fenced process would learn it only when work
+            # came: find out now, and stop (the pool starts a live one) if so.
+            self.host.in_doubt = False
+            self.heartbeat.beat()
         self.busy(beat=False)
         try:
             task = None if self.stop.is_set() else self.take_task()
@@ -161,6 +166,7 @@ class WorkerProcess:
                     # The database went away (a restart, a failover): look again shortly on
                     # a new connection; a task taken meanwhile is swept back by the leader.
                     logger.warning("[%s] database error: %s", self.host.log_prefix, exc)
+                    self.host.in_doubt = True
                     connection.close()
                     self.stop.wait(backoff.next())
                     continue

@@ -19,6 +19,7 @@ from coordination.workers import sweep
 from coordination.workers.process import WorkerProcess
 from coordination.workers.sweep import Task, lost_tasks, stranded_runs, workers_to_fence
 from tests.coordination.enginekit import Recorder, declare, make_due, tick
+from tests.support.polling import wait_until
 
 A, B, C = (uuid.UUID(int=n) for n in (1, 2, 3))
 
@@ -142,3 +143,25 @@ def test_a_fenced_worker_takes_no_more_work_and_stops():
     assert fenced.stop.is_set()
     assert DBTaskResult.objects.get().status == "READY"
     assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_whose_outcome_was_refused_finds_out_it_was_fenced_and_stops_while_idle():
+    block = threading.Event()
+    reg, job = declare(Recorder(block=block), run_on="workers")
+    make_due(job, ago=timedelta(0))
+    tick(reg)
+    frozen = WorkerProcess("a/worker-1", stop=threading.Event(), registry=reg)
+    running = threading.Thread(target=frozen.work)
+    running.start()
+    wait_until(lambda: JobRun.objects.filter(status=JobRun.Status.RUNNING).exists(), timeout=10)
+    # Meanwhile the leader took it for dead: its run abandoned, the process fenced.
+    JobRun.objects.filter(job=job.name).update(status=JobRun.Status.ABANDONED)
+    liveness.mark_fenced(frozen.node.instance)
+    block.set()
+    running.join(10)
+    assert not frozen.stop.is_set()  # its outcome was refused; nothing else told it yet
+
+    assert not frozen.work()  # an idle look, with no task to take
+
+    assert frozen.stop.is_set()
