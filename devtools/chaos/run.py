@@ -29,7 +29,7 @@ from devtools.chaos.config import (
 from devtools.chaos.editors import editor_stream
 from devtools.chaos.faults import fault_kinds, inject, parse_fault_selection
 from devtools.chaos.faults.processes import reap_once
-from devtools.chaos.invariants import check_invariants
+from devtools.chaos.invariants import check_invariants, worker_pools_running
 from devtools.chaos.network import Network
 from devtools.chaos.queries import dead_running_sql, unsettled_worker_runs_sql
 from devtools.chaos.report import print_trouble, report
@@ -83,7 +83,8 @@ def settle(soak: Soak, end_db) -> None:
     """Let the system heal before the checks.
 
     Everything due before the end gets published, every workers run queued before it ends,
-    leases of killed nodes expire, ``--once``
+    every worker pool has started its killed or fenced workers again, leases of killed nodes
+    expire, ``--once``
     processes finish, and at least ``lease + 2 x period`` (the slowest job's) passes after the
     last fault, the time the progress invariant allows.
     """
@@ -100,6 +101,7 @@ def settle(soak: Soak, end_db) -> None:
             not due
             and not soak.scalar(dead_running_sql(soak.db))
             and not soak.scalar(unsettled_worker_runs_sql(), (end_db, *WORKER_JOBS))
+            and worker_pools_running(soak, end_db)[0]
         ):
             break
         time.sleep(0.5)
