@@ -152,15 +152,17 @@ KILL_ENV = {**ENV, "HATEST_SLOW_SECONDS": "1"}
 
 
 def test_a_killed_worker_nodes_transactional_slot_runs_once_on_another_worker(schedulers, workers):
+    # The victim is the only worker until its run is in flight, so the run is surely its.
+    survivor = schedulers("ws", GROUP, env=KILL_ENV, extra_args=["--workers", "0"])
     victim = workers("wv", env=KILL_ENV)
-    survivor = schedulers("ws", GROUP, env=KILL_ENV, extra_args=["--workers", "2"])
     run = in_flight(victim, SLOW)
 
     victim.signal(signal.SIGKILL)
     assert victim.wait(timeout=10) == -signal.SIGKILL
+    workers("wo", env=KILL_ENV)
 
     done = run_becomes(run, status="succeeded")
-    assert done.node.startswith("ws/worker-") and done.attempt == run.attempt
+    assert done.node == "wo/worker-1" and done.attempt == run.attempt
     effects = list(Effect.objects.filter(job=SLOW, slot=run.slot).values_list("node", flat=True))
     assert effects == [done.node], effects  # the killed run's effect rolled back with it
     assert "queued 1 run(s) again whose task was lost" in survivor.log()
@@ -195,15 +197,18 @@ def test_a_killed_worker_nodes_claim_first_run_is_abandoned_and_retried_on_anoth
 
 
 def test_a_busy_jobs_abandoned_run_on_a_killed_worker_is_retried(schedulers, workers):
+    # The victim is the only worker until its run is in flight, so the run is surely its.
+    schedulers("ws", GROUP, env=KILL_ENV, extra_args=["--workers", "0"])
     victim = workers("wv", env=KILL_ENV)
-    schedulers("ws", GROUP, env=KILL_ENV, extra_args=["--workers", "2"])
     run = in_flight(victim, CLAIMED)
 
     victim.signal(signal.SIGKILL)
+    workers("wo", processes=2, env=KILL_ENV)
     assert run_becomes(run, error__gt="").error in ABANDONED_REASONS
 
+    # Its job keeps a slot due every 2 s that takes 1 s: the retry still gets its turn.
     retry = run_becomes(run, trigger="retry", status="succeeded", timeout=12)
-    assert retry.node.startswith("ws/worker-")
+    assert retry.node.startswith("wo/worker-")
 
 
 # --- a worker process frozen past the lease mid-run --------------------------------------------
