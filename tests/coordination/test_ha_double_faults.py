@@ -19,6 +19,7 @@ from coordination.keys import normalize_key, split_key
 from coordination.locks import terminate_holder
 from coordination.locks.mysql import lock_name
 from coordination.models import JobRun, Leadership
+from tests.support import lockwaits as lock_waits
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True), pytest.mark.server]
@@ -45,23 +46,7 @@ def _key() -> int:
 
 def waits_for_lock(node: str) -> bool:
     """Return True if ``node``'s lock session is waiting in the server for ``GROUP``'s lock."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            classid, objid = split_key(_key())
-            cursor.execute(
-                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-                " WHERE l.locktype = 'advisory' AND NOT l.granted AND a.application_name = %s"
-                " AND l.classid::bigint = %s AND l.objid::bigint = %s",
-                (f"{node}/lock", classid, objid),
-            )
-        else:
-            cursor.execute(
-                "SELECT count(*) FROM information_schema.PROCESSLIST p"
-                " JOIN coordination_nodesession s ON s.connection_id = p.ID AND s.client = p.HOST"
-                " WHERE s.node = %s AND s.role = 'lock' AND p.INFO LIKE %s",
-                (node, f"%GET_LOCK('{lock_name(connection.settings_dict['NAME'], _key())}'%"),
-            )
-        return cursor.fetchone()[0] > 0
+    return lock_waits.waits_for_lock(node, GROUP)
 
 
 def lock_holder() -> str | None:

@@ -19,6 +19,7 @@ from coordination.registry import registry
 from devtools.servers import free_port
 from plugins.testing import make_due
 from tests.support.databases import suite_server
+from tests.support.lockwaits import waits_for_lock
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True)]
@@ -130,6 +131,9 @@ def test_a_job_never_overlaps_itself_when_its_node_loses_only_the_lock(scheduler
         lambda: JobRun.objects.filter(job=SLOW, status="running").first(), timeout=20
     )
     old = running.node
+    # The other node is waiting in the server for the lock, so it, not the old node, gets it.
+    (other,) = [p.name for p in procs if p.name != old]
+    wait_until(lambda: waits_for_lock(other, "hatest_slow"), timeout=30)
     assert terminate_holder(settings.group_key("hatest_slow")) is not None
     # A deadline, not a wait: the other node leads within a lock wait, but on a machine busy
     # with other suites starting its loop again has taken over 10 s.
