@@ -273,6 +273,8 @@ class WorkWaiter:
         if self._conn is not None:
             try:
                 self._conn.close()
-            except Exception:  # noqa: BLE001, S110 - closing a dead connection
-                pass
+            except Exception as exc:  # noqa: BLE001 - closing a connection already dead
+                logger.debug(
+                    "[%s] closing the wait's connection: %s", self.process.host.log_prefix, exc
+                )
             self._conn = None
