@@ -54,16 +54,17 @@ def _bump_wakeup(group_name: str) -> None:
         logger.warning("could not wake the %s leader: %s", group_name, exc)
 
 
-def request_wakeup(job_name: str, at: datetime) -> None:
+def request_wakeup(job_name: str, at: datetime, *, skip_locked: bool = False) -> None:
     """Ask for ``job_name`` to run at ``at`` at the latest (e.g. a post scheduled sooner).
 
     Lowers the job's wake-up instant (never raises it) and, on PostgreSQL, wakes the group's
-    leader when the surrounding transaction commits.
+    leader when the surrounding transaction commits. With ``skip_locked``, a state row its
+    job's run holds is left alone rather than waited for (that run looks again itself).
     """
     job = registry.get(job_name)
     group_name = job.group if job else None
     with transaction.atomic():
-        if not ledger.record_wakeup_request(job_name, at):
+        if not ledger.record_wakeup_request(job_name, at, skip_locked=skip_locked):
             logger.debug(
                 "wake-up for %s ignored: no state yet (the scheduler creates it)", job_name
             )

@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "publishing",
     "plugins",
     "editors",
+    "outbox",
 ]
 
 MIDDLEWARE = [

@@ -70,6 +70,7 @@ __all__ = [
     "hourly",
     "make_plugin_job",
     "monthly",
+    "on_post_event",
     "plugin_job",
     "weekly",
 ]
@@ -218,3 +219,7 @@ def plugin_job(
         return func
 
     return decorator
+
+
+# Subscribers are plugin jobs too; imported last, as it builds its jobs with make_plugin_job.
+from plugins.subscribers import on_post_event  # noqa: E402

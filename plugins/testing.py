@@ -9,6 +9,11 @@ Two ways to test a job:
   tests need ``@pytest.mark.django_db(transaction=True)``.
 
 Neither touches the global job registry: :func:`run_tick` runs only the jobs it is given.
+
+Subscribers to publish events (``@on_post_event``) are tested with :func:`deliver_events`:
+it dispatches the events written so far to the subscribers given and delivers them in this
+thread, with the delivery ledger's rules (order per post, retries, transactional or claim
+first), so any ``db`` fixture will do.
 """
 
 import logging
@@ -59,11 +64,14 @@ def make_due(job_or_func: Job | Callable, *, ago: timedelta = timedelta(0), **st
     """Make the job's latest slot at or before ``now - ago`` due (creating its state).
 
     With ``ago`` longer than the interval, the slots in between count as missed, as after
-    downtime. Extra keyword arguments are set on the job's state (e.g. ``paused=True``).
+    downtime. A job run when due (a subscriber to publish events) is made due at
+    ``now - ago``. Extra keyword arguments are set on the job's state (e.g. ``paused=True``).
     """
     job = job_of(job_or_func)
     then = database_now() - ago
     slots = job.schedule.slots_between(then - timedelta(days=40), then, limit=1)
+    if not job.schedule.periodic:
+        slots = [then]
     if not slots:
         raise ValueError(f"{job.name} has no slot in the 40 days before {then.isoformat()}")
     state, _ = JobState.objects.update_or_create(
@@ -113,3 +121,29 @@ def run_queued(*jobs: Job | Callable, node: str = "test-node") -> int:
     finally:
         worker.close()
     return ran
+
+
+def deliver_events(*subscribers: Job | Callable, node: str = "test-node") -> int:
+    """Dispatch undispatched publish events to ``subscribers`` and deliver every one due now.
+
+    Events written before are dispatched to these subscribers only (as if no other were
+    declared). Each subscriber's open deliveries are delivered as its job would, batch after
+    batch until none is due now (a failed one waits for its back-off: call again after
+    moving its ``due_at``, or check its ``Delivery`` row). Returns how many succeeded.
+    """
+    from django.db import transaction
+
+    from outbox import delivering, dispatch
+    from outbox.models import Delivery
+
+    jobs = [job_of(subscriber) for subscriber in subscribers]
+    with transaction.atomic():
+        dispatch.dispatch(jobs, now=database_now(), limit=1_000_000)
+    before = Delivery.objects.filter(status=Delivery.Status.SUCCEEDED).count()
+    for job in jobs:
+        for _ in range(10_000):  # a bound, should a subscriber never run out of due work
+            with transaction.atomic():
+                again = delivering.deliver_pending(job.func, context_for(job, node=node))
+            if again is None or again > database_now():
+                break
+    return Delivery.objects.filter(status=Delivery.Status.SUCCEEDED).count() - before

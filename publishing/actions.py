@@ -37,6 +37,7 @@ from coordination.services import request_wakeup
 from publishing.exceptions import EditConflict, InvalidTransition
 from publishing.job_names import PUBLISH_JOB
 from publishing.models import Post, PublishEvent
+from publishing.public_events import OUTBOX_KINDS, announce_events
 
 PUBLISH_PERMISSION = "publishing.publish_post"
 
@@ -89,9 +90,12 @@ def edit_conflict(current: Post, expected_version: int | None) -> EditConflict |
 
 def record_event(post: Post, kind: str, *, user=None, data=None) -> PublishEvent:
     """Record a publish event; ``data`` holds its typed details (see :mod:`publishing.history`)."""
-    return PublishEvent.objects.create(
+    event = PublishEvent.objects.create(
         post=post, kind=kind, user=user_or_none(user), node="", data=data or {}, lateness=None
     )
+    if kind in OUTBOX_KINDS:
+        announce_events()
+    return event
 
 
 @dataclass

@@ -34,6 +34,7 @@ from coordination.schedules import WhenDue
 from publishing import batches, selectors
 from publishing.conf import settings
 from publishing.job_names import BACKLOG_JOB, PUBLISH_JOB
+from publishing.public_events import announce_events
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,8 @@ def publish_due(ctx: JobContext) -> datetime | None:
             len(revised.done),
             revised.selected - len(revised.done),
         )
+    if published.done or published.failed or unpublished.done or revised.done:
+        announce_events()
     if selectors.has_backlog(due_by=now - window):
         _wake_backlog_job(now)
     if published.more or unpublished.more or revised.more:
@@ -97,6 +100,8 @@ def publish_backlog(ctx: JobContext) -> datetime | None:
         node=ctx.node,
         overdue=on_time_window(),
     )
+    if published.done or published.failed:
+        announce_events()
     if published.selected:
         logger.info(
             "[publish-scheduler] published %d overdue post(s) from the backlog, %d failed",

@@ -239,6 +239,11 @@ class PublishEvent(models.Model):
     data = models.JSONField(_("data"), default=dict, blank=True)
     # Free text of events written before ``data`` existed that migration 0005 could not read.
     detail = models.TextField(_("detail (older events)"), blank=True)
+    # The outbox mark, set by the ``outbox`` app's dispatcher: when an event of a public
+    # change (``publishing.public_events.OUTBOX_KINDS``) was handed to the subscribers
+    # declared then. Every event is dispatched (the others to nobody), so the undispatched
+    # ones are one range of the ``publishing_event_outbox`` index on every database.
+    dispatched_at = models.DateTimeField(_("dispatched at"), null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("publish event")
@@ -250,6 +255,8 @@ class PublishEvent(models.Model):
             # kind filter; the public pages' "latest unpublish" reads the same index).
             models.Index(fields=["-at", "-id"], name="publishing_event_recent"),
             models.Index(fields=["kind", "-at", "-id"], name="publishing_event_kind"),
+            # The outbox: events not dispatched yet, in the order they were written.
+            models.Index(fields=["dispatched_at", "id"], name="publishing_event_outbox"),
         ]
 
     def __str__(self) -> str:

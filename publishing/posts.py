@@ -31,6 +31,7 @@ from publishing.actions import (
 from publishing.exceptions import InvalidContent, InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.history import local_time, stored_time
 from publishing.models import Post, PublishEvent
+from publishing.public_events import announce_events
 from publishing.rendering import render
 from publishing.validation import (
     body_text_problems,
@@ -340,7 +341,7 @@ def delete_post(*, post: Post, user, expected_version: int | None = None) -> Non
         title = str(current)[:200]
         revisions.supersede(current, revisions.PENDING, note=DELETED_NOTE, user=user)
         kept = PublishEvent.objects.filter(post=current).update(post_title=title)
-        data = {"slug": current.slug, "was": current.status}
+        data = {"slug": current.slug, "was": current.status, "post": current.pk}
         pk = current.pk
         current.delete()
         # A live post always leaves a trace: its going is a change of the public pages.
@@ -348,6 +349,8 @@ def delete_post(*, post: Post, user, expected_version: int | None = None) -> Non
             PublishEvent.objects.create(
                 post=None, post_title=title, kind=K.DELETED, user=user_or_none(user), data=data
             )
+            if current.status == S.PUBLISHED:
+                announce_events()
     logger.info(
         "post %s (slug %r) deleted by %s; %d publish events kept",
         pk,

@@ -1,0 +1,4 @@
+"""The outbox's own job, named in one place (the wake-ups and the declaration use it)."""
+
+#: Hands undispatched publish events to the subscribers (see :mod:`outbox.dispatch`).
+DISPATCH_JOB = "outbox.dispatch"

@@ -1,0 +1,82 @@
+"""The delivery ledger: one row per (publish event, subscriber), unique.
+
+The row is the pair's ledger entry. A transactional subscriber's run marks its rows
+succeeded in the transaction of its writes (so each pair commits once); a claim-first one
+marks them ``running`` with its run first, then records each outcome. ``delivery_id`` stays
+the same across attempts: a receiver that sees a retry of something it handled tells by it.
+"""
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+
+
+class Delivery(models.Model):
+    """One publish event for one subscriber, and where its delivery is."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Waiting")
+        RUNNING = "running", _("Being delivered")
+        SUCCEEDED = "succeeded", _("Delivered")
+        FAILED = "failed", _("Gave up")
+
+    # No database constraint: events are history and outlive nothing, but a delivery row is
+    # written in bulk by the dispatcher, and the check would cost a lookup per row.
+    event = models.ForeignKey(
+        "publishing.PublishEvent",
+        verbose_name=_("event"),
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        db_constraint=False,
+    )
+    #: The subscriber's job name (``<plugin>.<name>``).
+    subscriber = models.CharField(_("subscriber"), max_length=200)
+    #: The post the event is about (kept when the post is deleted): the unit of ordering.
+    post_id = models.BigIntegerField(_("post id"), null=True, blank=True)
+    kind = models.CharField(_("event"), max_length=20)
+    status = models.CharField(
+        _("status"), max_length=20, choices=Status.choices, default=Status.PENDING
+    )
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    #: When the next attempt may start (a failed attempt moves it on by the back-off).
+    due_at = models.DateTimeField(_("due at"), db_default=Now())
+    created_at = models.DateTimeField(_("created at"), db_default=Now())
+    #: Set when the delivery succeeded or was given up: open deliveries have none.
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    #: The run of a claim-first subscriber that holds the delivery while it is running.
+    run = models.ForeignKey(
+        "coordination.JobRun",
+        verbose_name=_("run"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_constraint=False,
+    )
+    delivery_id = models.UUIDField(_("delivery id"), default=uuid.uuid4, unique=True)
+    last_error = models.TextField(_("last error"), blank=True)
+
+    class Meta:
+        verbose_name = _("delivery")
+        verbose_name_plural = _("deliveries")
+        constraints = [
+            models.UniqueConstraint(fields=["subscriber", "event"], name="outbox_delivery_once"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "running", "succeeded", "failed"]),
+                name="outbox_delivery_status_valid",
+            ),
+        ]
+        indexes = [
+            # A subscriber's open deliveries (no ``finished_at`` yet) in event order: its
+            # job's one range scan.
+            models.Index(
+                fields=["subscriber", "finished_at", "event"], name="outbox_delivery_open"
+            ),
+            models.Index(fields=["post_id", "event"], name="outbox_delivery_post"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} event {self.event_id} for {self.subscriber}: {self.status}"
