@@ -90,7 +90,7 @@ def test_deleting_a_live_post_without_history_changes_the_public_validators(clie
     posts.delete_post(post=goes, user=admin_user)
     assert client.get("/", headers={"if-none-match": first["ETag"]}).status_code == 200
     event = PublishEvent.objects.get(kind=K.DELETED)
-    assert event.data == {"slug": "goes", "was": S.PUBLISHED}
+    assert event.data == {"slug": "goes", "was": S.PUBLISHED, "post": goes.pk}
 
 
 def test_deleting_a_draft_without_history_leaves_no_trace(admin_user):
