@@ -19,8 +19,10 @@ in order per post. Other posts' events go on.
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F
@@ -30,7 +32,7 @@ from coordination.alerts import raise_alert
 from coordination.clock import database_now
 from coordination.models import JobRun
 from coordination.registry import JobContext
-from outbox.events import EVENT_FIELDS, from_row
+from outbox.events import EVENT_FIELDS, PostEvent, from_row
 from outbox.models import Delivery
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,26 @@ class Open:
     attempts: int
     due_at: datetime
     run_id: int | None
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Subscriber:
+    """How the deliveries of one name in the ledger are made: a subscriber's job, or a
+    webhook endpoint's.
+
+    ``retry_at(row, attempt, now)`` says when a failed attempt is tried again (None: give
+    up); ``give_up(row, attempt, error)`` is told when one is given up. ``savepoint``: run
+    the handler in a savepoint, so a failure undoes its writes (off for webhooks, whose
+    handler records each attempt, failed or not).
+    """
+
+    name: str
+    handler: Callable[[PostEvent, JobContext], Any]
+    transactional: bool
+    retry_at: Callable[[Open, int, datetime], datetime | None]
+    give_up: Callable[[Open, int, str], None]
+    savepoint: bool = True
 
 
 @dataclass(frozen=True)
@@ -103,7 +125,9 @@ def _open_rows(subscriber: str) -> list[Open]:
     rows = (
         Delivery.objects.filter(subscriber=subscriber, finished_at__isnull=True)
         .order_by("subscriber", "finished_at", "event_id")
-        .values_list("pk", "event_id", "post_id", "status", "attempts", "due_at", "run_id")
+        .values_list(
+            "pk", "event_id", "post_id", "status", "attempts", "due_at", "run_id", "created_at"
+        )
     )
     return [Open(*row) for row in rows[:BATCH_SIZE]]
 
@@ -124,22 +148,50 @@ def _events(rows: list[Open]) -> dict[int, dict]:
 
 
 def deliver_pending(subscription, ctx: JobContext) -> datetime | None:
-    """Deliver one batch of the subscriber's open deliveries; return when to look again."""
+    """Deliver one batch of a plugin subscriber's open deliveries; return when to look again."""
     job = ctx.job
+
+    def give_up(row: Open, attempt: int, error: str) -> None:
+        raise_alert(
+            AlertKind.JOB_FAILING,
+            job.name,
+            f"Subscriber {job.name} gave up on event {row.event_id} (post {row.post_id}) "
+            f"after {attempt} attempt(s).\n\nLast error:\n{error}",
+        )
+
+    subscriber = Subscriber(
+        name=job.name,
+        handler=subscription.handler,
+        transactional=job.transactional,
+        retry_at=lambda row, attempt, now: job.retry_at(attempt, now),
+        give_up=give_up,
+    )
+    return deliver_batch(subscriber, ctx)
+
+
+def deliver_batch(subscriber: Subscriber, ctx: JobContext) -> datetime | None:
+    """Deliver one batch of ``subscriber``'s open deliveries; return when to look again.
+
+    A transactional subscriber's batch must run inside the run's transaction.
+    """
     now = database_now()
-    rows = _open_rows(job.name)
+    rows = _open_rows(subscriber.name)
     choice = choose(rows, now=now, live_runs=_live_runs(rows))
-    for row in choice.lost:
-        _record_failure(job, row, row.attempts, ATTEMPT_LOST, now=now)
+    retries = [
+        _record_failure(subscriber, row, row.attempts, ATTEMPT_LOST, now=now) for row in choice.lost
+    ]
     take = choice.take
-    if take and not job.transactional:
+    if take and not subscriber.transactional:
         take = _claim(take, _run_id(ctx))
-    delivered, failed = _deliver(subscription, ctx, take, now=now)
-    if delivered:
-        ctx.logger.info("delivered %d event(s), %d failed", len(delivered), failed)
-    if choice.lost or (len(rows) == BATCH_SIZE and take):
+    delivered, failed = _deliver(subscriber, ctx, take, now=now)
+    retries += failed
+    if delivered or failed:
+        ctx.logger.info(
+            "%s: delivered %d event(s), %d failed", subscriber.name, len(delivered), len(failed)
+        )
+    if len(rows) == BATCH_SIZE and take:
         return now
-    return choice.next_due
+    return min(filter(None, [choice.next_due, *retries]), default=None)
 
 
 def _run_id(ctx: JobContext) -> int | None:
@@ -162,16 +214,16 @@ def _claim(rows: list[Open], run_id: int | None) -> list[Open]:
     return [row for row in rows if row.pk in claimed]
 
 
-def _deliver(subscription, ctx: JobContext, rows: list[Open], *, now: datetime):
-    """Call the subscriber for each row in order; record outcomes; return (delivered, failed)."""
-    job = ctx.job
+def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: datetime):
+    """Call the handler for each row in order; record outcomes; return the rows delivered
+    and the failed ones' retry times (None: given up)."""
     events = _events(rows)
     delivery_ids = dict(
         Delivery.objects.filter(pk__in=[row.pk for row in rows]).values_list("pk", "delivery_id")
     )
     held: set = set()
     delivered: list[int] = []
-    failed = 0
+    failed: list[datetime | None] = []
     for row in rows:
         key = _order_key(row)
         if key in held:
@@ -181,28 +233,41 @@ def _deliver(subscription, ctx: JobContext, rows: list[Open], *, now: datetime):
         event = from_row(events[row.event_id], delivery_id=str(delivery_ids[row.pk]))
         attempt = row.attempts + 1  # a claim-first claim counted it in the row already
         try:
-            with transaction.atomic():
-                subscription.handler(event, ctx)
+            if subscriber.savepoint:
+                with transaction.atomic():
+                    subscriber.handler(event, ctx)
+            else:
+                subscriber.handler(event, ctx)
         except Exception as exc:
             logger.warning(
-                "subscriber %s failed on %s event %s (attempt %d): %s",
-                job.name,
+                "%s failed on %s event %s (attempt %d): %s",
+                subscriber.name,
                 event.kind,
                 event.id,
                 attempt,
                 exc,
-                exc_info=True,
+                exc_info=not isinstance(exc, DeliveryRefused),
             )
             held.add(key)
-            failed += 1
-            _record_failure(job, row, attempt, f"{type(exc).__name__}: {exc}", now=now)
+            failed.append(_record_failure(subscriber, row, attempt, _one_line(exc), now=now))
             continue
         delivered.append(row.pk)
-        if not job.transactional:
+        if not subscriber.transactional:
             _record_success([row.pk], now=now, counted=True)
-    if job.transactional and delivered:
+    if subscriber.transactional and delivered:
         _record_success(delivered, now=now, counted=False)
     return delivered, failed
+
+
+class DeliveryRefused(Exception):
+    """A delivery the other side refused or never answered: an expected failure (its
+    message says what happened), logged without a traceback."""
+
+
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, DeliveryRefused):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _record_success(pks: list[int], *, now: datetime, counted: bool) -> None:
@@ -213,17 +278,16 @@ def _record_success(pks: list[int], *, now: datetime, counted: bool) -> None:
     )
 
 
-def _record_failure(job, row: Open, attempt: int, error: str, *, now: datetime) -> None:
-    """Record failed attempt number ``attempt``: retry after the back-off, or give up."""
-    retry_at = job.retry_at(attempt, now) if attempt >= 1 else now
+def _record_failure(
+    subscriber: Subscriber, row: Open, attempt: int, error: str, *, now: datetime
+) -> datetime | None:
+    """Record failed attempt number ``attempt``: retry after the back-off (return when), or
+    give up (return None)."""
+    retry_at = subscriber.retry_at(row, attempt, now)
     values = {"attempts": max(attempt, row.attempts), "last_error": error[:2000], "run": None}
     if retry_at is None:
         Delivery.objects.filter(pk=row.pk).update(status=S.FAILED, finished_at=now, **values)
-        raise_alert(
-            AlertKind.JOB_FAILING,
-            job.name,
-            f"Subscriber {job.name} gave up on event {row.event_id} (post {row.post_id}) "
-            f"after {attempt} attempt(s).\n\nLast error:\n{error}",
-        )
-        return
+        subscriber.give_up(row, attempt, error)
+        return None
     Delivery.objects.filter(pk=row.pk).update(status=S.PENDING, due_at=retry_at, **values)
+    return retry_at

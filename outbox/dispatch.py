@@ -10,12 +10,13 @@ the undispatched events stay one short range of their index.
 """
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from coordination.registry import Job
 from outbox.events import is_news, post_of
-from outbox.models import Delivery
+from outbox.models import Delivery, WebhookEndpoint
 from publishing.models import PublishEvent
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,26 @@ class Undispatched:
 
 
 @dataclass(frozen=True)
+class Target:
+    """Who may be told: a name in the delivery ledger and the kinds it wants."""
+
+    name: str
+    kinds: frozenset[str]
+
+
+def targets(subscribers: Iterable[Job], endpoints: Iterable[WebhookEndpoint] = ()) -> list[Target]:
+    """Return the targets of subscribers' jobs and of (active) webhook endpoints."""
+    found = [Target(job.name, job.func.kinds) for job in subscribers]
+    found += [Target(ep.ledger_name, frozenset(ep.events)) for ep in endpoints]
+    return found
+
+
+def active_endpoints() -> list[WebhookEndpoint]:
+    """Return the webhook endpoints new events go to."""
+    return list(WebhookEndpoint.objects.filter(active=True).only("pk", "events"))
+
+
+@dataclass(frozen=True)
 class Planned:
     """A delivery to write: this event, to this subscriber."""
 
@@ -41,16 +62,16 @@ class Planned:
     kind: str
 
 
-def plan_deliveries(events: list[Undispatched], subscribers: list[Job]) -> list[Planned]:
-    """Return the deliveries of ``events`` to ``subscribers``, in event order (pure)."""
+def plan_deliveries(events: list[Undispatched], to: list[Target]) -> list[Planned]:
+    """Return the deliveries of ``events`` to the targets ``to``, in event order (pure)."""
     planned = []
     for event in events:
         if not is_news(event.kind, event.data):
             continue
         post_id = post_of(event.kind, event.post_id, event.data)
-        for job in subscribers:
-            if job.func.wants(event.kind):
-                planned.append(Planned(event.id, job.name, post_id, event.kind))
+        for target in to:
+            if event.kind in target.kinds:
+                planned.append(Planned(event.id, target.name, post_id, event.kind))
     return planned
 
 
@@ -74,13 +95,13 @@ class Dispatched:
     full: bool
 
 
-def dispatch(subscribers: list[Job], *, now: datetime, limit: int) -> Dispatched:
+def dispatch(to: list[Target], *, now: datetime, limit: int) -> Dispatched:
     """Write the deliveries of up to ``limit`` events and mark them dispatched at ``now``.
 
     Call it inside the transaction of the run (the dispatcher job is transactional).
     """
     events = undispatched(limit)
-    planned = plan_deliveries(events, subscribers)
+    planned = plan_deliveries(events, to)
     Delivery.objects.bulk_create(
         [
             Delivery(

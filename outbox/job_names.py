@@ -2,3 +2,6 @@
 
 #: Hands undispatched publish events to the subscribers (see :mod:`outbox.dispatch`).
 DISPATCH_JOB = "outbox.dispatch"
+
+#: Sends the webhook endpoints' deliveries (see :mod:`outbox.webhooks.sending`).
+WEBHOOKS_JOB = "outbox.webhooks"

@@ -13,8 +13,9 @@ from django.db import transaction
 from coordination.clock import database_now
 from coordination.registry import JobContext, job
 from coordination.schedules import WhenDue
-from outbox import dispatch, wakeups
-from outbox.job_names import DISPATCH_JOB
+from outbox import delivering, dispatch, wakeups
+from outbox.job_names import DISPATCH_JOB, WEBHOOKS_JOB
+from outbox.models import WebhookEndpoint, is_webhook
 from outbox.subscriptions import subscriber_jobs
 
 #: How many events one run dispatches.
@@ -30,9 +31,11 @@ DISPATCH_BATCH = 2000
 def dispatch_events(ctx: JobContext) -> datetime | None:
     """Dispatch one batch of events; return now while more may be waiting."""
     now = database_now()
-    done = dispatch.dispatch(subscriber_jobs(), now=now, limit=DISPATCH_BATCH)
+    to = dispatch.targets(subscriber_jobs(), dispatch.active_endpoints())
+    done = dispatch.dispatch(to, now=now, limit=DISPATCH_BATCH)
     if done.subscribers:
-        transaction.on_commit(partial(wakeups.wake, done.subscribers), robust=True)
+        jobs = {WEBHOOKS_JOB if is_webhook(name) else name for name in done.subscribers}
+        transaction.on_commit(partial(wakeups.wake, jobs), robust=True)
     if done.events:
         ctx.logger.info(
             "dispatched %d publish event(s) as %d deliveries", done.events, done.deliveries
@@ -40,3 +43,28 @@ def dispatch_events(ctx: JobContext) -> datetime | None:
     # After a batch, look again at once: events committed while this one ran may be waiting,
     # and their wake-up found this run's state row held.
     return now if done.events else None
+
+
+@job(
+    name=WEBHOOKS_JOB,
+    group="plugins",
+    schedule=WhenDue(fallback=timedelta(seconds=60)),
+    max_duration=timedelta(minutes=10),
+)
+def send_webhooks(ctx: JobContext) -> datetime | None:
+    """Send one batch of each active endpoint's due deliveries; return when to look again.
+
+    Claim-first (HTTP is not transactional): each delivery is claimed, sent, and recorded.
+    An endpoint that cannot be reached costs at most its timeouts per attempt and holds back
+    only its own deliveries, which wait for their back-off.
+    """
+    from outbox.webhooks.sending import subscriber_for
+
+    soonest = None
+    for endpoint in WebhookEndpoint.objects.filter(active=True).order_by("pk"):
+        if ctx.should_stop():
+            return database_now()
+        again = delivering.deliver_batch(subscriber_for(endpoint), ctx)
+        if again is not None:
+            soonest = again if soonest is None else min(soonest, again)
+    return soonest

@@ -80,3 +80,85 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} event {self.event_id} for {self.subscriber}: {self.status}"
+
+
+class WebhookEndpoint(models.Model):
+    """An operator's HTTP endpoint told about publish events (signed POSTs, retried)."""
+
+    name = models.CharField(_("name"), max_length=100)
+    url = models.URLField(
+        _("URL"),
+        max_length=500,
+        help_text=_("Where deliveries are POSTed. https:// unless the operator allows http://."),
+    )
+    events = models.JSONField(
+        _("events"), default=list, help_text=_("The publish events this endpoint is sent.")
+    )
+    secret = models.CharField(
+        _("secret"),
+        max_length=200,
+        help_text=_("Signs every delivery (the Instatic-Signature header); keep it private."),
+    )
+    active = models.BooleanField(_("active"), default=True)
+    created_at = models.DateTimeField(_("created at"), db_default=Now())
+    disabled_at = models.DateTimeField(_("disabled at"), null=True, blank=True, editable=False)
+    disabled_reason = models.TextField(_("why it was disabled"), blank=True, editable=False)
+
+    class Meta:
+        verbose_name = _("webhook endpoint")
+        verbose_name_plural = _("webhook endpoints")
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def ledger_name(self) -> str:
+        """The name its deliveries carry in the delivery ledger."""
+        return webhook_ledger_name(self.pk)
+
+
+#: The prefix of webhook endpoints' names in the delivery ledger.
+WEBHOOK_PREFIX = "webhook:"
+
+
+def webhook_ledger_name(endpoint_id: int) -> str:
+    """Return the delivery ledger's name for endpoint ``endpoint_id``."""
+    return f"{WEBHOOK_PREFIX}{endpoint_id}"
+
+
+def is_webhook(ledger_name: str) -> bool:
+    """Return True if a name in the delivery ledger is a webhook endpoint's."""
+    return ledger_name.startswith(WEBHOOK_PREFIX)
+
+
+class WebhookAttempt(models.Model):
+    """One HTTP attempt of a webhook delivery: what was answered, or why nothing was."""
+
+    delivery = models.ForeignKey(
+        Delivery,
+        verbose_name=_("delivery"),
+        on_delete=models.CASCADE,
+        related_name="webhook_attempts",
+    )
+    endpoint = models.ForeignKey(
+        WebhookEndpoint,
+        verbose_name=_("endpoint"),
+        on_delete=models.CASCADE,
+        related_name="webhook_attempts",
+    )
+    at = models.DateTimeField(_("at"), db_default=Now())
+    ok = models.BooleanField(_("succeeded"))
+    status_code = models.PositiveSmallIntegerField(_("response code"), null=True, blank=True)
+    duration = models.FloatField(_("duration (s)"))
+    response_head = models.TextField(_("response (first bytes)"), blank=True)
+    error = models.TextField(_("error"), blank=True)
+
+    class Meta:
+        verbose_name = _("webhook attempt")
+        verbose_name_plural = _("webhook attempts")
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["endpoint", "-at"], name="outbox_attempt_endpoint")]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint}: {self.status_code or self.error}"

@@ -138,7 +138,7 @@ def deliver_events(*subscribers: Job | Callable, node: str = "test-node") -> int
 
     jobs = [job_of(subscriber) for subscriber in subscribers]
     with transaction.atomic():
-        dispatch.dispatch(jobs, now=database_now(), limit=1_000_000)
+        dispatch.dispatch(dispatch.targets(jobs), now=database_now(), limit=1_000_000)
     before = Delivery.objects.filter(status=Delivery.Status.SUCCEEDED).count()
     for job in jobs:
         for _ in range(10_000):  # a bound, should a subscriber never run out of due work

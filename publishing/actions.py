@@ -89,9 +89,16 @@ def edit_conflict(current: Post, expected_version: int | None) -> EditConflict |
 
 
 def record_event(post: Post, kind: str, *, user=None, data=None) -> PublishEvent:
-    """Record a publish event; ``data`` holds its typed details (see :mod:`publishing.history`)."""
+    """Record a publish event; ``data`` holds its typed details (see :mod:`publishing.history`).
+
+    Call it after the change of ``post`` (still the locked row as read): an event of a public
+    change records the version the change wrote.
+    """
+    data = dict(data or {})
+    if kind in OUTBOX_KINDS:
+        data["version"] = post.version + 1  # the version the change (made under lock) wrote
     event = PublishEvent.objects.create(
-        post=post, kind=kind, user=user_or_none(user), node="", data=data or {}, lateness=None
+        post=post, kind=kind, user=user_or_none(user), node="", data=data, lateness=None
     )
     if kind in OUTBOX_KINDS:
         announce_events()

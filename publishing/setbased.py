@@ -113,11 +113,12 @@ def _postgresql(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
             UPDATE {table}
             SET {", ".join(assignments)}, "version" = "version" + 1
             WHERE {table}."id" = ANY(%s::bigint[]) AND ({where_sql}) IS TRUE
-            RETURNING {table}."id", {planned} AS planned
+            RETURNING {table}."id", {planned} AS planned, {table}."version"
         ), recorded AS (
             INSERT INTO {events} ({", ".join(map(quote, event_columns))})
             SELECT "id", '', %s, %s, %s,
-                   EXTRACT(EPOCH FROM (%s::timestamptz - planned))::float8, '', '{{}}'::jsonb
+                   EXTRACT(EPOCH FROM (%s::timestamptz - planned))::float8, '',
+                   jsonb_build_object('version', "version")
             FROM changed
             RETURNING "post_id", "lateness"
         ){set_aside}
@@ -184,9 +185,11 @@ def _set_aside_params(change: DueChange) -> list:
 
 
 def _generic(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
-    matching = list(change.condition.filter(pk__in=ids).values_list("pk", change.planned))
-    if not matching:
+    rows = list(change.condition.filter(pk__in=ids).values_list("pk", change.planned, "version"))
+    if not rows:
         return []
+    matching = [(pk, planned) for pk, planned, _ in rows]
+    versions = {pk: version + 1 for pk, _, version in rows}
     updated = change.condition.filter(pk__in=[pk for pk, _ in matching]).update(
         **change.values, version=F("version") + 1
     )
@@ -198,7 +201,12 @@ def _generic(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
     PublishEvent.objects.bulk_create(
         [
             PublishEvent(
-                post_id=pk, kind=change.kind, node=change.node, at=change.now, lateness=lateness
+                post_id=pk,
+                kind=change.kind,
+                node=change.node,
+                at=change.now,
+                lateness=lateness,
+                data={"version": versions[pk]},
             )
             for pk, lateness in changed
         ]

@@ -104,9 +104,9 @@ def test_a_subscriber_out_of_retries_gives_up_with_an_alert_and_keeps_its_delive
 def test_a_claim_first_attempt_whose_run_died_counts_as_failed_and_is_retried():
     publish_event(make_post(status="published"))
     with transaction.atomic():
-        from outbox.dispatch import dispatch
+        from outbox.dispatch import dispatch, targets
 
-        dispatch([ping.job], now=database_now(), limit=10)
+        dispatch(targets([ping.job]), now=database_now(), limit=10)
     run = JobRun.objects.create(
         job="demo.ping", slot=database_now(), status=JobRun.Status.ABANDONED, node="gone"
     )
@@ -127,9 +127,9 @@ def test_a_claim_first_attempt_whose_run_died_counts_as_failed_and_is_retried():
 def test_the_run_s_transaction_rolling_back_undoes_the_writes_and_the_record_together():
     event = publish_event(make_post(status="published"))
     with transaction.atomic():
-        from outbox.dispatch import dispatch
+        from outbox.dispatch import dispatch, targets
 
-        dispatch([index_post.job], now=database_now(), limit=10)
+        dispatch(targets([index_post.job]), now=database_now(), limit=10)
 
     with pytest.raises(KeyboardInterrupt), transaction.atomic():
         delivering.deliver_pending(index_post.job.func, context_for(index_post))

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from coordination.clock import database_now
 from coordination.registry import JobRegistry
-from outbox.dispatch import Undispatched, dispatch, plan_deliveries
+from outbox.dispatch import Undispatched, dispatch, plan_deliveries, targets
 from outbox.models import Delivery
 from plugins.sdk import on_post_event
 from publishing import posts
@@ -45,7 +45,7 @@ SUBSCRIBERS = [live_watch.job, failure_watch.job]
     ids=["published", "failed", "nobody-wants", "not-news", "deleted-live", "deleted-draft"],
 )
 def test_plan_deliveries(kind, data, subscribers):
-    planned = plan_deliveries([Undispatched(1, kind, None, data)], SUBSCRIBERS)
+    planned = plan_deliveries([Undispatched(1, kind, None, data)], targets(SUBSCRIBERS))
     assert [p.subscriber for p in planned] == subscribers
 
 
@@ -55,7 +55,7 @@ def test_every_outbox_kind_is_a_kind_of_publish_event():
 
 def _dispatch():
     with transaction.atomic():
-        return dispatch(SUBSCRIBERS, now=database_now(), limit=100)
+        return dispatch(targets(SUBSCRIBERS), now=database_now(), limit=100)
 
 
 @pytest.mark.django_db

@@ -1,0 +1,1 @@
+"""Webhooks: publish events POSTed to operators' endpoints, signed, retried, bounded."""

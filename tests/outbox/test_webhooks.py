@@ -1,0 +1,131 @@
+"""Webhook deliveries end to end: a publish event POSTed to a loopback endpoint, every
+attempt recorded, retried with the same delivery id, given up and disabled, sent again."""
+
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+
+from coordination.clock import database_now
+from coordination.models import Alert
+from coordination.registry import registry
+from outbox import delivering, dispatch
+from outbox.models import Delivery, WebhookAttempt, WebhookEndpoint
+from outbox.webhooks.sending import subscriber_for
+from plugins.testing import context_for
+from publishing.models import PublishEvent
+from tests.publishing.conftest import make_post
+from tests.support.webhook_receiver import receiver
+
+loopback = override_settings(INSTATIC_WEBHOOK_ALLOW_PRIVATE=True, INSTATIC_WEBHOOK_ALLOW_HTTP=True)
+
+
+def endpoint_for(url, **values):
+    return WebhookEndpoint.objects.create(
+        name="cdn", url=url, events=["published"], secret="s3cret", **values
+    )
+
+
+def dispatch_and_send(endpoint):
+    dispatch.dispatch(
+        dispatch.targets([], dispatch.active_endpoints()), now=database_now(), limit=100
+    )
+    ctx = context_for(registry.get("outbox.webhooks"))
+    return delivering.deliver_batch(subscriber_for(endpoint), ctx)
+
+
+@pytest.mark.django_db
+@loopback
+def test_a_publish_event_is_posted_signed_and_its_attempt_recorded():
+    post = make_post(status="published", title="Opening hours")
+    event = PublishEvent.objects.create(post=post, kind="published", node="web-1")
+    with receiver() as hook:
+        endpoint = endpoint_for(hook.url)
+        dispatch_and_send(endpoint)
+        (request,) = hook.wait_for(1)
+
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.subscriber) == ("succeeded", f"webhook:{endpoint.pk}")
+    assert request.headers["Instatic-Delivery"] == str(delivery.delivery_id)
+    assert b'"event":"published"' in request.body and b'"title":"Opening hours"' in request.body
+    assert f'"event_id":{event.pk}'.encode() in request.body
+    attempt = WebhookAttempt.objects.get()
+    assert (attempt.ok, attempt.status_code, attempt.response_head) == (True, 200, "answer 200")
+
+
+@pytest.mark.django_db
+@loopback
+def test_a_failed_attempt_is_retried_later_with_the_same_delivery_id():
+    PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+    with receiver("status", 500) as hook:
+        endpoint = endpoint_for(hook.url)
+        again = dispatch_and_send(endpoint)
+        delivery = Delivery.objects.get()
+        assert (delivery.status, delivery.attempts) == ("pending", 1)
+        assert again == delivery.due_at and again > database_now() + timedelta(seconds=25)
+
+        hook.answer("status", 204)
+        Delivery.objects.update(due_at=database_now())
+        dispatch_and_send(endpoint)
+        first, second = hook.wait_for(2)
+
+    assert first.headers["Instatic-Delivery"] == second.headers["Instatic-Delivery"]
+    assert Delivery.objects.get().status == "succeeded"
+    assert list(WebhookAttempt.objects.order_by("id").values_list("status_code", "ok")) == [
+        (500, False),
+        (204, True),
+    ]
+
+
+@pytest.mark.django_db
+@loopback
+def test_a_delivery_failing_past_the_retry_window_disables_its_endpoint_with_an_alert():
+    PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+    with receiver("close") as hook:
+        endpoint = endpoint_for(hook.url)
+        dispatch.dispatch(
+            dispatch.targets([], dispatch.active_endpoints()), now=database_now(), limit=100
+        )
+        Delivery.objects.update(created_at=database_now() - timedelta(days=2))
+        dispatch_and_send(endpoint)
+
+    delivery = Delivery.objects.get()
+    assert delivery.status == "failed" and "closed without an answer" in delivery.last_error
+    endpoint.refresh_from_db()
+    assert not endpoint.active and "closed without an answer" in endpoint.disabled_reason
+    assert Alert.objects.filter(subject="webhook cdn").exists()
+
+
+@pytest.mark.django_db
+@override_settings(INSTATIC_WEBHOOK_ALLOW_HTTP=True)
+def test_a_private_address_is_refused_unless_allowed_and_the_refusal_recorded():
+    PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+    with receiver() as hook:
+        endpoint = endpoint_for(hook.url)
+        dispatch_and_send(endpoint)
+        assert hook.received == []
+    attempt = WebhookAttempt.objects.get()
+    assert not attempt.ok and "not a public address" in attempt.error
+
+
+@pytest.mark.django_db
+def test_send_again_puts_a_given_up_delivery_back_with_its_id(admin_client):
+    PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+    endpoint = endpoint_for("https://hooks.example.com/x")
+    dispatch.dispatch(dispatch.targets([], [endpoint]), now=database_now(), limit=10)
+    Delivery.objects.update(status="failed", finished_at=database_now(), attempts=9)
+    before = Delivery.objects.get()
+
+    response = admin_client.post(
+        "/admin/outbox/delivery/",
+        {"action": "send_again", "_selected_action": [before.pk]},
+        follow=True,
+    )
+
+    assert "1 delivery will be sent again." in response.content.decode()
+    after = Delivery.objects.get()
+    assert (after.status, after.finished_at, after.delivery_id) == (
+        "pending",
+        None,
+        before.delivery_id,
+    )
