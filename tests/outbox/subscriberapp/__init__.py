@@ -1,0 +1,1 @@
+"""A test-only plugin app: a transactional subscriber that writes an ``Effect`` per event."""

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SubscriberAppConfig(AppConfig):
+    name = "tests.outbox.subscriberapp"
+    label = "subscriberapp"

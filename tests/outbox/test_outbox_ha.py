@@ -1,0 +1,64 @@
+"""Publish events with real processes: a replica SIGKILLed in the middle of a delivery.
+
+Two ``runscheduler`` replicas run the plugins group with the test subscriber
+(``tests/outbox/subscriberapp``: transactional, one ``Effect`` per event) and a webhook
+endpoint on a loopback receiver. The leader is killed while a delivery's transaction is
+open; the survivor takes over. Every event must then reach the transactional subscriber
+exactly once and the webhook at least once, each delivery succeeded once, nothing left open.
+"""
+
+import signal
+
+import pytest
+from django.db.models import Count
+
+from outbox.models import Delivery, WebhookEndpoint
+from publishing.models import PublishEvent
+from tests.jobsapp.models import Effect
+from tests.publishing.conftest import make_post
+from tests.support.polling import wait_until
+from tests.support.webhook_receiver import receiver
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True)]
+
+ENV = {
+    "INSTATIC_TEST_EXTRA_APPS": "tests.outbox.subscriberapp",
+    "HATEST_SLOW_SECONDS": "0.3",
+    "INSTATIC_WEBHOOK_ALLOW_PRIVATE": "1",
+    "INSTATIC_WEBHOOK_ALLOW_HTTP": "1",
+}
+EVENTS = 6
+
+
+def test_a_replica_killed_mid_delivery_loses_nothing_and_doubles_nothing(schedulers):
+    with receiver() as hook:
+        WebhookEndpoint.objects.create(
+            name="hook", url=hook.url, events=["published"], secret="s3cret"
+        )
+        for _ in range(EVENTS):
+            PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+
+        first = schedulers("outbox-a", "plugins", env=ENV)
+        first.wait_for_log(r"delivering event \d+", timeout=60)
+        first.signal(signal.SIGKILL)
+        first.wait()
+        schedulers("outbox-b", "plugins", env=ENV)
+
+        wait_until(
+            lambda: Delivery.objects.filter(status="succeeded").count() == 2 * EVENTS,
+            timeout=90,
+            message="every delivery succeeded",
+        )
+        requests = hook.received
+
+    events = set(PublishEvent.objects.values_list("pk", flat=True))
+    per_event = dict(Effect.objects.values_list("job").annotate(n=Count("id")))
+    assert per_event == {f"event-{pk}": 1 for pk in events}  # exactly once, none lost
+    seen = {r.headers["Instatic-Delivery"] for r in requests}
+    webhook_ids = set(
+        Delivery.objects.filter(subscriber__startswith="webhook:").values_list(
+            "delivery_id", flat=True
+        )
+    )
+    assert seen == {str(i) for i in webhook_ids}  # at least once each, by its delivery id
+    assert not Delivery.objects.filter(finished_at__isnull=True).exists()
