@@ -54,8 +54,9 @@ def _bump_wakeup(group_name: str) -> None:
         logger.warning("could not wake the %s leader: %s", group_name, exc)
 
 
-def request_wakeup(job_name: str, at: datetime, *, skip_locked: bool = False) -> None:
-    """Ask for ``job_name`` to run at ``at`` at the latest (e.g. a post scheduled sooner).
+def request_wakeup(job_name: str, at: datetime | None, *, skip_locked: bool = False) -> None:
+    """Ask for ``job_name`` to run at ``at`` at the latest (e.g. a post scheduled sooner);
+    ``None`` means now, by the database clock.
 
     Lowers the job's wake-up instant (never raises it) and, on PostgreSQL, wakes the group's
     leader when the surrounding transaction commits. With ``skip_locked``, a state row its

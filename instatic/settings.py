@@ -254,7 +254,9 @@ INSTATIC_ALLOW_EXTERNAL_IMAGES = _env(parse_bool, "INSTATIC_ALLOW_EXTERNAL_IMAGE
 # --- Outbox (outbox.conf.settings): webhooks. ---
 INSTATIC_WEBHOOK_ALLOW_PRIVATE = _env(parse_bool, "INSTATIC_WEBHOOK_ALLOW_PRIVATE", False)
 INSTATIC_WEBHOOK_ALLOW_HTTP = _env(parse_bool, "INSTATIC_WEBHOOK_ALLOW_HTTP", False)
-INSTATIC_WEBHOOK_RETRY_FOR = _env(parse_seconds, "INSTATIC_WEBHOOK_RETRY_FOR", 86_400.0, positive=True)
+INSTATIC_WEBHOOK_RETRY_FOR = _env(
+    parse_seconds, "INSTATIC_WEBHOOK_RETRY_FOR", 86_400.0, positive=True
+)
 
 LOG_LEVEL = _env(parse_log_level, "INSTATIC_LOG_LEVEL", "INFO")
 # "text" (default) for people, "json" for log shippers: one object per line (instatic/logging.py).

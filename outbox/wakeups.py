@@ -9,7 +9,6 @@ skipped, not waited for: that run looks for more work before it ends. A wake-up 
 import logging
 from collections.abc import Iterable
 
-from coordination.clock import database_now
 from coordination.dberrors import DATABASE_ERRORS
 from coordination.services import request_wakeup
 from outbox.job_names import DISPATCH_JOB
@@ -23,9 +22,8 @@ def wake(job_names: Iterable[str]) -> None:
     if not names:
         return
     try:
-        now = database_now()
         for name in names:
-            request_wakeup(name, now, skip_locked=True)
+            request_wakeup(name, None, skip_locked=True)
     except DATABASE_ERRORS as exc:
         logger.warning("could not wake %s (%s); their schedules will look again", names, exc)
 

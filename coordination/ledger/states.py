@@ -124,9 +124,9 @@ def record_run_request(job_name: str, *, requested_by: str = "") -> None:
     )
 
 
-def record_wakeup_request(job_name: str, at: datetime, *, skip_locked: bool = False) -> int:
+def record_wakeup_request(job_name: str, at: datetime | None, *, skip_locked: bool = False) -> int:
     """Lower ``job_name``'s wake-up instant to ``at`` (never raise it); return how many state
-    rows changed (0: the job has no state yet).
+    rows changed (0: the job has no state yet). ``None`` means the database's now.
 
     With ``skip_locked`` (inside a transaction), a state row that another transaction holds
     (its job's run) is left alone instead of waited for, where the database can skip locked
@@ -137,7 +137,8 @@ def record_wakeup_request(job_name: str, at: datetime, *, skip_locked: bool = Fa
         state = JobState.objects.filter(
             pk__in=list(state.select_for_update(skip_locked=True).values_list("pk", flat=True))
         )
-    return state.update(wake_at=Least(Coalesce("wake_at", Value(at)), Value(at)))
+    instant = Now() if at is None else Value(at)
+    return state.update(wake_at=Least(Coalesce("wake_at", instant), instant))
 
 
 def lock_state_nowait(job_name: str) -> None:
