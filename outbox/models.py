@@ -46,13 +46,15 @@ class Delivery(models.Model):
     created_at = models.DateTimeField(_("created at"), db_default=Now())
     #: Set when the delivery succeeded or was given up: open deliveries have none.
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
-    #: The run of a claim-first subscriber that holds the delivery while it is running.
+    #: The run of a claim-first subscriber that holds the delivery while it is running. Not
+    #: a constraint, nor cleared when the ledger's retention deletes runs: a run that is
+    #: gone is over, as one that ended is.
     run = models.ForeignKey(
         "coordination.JobRun",
         verbose_name=_("run"),
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.DO_NOTHING,
         related_name="+",
         db_constraint=False,
     )
