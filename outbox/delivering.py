@@ -77,6 +77,9 @@ class Subscriber:
     retry_at: Callable[[Open, int, datetime], datetime | None]
     give_up: Callable[[Open, int, str], None]
     savepoint: bool = True
+    #: End the batch after this many failures in a row (an endpoint that is down costs a
+    #: few timeouts a run, not one per waiting delivery); None: go on.
+    stop_after_failures: int | None = None
 
 
 @dataclass(frozen=True)
@@ -224,12 +227,15 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
     held: set = set()
     delivered: list[int] = []
     failed: list[datetime | None] = []
+    attempted: set[int] = set()
+    in_a_row = 0
     for row in rows:
         key = _order_key(row)
         if key in held:
             continue
-        if ctx.should_stop():
+        if ctx.should_stop() or in_a_row == subscriber.stop_after_failures:
             break
+        attempted.add(row.pk)
         event = from_row(events[row.event_id], delivery_id=str(delivery_ids[row.pk]))
         attempt = row.attempts + 1  # a claim-first claim counted it in the row already
         try:
@@ -249,14 +255,27 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
                 exc_info=not isinstance(exc, DeliveryRefused),
             )
             held.add(key)
+            in_a_row += 1
             failed.append(_record_failure(subscriber, row, attempt, _one_line(exc), now=now))
             continue
+        in_a_row = 0
         delivered.append(row.pk)
         if not subscriber.transactional:
             _record_success([row.pk], now=now, counted=True)
     if subscriber.transactional and delivered:
         _record_success(delivered, now=now, counted=False)
+    if not subscriber.transactional:
+        _release([row.pk for row in rows if row.pk not in attempted])
     return delivered, failed
+
+
+def _release(pks: list[int]) -> None:
+    """Give back claimed deliveries this run did not attempt (their post was held behind a
+    failure, or the batch ended early): waiting again, their claim's count undone."""
+    if pks:
+        Delivery.objects.filter(pk__in=pks, status=S.RUNNING).update(
+            status=S.PENDING, run=None, attempts=F("attempts") - 1
+        )
 
 
 class DeliveryRefused(Exception):

@@ -35,6 +35,11 @@ logger = logging.getLogger(__name__)
 BACKOFF = JobOptions(retries=MAX_RETRIES, retry_backoff=timedelta(seconds=30))
 
 
+#: Failed attempts in a row after which an endpoint's batch ends for this run: a dead
+#: endpoint costs a few timeouts, and the other endpoints' deliveries go on.
+STOP_AFTER_FAILURES = 3
+
+
 def body(event: PostEvent) -> bytes:
     """Return the JSON body of ``event``'s delivery (compact, keys sorted)."""
     from publishing.models import Post
@@ -104,6 +109,7 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
         retry_at=retry_at,
         give_up=give_up,
         savepoint=False,
+        stop_after_failures=STOP_AFTER_FAILURES,
     )
 
 

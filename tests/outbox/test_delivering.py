@@ -156,3 +156,15 @@ def test_scheduler_ticks_dispatch_and_deliver_with_ledger_rows(monkeypatch):
     runs = dict(JobRun.objects.values_list("job", "status"))
     assert runs == {"outbox.dispatch": "succeeded", "demo.index_post": "succeeded"}
     assert Delivery.objects.get().status == "succeeded"
+
+
+@pytest.mark.django_db
+def test_a_claim_first_post_held_behind_a_failure_is_released_not_counted_as_attempted():
+    post = make_post(status="published")
+    publish_event(post)
+    publish_event(post)
+
+    deliver_events(ping)
+
+    rows = list(Delivery.objects.order_by("event_id").values_list("status", "attempts", "run"))
+    assert rows == [("failed", 1, None), ("pending", 0, None)]

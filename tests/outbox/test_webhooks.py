@@ -129,3 +129,19 @@ def test_send_again_puts_a_given_up_delivery_back_with_its_id(admin_client):
         None,
         before.delivery_id,
     )
+
+
+@pytest.mark.django_db
+@loopback
+@override_settings(INSTATIC_WEBHOOK_READ_TIMEOUT=0.2)
+def test_an_endpoint_that_is_down_costs_a_few_timeouts_a_run_and_its_other_deliveries_wait():
+    for _ in range(8):
+        PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+    with receiver("hang") as hook:
+        endpoint = endpoint_for(hook.url)
+        dispatch_and_send(endpoint)
+        assert len(hook.received) == 3  # then the batch ends
+
+    statuses = list(Delivery.objects.order_by("event_id").values_list("status", "attempts"))
+    assert statuses == [("pending", 1)] * 3 + [("pending", 0)] * 5  # not attempted: released
+    assert not Delivery.objects.filter(run__isnull=False).exists()
