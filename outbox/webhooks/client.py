@@ -1,18 +1,22 @@
-"""One webhook request: POST the body to the checked address, bounded in time and size.
+"""One attempt at delivering a webhook: POST the body to the endpoint and report what happened.
 
-Built on urllib3. The host is resolved and checked (:mod:`outbox.webhooks.addresses`) at
-every attempt and the connection made to that address, with the URL's host in ``Host`` and,
-for https, in SNI and the certificate check (the system's CA store). Redirects are never
-followed: a 3xx is a failed attempt saying where it pointed. At most ``MAX_READ`` bytes of
-the answer are read and the first ``HEAD_BYTES`` kept. Network trouble never raises: it is
-an :class:`Attempt` whose ``error`` says what happened, in words for the admin.
+The attempt connects to an address the guard (``addresses``) checked at send time, never to
+the name again, while the request carries the original ``Host`` header and, for https, the
+TLS handshake sends the host name (SNI) and checks the certificate against it with the
+system's CA store. Redirects are not followed: a redirect could lead anywhere, past the guard.
+Every wait is bounded (connect, each read, the whole attempt) and so is what is read of the
+answer. Network problems are reported in the ``Attempt``, never raised.
 """
 
+import logging
+import socket
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import urllib3
+import urllib3.connection
 from urllib3.exceptions import (
     ConnectTimeoutError,
     HTTPError,
@@ -22,26 +26,37 @@ from urllib3.exceptions import (
     SSLError,
 )
 
-from outbox.webhooks.addresses import BlockedAddress, check_url, resolve
+from outbox.webhooks.addresses import AddressError, parse_url, resolve
 
-#: The most of an answer read (the rest is left unread, the connection closed).
+logger = logging.getLogger(__name__)
+
+#: At most this much of an answer is read; the rest is left unread and the connection closed.
 MAX_READ = 64 * 1024
-
-#: How much of an answer is kept with the attempt.
-HEAD_BYTES = 512
+#: This much of what was read is kept in the attempt, for people to see what the endpoint said.
+HEAD_SIZE = 512
+_CHUNK = 8 * 1024
+#: Pools kept for reuse of connections, keyed by (scheme, ip, port, host); the least recently
+#: used is closed beyond this many.
+MAX_POOLS = 32
 
 
 @dataclass(frozen=True)
 class Timeouts:
-    """Seconds to connect, and to wait for the answer; the attempt's total is their sum."""
+    """How long an attempt waits, in seconds: to connect, for each read, and in all."""
 
     connect: float = 3.0
     read: float = 10.0
+    total: float = 15.0
+
+
+DEFAULT_TIMEOUTS = Timeouts()
 
 
 @dataclass(frozen=True)
 class Attempt:
-    """What one request did: ``ok`` for a 2xx answer; ``error`` (one line) otherwise."""
+    """What one delivery attempt found: ``ok`` for a 2xx answer, the status if there was an
+    answer, the first bytes of it, a one-line ``error`` for people when not ok, and how long
+    the attempt took."""
 
     ok: bool
     status_code: int | None
@@ -50,110 +65,211 @@ class Attempt:
     duration: float
 
 
+class _Connection(urllib3.connection.HTTPConnection):
+    """An HTTP connection that keeps its socket while an answer is read (http.client drops
+    the connection's reference to a socket that closes after the answer), so each read of
+    the answer can be bounded by what is left of the deadline."""
+
+    def connect(self):
+        super().connect()
+        self.answer_socket = self.sock
+
+
+class _HTTPSConnection(urllib3.connection.HTTPSConnection):
+    """``_Connection`` for https."""
+
+    def connect(self):
+        super().connect()
+        self.answer_socket = self.sock
+
+
+class _HTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _Connection
+
+
+class _HTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+_pools: OrderedDict[tuple, urllib3.HTTPConnectionPool] = OrderedDict()
+_pools_lock = threading.Lock()
+
+
+def _pool(scheme: str, ip: str, port: int, host: str) -> urllib3.HTTPConnectionPool:
+    """Return the pool of connections to ``ip``:``port`` for ``host``, made on first use."""
+    key = (scheme, ip, port, host)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is not None:
+            _pools.move_to_end(key)
+            return pool
+        if scheme == "https":
+            pool = _HTTPSPool(
+                ip,
+                port,
+                maxsize=4,
+                server_hostname=host,
+                assert_hostname=host,
+                cert_reqs="CERT_REQUIRED",
+            )
+        else:
+            pool = _HTTPPool(ip, port, maxsize=4)
+        _pools[key] = pool
+        while len(_pools) > MAX_POOLS:
+            _key, old = _pools.popitem(last=False)
+            old.close()
+        return pool
+
+
+def clear_pools() -> None:
+    """Close every kept pool (at shutdown, and in tests that need fresh connections)."""
+    with _pools_lock:
+        while _pools:
+            _key, pool = _pools.popitem()
+            pool.close()
+
+
 def send(
     url: str,
     body: bytes,
-    headers: dict[str, str],
+    headers: dict,
     *,
     allow_private: bool,
     allow_http: bool,
-    timeout: Timeouts = Timeouts(),
+    timeout: Timeouts = DEFAULT_TIMEOUTS,
+    getaddrinfo=socket.getaddrinfo,
 ) -> Attempt:
-    """POST ``body`` to ``url`` and return the :class:`Attempt` (never raises for the network)."""
+    """POST ``body`` with ``headers`` to ``url`` once and return the ``Attempt``.
+
+    The URL is checked (``check_url``) and its host resolved now; the addresses are tried
+    in the resolver's order until one accepts the connection. The resolver's own wait is
+    the system's (``getaddrinfo`` has no timeout); everything after it is within
+    ``timeout.total``.
+    """
     started = time.monotonic()
+    deadline = started + timeout.total
 
     def failed(error: str, status: int | None = None, head: str = "") -> Attempt:
-        return Attempt(False, status, head, error, time.monotonic() - started)
+        return Attempt(False, status, head, _one_line(error), time.monotonic() - started)
 
-    problem = check_url(url, allow_http=allow_http, allow_private=allow_private)
-    if problem:
-        return failed(f"refused: {problem}")
-    parts = urlsplit(url)
-    host = parts.hostname
-    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        address = resolve(host, port, allow_private=allow_private)[0]
-    except BlockedAddress as exc:
-        return failed(f"refused: {exc}")
-    path = parts.path or "/"
-    if parts.query:
-        path = f"{path}?{parts.query}"
-    host_header = host if parts.port is None else f"{host}:{parts.port}"
-    pool = _pool(parts.scheme, address, port, host, timeout)
+        target = parse_url(url, allow_http=allow_http, allow_private=allow_private)
+    except ValueError as exc:
+        return failed(str(exc))
     try:
-        response = pool.urlopen(
-            "POST",
-            path,
-            body=body,
-            headers={**headers, "Host": host_header},
-            redirect=False,
-            retries=False,
-            preload_content=False,
-            assert_same_host=False,
+        ips = resolve(
+            target.host, target.port, allow_private=allow_private, getaddrinfo=getaddrinfo
         )
-    except (ConnectTimeoutError, NewConnectionError) as exc:
-        pool.close()
-        return failed(_connect_error(exc, timeout))
-    except ReadTimeoutError:
-        return failed(f"no answer within {timeout.read:g} s (timed out)")
-    except SSLError as exc:
-        return failed(f"TLS failed: {exc}")
-    except ProtocolError as exc:
-        return failed(f"the connection closed without an answer ({_reason(exc)})")
-    except HTTPError as exc:
-        return failed(f"the request failed: {exc}")
-    try:
-        data = response.read(MAX_READ, decode_content=False) or b""
-    except (HTTPError, OSError):
-        data = b""
-    finally:
-        # Whatever is left unread stays unread: the connection is closed, not drained.
-        response.close()
-        pool.close()
-    head = data[:HEAD_BYTES].decode("utf-8", errors="replace")
+    except AddressError as exc:
+        return failed(exc.message)
+    headers = {**headers, "Host": target.host_header}
+    error = ""
+    for ip in ips:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return failed(error or f"timed out after {timeout.total:g} s in all")
+        pool = _pool(target.scheme, ip, target.port, target.host)
+        try:
+            response = pool.urlopen(
+                "POST",
+                target.request_target,
+                body=body,
+                headers=headers,
+                retries=False,
+                redirect=False,
+                preload_content=False,
+                decode_content=False,
+                assert_same_host=False,
+                timeout=urllib3.Timeout(
+                    connect=timeout.connect, read=timeout.read, total=remaining
+                ),
+            )
+        except (NewConnectionError, ConnectTimeoutError) as exc:
+            # Nothing was sent: the next address may answer.
+            error = _connect_error(target.host, ip, exc, timeout)
+            logger.info("Webhook to %s: %s", target.host, error)
+            continue
+        except HTTPError as exc:
+            return failed(_request_error(target.host, ip, exc, timeout, deadline))
+        return _answer(response, target.host, ip, deadline, timeout, started)
+    return failed(error)
+
+
+def _answer(response, host, ip, deadline, timeout, started) -> Attempt:
+    """Read at most ``MAX_READ`` of the answer (each read within the deadline) and make the
+    attempt of it."""
     status = response.status
-    if 200 <= status < 300:
-        return Attempt(True, status, head, "", time.monotonic() - started)
-    if 300 <= status < 400:
-        where = response.headers.get("Location", "nowhere")
-        return failed(
-            f"the endpoint redirected ({status}) to {where}; redirects are not followed",
-            status,
-            head,
+    read = bytearray()
+    error = ""
+    try:
+        while len(read) < MAX_READ:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                error = f"timed out after {timeout.total:g} s in all, waiting for {host} ({ip})"
+                break
+            _set_read_timeout(response, min(timeout.read, remaining))
+            chunk = response.read1(min(_CHUNK, MAX_READ - len(read)))
+            if not chunk:
+                break
+            read += chunk
+    except (HTTPError, OSError) as exc:
+        # The status arrived; a body cut short still tells people what the endpoint said.
+        error = _request_error(host, ip, exc, timeout, deadline)
+    finally:
+        if len(read) >= MAX_READ or error:
+            # Unread data or a broken stream: the connection cannot carry another request.
+            response.close()
+        response.release_conn()
+    head = bytes(read[:HEAD_SIZE]).decode("utf-8", errors="replace")
+    ok = 200 <= status < 300 and not error
+    if not error and 300 <= status < 400:
+        location = response.headers.get("Location")
+        where = f" to {location[:200]}" if location else " (no Location given)"
+        error = (
+            f"the endpoint redirected (HTTP {status}){where}; redirects are not followed,"
+            " so set the webhook's URL to the address it redirects to"
         )
-    return failed(f"the endpoint answered {status}", status, head)
+    elif not error and not ok:
+        error = f"the endpoint answered HTTP {status}"
+    return Attempt(ok, status, head, _one_line(error), time.monotonic() - started)
 
 
-def _pool(scheme: str, address: str, port: int, host: str, timeout: Timeouts):
-    """Return a pool connecting to ``address`` (one per request: endpoints are few, and a
-    pool keyed by address would outlive a change of DNS)."""
-    urllib_timeout = urllib3.Timeout(
-        total=timeout.connect + timeout.read, connect=timeout.connect, read=timeout.read
-    )
-    if scheme == "https":
-        return urllib3.HTTPSConnectionPool(
-            address,
-            port,
-            timeout=urllib_timeout,
-            maxsize=1,
-            server_hostname=host,
-            assert_hostname=host,
-            cert_reqs="CERT_REQUIRED",
-        )
-    return urllib3.HTTPConnectionPool(address, port, timeout=urllib_timeout, maxsize=1)
+def _set_read_timeout(response, seconds: float) -> None:
+    """Bound the next read of ``response``'s socket, so a slow trickle ends at the deadline."""
+    sock = getattr(response.connection, "answer_socket", None)
+    if sock is not None:
+        sock.settimeout(max(seconds, 0.001))
 
 
-def _connect_error(exc: Exception, timeout: Timeouts) -> str:
-    if isinstance(exc, ConnectTimeoutError) and not isinstance(exc, NewConnectionError):
-        return f"could not connect within {timeout.connect:g} s (timed out)"
-    text = str(exc).lower()
-    if "refused" in text:
-        return "connection refused"
-    if "timed out" in text:
-        return f"could not connect within {timeout.connect:g} s (timed out)"
-    return f"could not connect ({_reason(exc)})"
+def _connect_error(host: str, ip: str, exc: Exception, timeout: Timeouts) -> str:
+    """Say why the connection to ``ip`` was not made."""
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(exc, NewConnectionError):
+        if isinstance(cause, ConnectionRefusedError) or "refused" in str(exc).lower():
+            return f"connection refused by {host} ({ip})"
+        if isinstance(cause, socket.timeout | TimeoutError) or "timed out" in str(exc):
+            return f"timed out connecting to {host} ({ip}) after {timeout.connect:g} s"
+        return f"could not connect to {host} ({ip}): {cause or exc}"
+    return f"timed out connecting to {host} ({ip}) after {timeout.connect:g} s"
 
 
-def _reason(exc: Exception) -> str:
-    reason = exc.args[-1] if exc.args else exc
-    return str(reason).split(":")[-1].strip() or type(exc).__name__
+def _request_error(host: str, ip: str, exc: Exception, timeout: Timeouts, deadline) -> str:
+    """Say why a request that reached ``ip`` has no complete answer."""
+    if isinstance(exc, SSLError):
+        return f"TLS failure with {host} ({ip}): {exc}"
+    if _is_timeout(exc):
+        if time.monotonic() >= deadline - 0.01:
+            return f"timed out after {timeout.total:g} s in all, waiting for {host} ({ip})"
+        return f"timed out waiting for {host} ({ip}) to answer after {timeout.read:g} s"
+    if isinstance(exc, ProtocolError):
+        return f"{host} ({ip}) closed the connection without a complete response"
+    return f"the request to {host} ({ip}) failed: {exc}"
+
+
+def _is_timeout(exc: Exception) -> bool:
+    return isinstance(exc, ReadTimeoutError | socket.timeout | TimeoutError)
+
+
+def _one_line(text: str) -> str:
+    """Return ``text`` on one line, without control characters (it may quote the endpoint)."""
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())

@@ -100,7 +100,7 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
             raise DeliveryRefused(attempt.error or f"the endpoint answered {attempt.status_code}")
 
     def give_up(row: Open, attempts: int, error: str) -> None:
-        disable(endpoint, f"a delivery failed for {_window()} ({attempts} attempts): {error}")
+        disable(endpoint, f"a delivery kept failing for {_window()} ({attempts} attempts): {error}")
 
     return Subscriber(
         name=endpoint.ledger_name,

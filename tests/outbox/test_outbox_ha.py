@@ -17,7 +17,7 @@ from publishing.models import PublishEvent
 from tests.jobsapp.models import Effect
 from tests.publishing.conftest import make_post
 from tests.support.polling import wait_until
-from tests.support.webhook_receiver import receiver
+from tests.support.webhook_receiver import Behaviour, WebhookReceiver
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True)]
 
@@ -31,9 +31,9 @@ EVENTS = 6
 
 
 def test_a_replica_killed_mid_delivery_loses_nothing_and_doubles_nothing(schedulers):
-    with receiver() as hook:
+    with WebhookReceiver(Behaviour(body=b"answer 200")) as hook:
         WebhookEndpoint.objects.create(
-            name="hook", url=hook.url, events=["published"], secret="s3cret"
+            name="hook", url=hook.url(), events=["published"], secret="s3cret"
         )
         for _ in range(EVENTS):
             PublishEvent.objects.create(post=make_post(status="published"), kind="published")
@@ -50,7 +50,7 @@ def test_a_replica_killed_mid_delivery_loses_nothing_and_doubles_nothing(schedul
             timeout=180,
             fail=False,
         )
-        requests = hook.received
+        requests = hook.requests
     rows = list(Delivery.objects.values("subscriber", "status", "attempts", "last_error"))
     assert done, rows
 

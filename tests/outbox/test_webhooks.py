@@ -15,7 +15,7 @@ from outbox.webhooks.sending import subscriber_for
 from plugins.testing import context_for
 from publishing.models import PublishEvent
 from tests.publishing.conftest import make_post
-from tests.support.webhook_receiver import receiver
+from tests.support.webhook_receiver import Behaviour, WebhookReceiver
 
 loopback = override_settings(INSTATIC_WEBHOOK_ALLOW_PRIVATE=True, INSTATIC_WEBHOOK_ALLOW_HTTP=True)
 
@@ -39,8 +39,8 @@ def dispatch_and_send(endpoint):
 def test_a_publish_event_is_posted_signed_and_its_attempt_recorded():
     post = make_post(status="published", title="Opening hours")
     event = PublishEvent.objects.create(post=post, kind="published", node="web-1")
-    with receiver() as hook:
-        endpoint = endpoint_for(hook.url)
+    with WebhookReceiver(Behaviour(body=b"answer 200")) as hook:
+        endpoint = endpoint_for(hook.url())
         dispatch_and_send(endpoint)
         (request,) = hook.wait_for(1)
 
@@ -57,14 +57,14 @@ def test_a_publish_event_is_posted_signed_and_its_attempt_recorded():
 @loopback
 def test_a_failed_attempt_is_retried_later_with_the_same_delivery_id():
     PublishEvent.objects.create(post=make_post(status="published"), kind="published")
-    with receiver("status", 500) as hook:
-        endpoint = endpoint_for(hook.url)
+    with WebhookReceiver(Behaviour(status=500, body=b"answer 500")) as hook:
+        endpoint = endpoint_for(hook.url())
         again = dispatch_and_send(endpoint)
         delivery = Delivery.objects.get()
         assert (delivery.status, delivery.attempts) == ("pending", 1)
         assert again == delivery.due_at and again > database_now() + timedelta(seconds=25)
 
-        hook.answer("status", 204)
+        hook.behaviour = Behaviour(status=204)
         Delivery.objects.update(due_at=database_now())
         dispatch_and_send(endpoint)
         first, second = hook.wait_for(2)
@@ -81,8 +81,8 @@ def test_a_failed_attempt_is_retried_later_with_the_same_delivery_id():
 @loopback
 def test_a_delivery_failing_past_the_retry_window_disables_its_endpoint_with_an_alert():
     PublishEvent.objects.create(post=make_post(status="published"), kind="published")
-    with receiver("close") as hook:
-        endpoint = endpoint_for(hook.url)
+    with WebhookReceiver(Behaviour(close=True)) as hook:
+        endpoint = endpoint_for(hook.url())
         dispatch.dispatch(
             dispatch.targets([], dispatch.active_endpoints()), now=database_now(), limit=100
         )
@@ -90,9 +90,9 @@ def test_a_delivery_failing_past_the_retry_window_disables_its_endpoint_with_an_
         dispatch_and_send(endpoint)
 
     delivery = Delivery.objects.get()
-    assert delivery.status == "failed" and "closed without an answer" in delivery.last_error
+    assert delivery.status == "failed" and "closed the connection" in delivery.last_error
     endpoint.refresh_from_db()
-    assert not endpoint.active and "closed without an answer" in endpoint.disabled_reason
+    assert not endpoint.active and "closed the connection" in endpoint.disabled_reason
     assert Alert.objects.filter(subject="webhook cdn").exists()
 
 
@@ -100,10 +100,10 @@ def test_a_delivery_failing_past_the_retry_window_disables_its_endpoint_with_an_
 @override_settings(INSTATIC_WEBHOOK_ALLOW_HTTP=True)
 def test_a_private_address_is_refused_unless_allowed_and_the_refusal_recorded():
     PublishEvent.objects.create(post=make_post(status="published"), kind="published")
-    with receiver() as hook:
-        endpoint = endpoint_for(hook.url)
+    with WebhookReceiver(Behaviour(body=b"answer 200")) as hook:
+        endpoint = endpoint_for(hook.url())
         dispatch_and_send(endpoint)
-        assert hook.received == []
+        assert hook.requests == []
     attempt = WebhookAttempt.objects.get()
     assert not attempt.ok and "not a public address" in attempt.error
 
@@ -137,10 +137,10 @@ def test_send_again_puts_a_given_up_delivery_back_with_its_id(admin_client):
 def test_an_endpoint_that_is_down_costs_a_few_timeouts_a_run_and_its_other_deliveries_wait():
     for _ in range(8):
         PublishEvent.objects.create(post=make_post(status="published"), kind="published")
-    with receiver("hang") as hook:
-        endpoint = endpoint_for(hook.url)
+    with WebhookReceiver(Behaviour(delay=30)) as hook:
+        endpoint = endpoint_for(hook.url())
         dispatch_and_send(endpoint)
-        assert len(hook.received) == 3  # then the batch ends
+        assert len(hook.requests) == 3  # then the batch ends
 
     statuses = list(Delivery.objects.order_by("event_id").values_list("status", "attempts"))
     assert statuses == [("pending", 1)] * 3 + [("pending", 0)] * 5  # not attempted: released

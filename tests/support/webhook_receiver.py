@@ -1,95 +1,172 @@
-"""A real loopback HTTP server for webhook tests: records requests, answers as told.
+"""A webhook endpoint on loopback for tests: a real HTTP server that records what it receives.
 
-``behaviour`` is read per request: ``("status", 200)``, ``("hang",)`` (wait until the test
-ends, so the client's read timeout fires), ``("close",)`` (drop the connection without an
-answer), ``("redirect", "https://elsewhere.example/")``.
+``WebhookReceiver`` runs a ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a thread
+while used as a context manager. Each request is recorded (method, path, headers, body)
+before it is answered, as the receiver's ``Behaviour`` says: a status and body, a delay
+(to make a client time out), closing the connection without an answer, a redirect, or an
+answer that never ends. Delays wait on an event that leaving the context sets, so a test
+never waits for them to run out.
 """
 
-import http.server
+import logging
+import ssl
 import threading
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+logger = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Received:
+    """One request the receiver got."""
+
     method: str
     path: str
     headers: dict[str, str]
     body: bytes
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        server = self.server
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length)
-        with server.lock:
-            server.received.append(Received("POST", self.path, dict(self.headers), body))
-        behaviour = server.behaviour
-        if behaviour[0] == "hang":
-            server.release.wait(30)
-            return
-        if behaviour[0] == "close":
-            self.close_connection = True
-            self.connection.shutdown(2)
-            return
-        if behaviour[0] == "redirect":
-            self.send_response(302)
-            self.send_header("Location", behaviour[1])
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        answer = f"answer {behaviour[1]}".encode()
-        self.send_response(behaviour[1])
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
+@dataclass(frozen=True)
+class Behaviour:
+    """How the receiver answers: ``status`` with ``body`` after ``delay`` seconds, unless it
+    ``close``s without answering, redirects to ``redirect_to``, sends an ``endless`` body or
+    ``drip``s one byte every ``drip`` seconds, ``drip_count`` times, and then stalls."""
 
-    def log_message(self, *args):
-        pass
+    status: int = 200
+    body: bytes = b"ok"
+    delay: float = 0.0
+    close: bool = False
+    redirect_to: str | None = None
+    endless: bool = False
+    drip: float = 0.0
+    drip_count: int = 100
+    headers: dict[str, str] = field(default_factory=dict)
 
 
-class Receiver:
-    """The running server: its ``url``, what it ``received``, and how it answers."""
+class WebhookReceiver:
+    """A loopback HTTP server recording requests and answering per ``behaviour``."""
 
-    def __init__(self, server):
-        self._server = server
-        self.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    def __init__(self, behaviour: Behaviour | None = None, *, certificate: tuple | None = None):
+        """``certificate``: (certfile, keyfile) to answer https, recording the name each
+        client asked for in the TLS handshake (SNI) in ``server_names``."""
+        self.behaviour = behaviour or Behaviour()
+        self.server_names: list[str | None] = []
+        self._received: list[Received] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        if certificate is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*certificate)
+            context.sni_callback = lambda sock, name, ctx: self.server_names.append(name)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="webhook-receiver",
+            daemon=True,
+        )
 
     @property
-    def received(self) -> list[Received]:
-        with self._server.lock:
-            return list(self._server.received)
+    def port(self) -> int:
+        return self._server.server_address[1]
 
-    def answer(self, *behaviour) -> None:
-        self._server.behaviour = behaviour
+    def url(self, path: str = "/hook", *, host: str = "127.0.0.1", scheme: str = "http") -> str:
+        """Return the URL of ``path`` on this receiver (``host`` may be a name)."""
+        return f"{scheme}://{host}:{self.port}{path}"
 
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
+    @property
+    def requests(self) -> list[Received]:
+        with self._lock:
+            return list(self._received)
+
+    def wait_for(self, count: int, timeout: float = 5.0) -> list[Received]:
+        """Return the requests once at least ``count`` have arrived; fail after ``timeout``."""
         deadline = time.monotonic() + timeout
-        while len(self.received) < count:
+        while True:
+            received = self.requests
+            if len(received) >= count:
+                return received
             if time.monotonic() > deadline:
-                raise AssertionError(f"{len(self.received)} of {count} requests arrived")
-            time.sleep(0.01)
-        return self.received
+                raise AssertionError(
+                    f"the receiver got {len(received)} requests within {timeout}s,"
+                    f" not {count}: {received}"
+                )
+            self._stopping.wait(0.01)
 
+    def __enter__(self):
+        self._thread.start()
+        return self
 
-@contextmanager
-def receiver(*behaviour):
-    """Run a receiver on 127.0.0.1 (a free port) answering ``behaviour`` (default 200)."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    server.lock = threading.Lock()
-    server.received = []
-    server.behaviour = behaviour or ("status", 200)
-    server.release = threading.Event()
-    thread = threading.Thread(target=server.serve_forever, name="webhook-receiver", daemon=True)
-    thread.start()
-    try:
-        yield Receiver(server)
-    finally:
-        server.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    def __exit__(self, *exc_info):
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _record(self, received: Received) -> None:
+        with self._lock:
+            self._received.append(received)
+
+    def _handler_class(self):
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self._handle()
+
+            def do_GET(self):
+                self._handle()
+
+            def _handle(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                receiver._record(Received(self.command, self.path, dict(self.headers), body))
+                behaviour = receiver.behaviour
+                if behaviour.delay and receiver._stopping.wait(behaviour.delay):
+                    return
+                if behaviour.close:
+                    self.close_connection = True
+                    return
+                try:
+                    self._answer(behaviour)
+                except (BrokenPipeError, ConnectionResetError):
+                    # The client gave up (it timed out or stopped reading): nothing to answer.
+                    pass
+
+            def _answer(self, behaviour):
+                status = behaviour.status
+                if behaviour.redirect_to is not None:
+                    status = 302 if status < 300 or status >= 400 else status
+                self.send_response(status)
+                for name, value in behaviour.headers.items():
+                    self.send_header(name, value)
+                if behaviour.redirect_to is not None:
+                    self.send_header("Location", behaviour.redirect_to)
+                if behaviour.endless:
+                    self.end_headers()
+                    chunk = b"x" * 8192
+                    while not receiver._stopping.is_set():
+                        self.wfile.write(chunk)
+                    return
+                if behaviour.drip:
+                    self.send_header("Content-Length", "1000000")
+                    self.end_headers()
+                    for _ in range(behaviour.drip_count):
+                        if receiver._stopping.wait(behaviour.drip):
+                            return
+                        self.wfile.write(b".")
+                        self.wfile.flush()
+                    receiver._stopping.wait()
+                    return
+                self.send_header("Content-Length", str(len(behaviour.body)))
+                self.end_headers()
+                self.wfile.write(behaviour.body)
+
+            def log_message(self, format, *args):
+                logger.debug("webhook receiver: %s", format % args)
+
+        return Handler
