@@ -13,7 +13,7 @@ from pathlib import Path
 
 import coverage
 
-APPS = ("coordination", "publishing", "plugins", "editors", "instatic")
+APPS = ("coordination", "publishing", "plugins", "editors", "outbox", "instatic")
 
 
 def erase() -> None:
