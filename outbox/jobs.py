@@ -35,7 +35,7 @@ def dispatch_events(ctx: JobContext) -> datetime | None:
     done = dispatch.dispatch(to, now=now, limit=DISPATCH_BATCH)
     if done.subscribers:
         jobs = {WEBHOOKS_JOB if is_webhook(name) else name for name in done.subscribers}
-        transaction.on_commit(partial(wakeups.wake, jobs), robust=True)
+        transaction.on_commit(partial(wakeups.wake, jobs, skip_locked=False), robust=True)
     if done.events:
         ctx.logger.info(
             "dispatched %d publish event(s) as %d deliveries", done.events, done.deliveries

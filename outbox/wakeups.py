@@ -1,8 +1,9 @@
 """Hurry deliveries along: wake the dispatcher and the subscribers' jobs after a commit.
 
 Each wake-up lowers a job's wake-up instant to now (``coordination.services.request_wakeup``)
-and, on PostgreSQL, wakes its group's leader. A state row held by the job's own run is
-skipped, not waited for: that run looks for more work before it ends. A wake-up that fails
+and, on PostgreSQL, wakes its group's leader. A publish never waits for the dispatcher's
+state row (held by its run, which looks again after any batch); the dispatcher, after its
+commit, does wait for a subscriber's. A wake-up that fails
 (the database went away) loses nothing: the jobs' schedules look again on their own.
 """
 
@@ -16,14 +17,19 @@ from outbox.job_names import DISPATCH_JOB
 logger = logging.getLogger(__name__)
 
 
-def wake(job_names: Iterable[str]) -> None:
-    """Make each of ``job_names`` due now; log and go on if the database refuses."""
+def wake(job_names: Iterable[str], *, skip_locked: bool = True) -> None:
+    """Make each of ``job_names`` due now; log and go on if the database refuses.
+
+    ``skip_locked=False`` waits for a state row another transaction holds (the job's own
+    run, or a tick planning it) instead of skipping it: the dispatcher wakes subscribers so,
+    because a run that already looked and found nothing would not look again.
+    """
     names = sorted(set(job_names))
     if not names:
         return
     try:
         for name in names:
-            request_wakeup(name, None, skip_locked=True)
+            request_wakeup(name, None, skip_locked=skip_locked)
     except DATABASE_ERRORS as exc:
         logger.warning("could not wake %s (%s); their schedules will look again", names, exc)
 

@@ -39,7 +39,7 @@ def test_a_replica_killed_mid_delivery_loses_nothing_and_doubles_nothing(schedul
             PublishEvent.objects.create(post=make_post(status="published"), kind="published")
 
         first = schedulers("outbox-a", "plugins", env=ENV)
-        first.wait_for_log(r"delivering event \d+", timeout=60)
+        first.wait_for_log(r"delivering event \d+", timeout=120)
         first.signal(signal.SIGKILL)
         first.wait()
         schedulers("outbox-b", "plugins", env=ENV)
