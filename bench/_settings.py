@@ -1,4 +1,5 @@
-"""Settings of the benchmarked site plus the bench-only job app (bench/_jobsapp)."""
+"""Settings of the benchmarked site plus the bench-only job app (bench/_jobsapp), and with
+``BENCH_SUBSCRIBER=1`` the bench-only subscriber app (bench/_subscriberapp)."""
 
 import os
 
@@ -18,3 +19,8 @@ BENCH_CPU_JOBS = int(os.environ.get("BENCH_CPU_JOBS", "0"))
 BENCH_CPU_LOOPS = int(os.environ.get("BENCH_CPU_LOOPS", "0"))
 #: ``1``: declare the ``ping`` job too (run only on request; bench/workers.py).
 BENCH_PING = os.environ.get("BENCH_PING", "") == "1"
+#: ``1``: add the bench-only subscriber app, one transactional ``published`` subscriber
+#: (bench/outbox.py).
+BENCH_SUBSCRIBER = os.environ.get("BENCH_SUBSCRIBER", "") == "1"
+if BENCH_SUBSCRIBER:
+    INSTALLED_APPS = [*INSTALLED_APPS, "bench._subscriberapp"]

@@ -1,0 +1,376 @@
+"""Outbox benchmark: publish events to a transactional subscriber, beside a run without one.
+
+Three ``runscheduler`` replicas (both groups) on a throwaway PostgreSQL, in two phases of one
+run, each on fresh rows:
+
+- **Baseline**: no subscriber declared (the dispatcher still marks every event dispatched,
+  to nobody).
+- **Subscriber**: the replicas restarted with ``BENCH_SUBSCRIBER=1``, which declares
+  ``benchsubscriber.record`` (bench/_subscriberapp): ``@on_post_event("published",
+  transactional=True)``, one ``INSERT`` into ``bench_outbox_effect`` per event.
+
+In each phase ``BENCH_OUTBOX_POSTS`` (100,000) scheduled posts fall due at once (a minute ago,
+as after downtime, the scheduler woken: as bench/publishing.py's backlog), and
+``BENCH_ON_TIME`` (1,000) posts are scheduled at random instants over
+``BENCH_SPREAD_SECONDS`` (60 s) from that moment, while the burst and its deliveries drain.
+
+Figures:
+
+1. The publish, from the burst falling due to its last post published, with the subscriber
+   beside the baseline: target <= 1.2x.
+2. The deliveries' drain rate: the burst's deliveries succeeded per second, from the first to
+   the last ``outbox_delivery.finished_at``: target >= 1,000/s.
+3. On-time lateness p99 (``published_at - publish_at``) with the subscriber: target <= 50 ms;
+   the baseline phase's p99 beside it.
+
+Checked: every published event of the subscriber phase has exactly one delivery, succeeded,
+and exactly one ``bench_outbox_effect`` row; the baseline's events got no delivery; one
+``published`` event per post.
+
+``BENCH_OUTBOX_POSTS=5000 python -m bench.outbox`` for a quick try.
+"""
+
+import os
+import random
+import time
+from datetime import timedelta
+
+import psycopg
+
+from bench._harness import Replica, leader, migrated_site, percentile, print_table, wait_for
+from bench.publishing import any_scheduled, insert_posts, select_round_trips_ms, wake
+
+TARGET_PUBLISH_RATIO = 1.2
+TARGET_DRAIN_PER_SECOND = 1000.0
+TARGET_P99_MS = 50.0
+#: How long ago the burst fell due (seconds), as in bench/publishing.py.
+BURST_AGE = 60
+REPLICAS = 3
+SUBSCRIBER = "benchsubscriber.record"
+#: The subscriber's table (bench/_subscriberapp/jobs.py inserts; no unique constraint, so an
+#: event delivered twice shows as two rows whatever the delivery ledger says).
+CREATE_TABLE = """
+CREATE TABLE bench_outbox_effect (
+    id bigserial PRIMARY KEY,
+    event_id bigint NOT NULL,
+    post_id bigint,
+    delivery_id uuid NOT NULL,
+    at timestamptz NOT NULL DEFAULT clock_timestamp()
+)
+"""
+
+
+def _one(conn, sql: str, params=None):
+    return conn.execute(sql, params).fetchone()[0]
+
+
+def start_replicas(env: dict, phase: str) -> list[Replica]:
+    return [
+        Replica(f"outbox-{phase}-{i}", env, "publishing", "plugins") for i in range(1, REPLICAS + 1)
+    ]
+
+
+def wait_ready(conn, *, subscriber: bool) -> None:
+    """Wait for both groups' leaders (and the subscriber's job state, when declared)."""
+    wait_for(lambda: leader(conn) and leader(conn, "plugins"), 120, 0.1)
+    if subscriber:
+        wait_for(
+            lambda: conn.execute(
+                "SELECT 1 FROM coordination_jobstate WHERE name = %s", (SUBSCRIBER,)
+            ).fetchone(),
+            120,
+            0.1,
+        )
+
+
+def run_phase(conn, prefix: str, *, posts: int, on_time: int, spread: float, rng, subscriber):
+    """Publish one burst and its on-time posts; return the phase's figures."""
+    far = _one(conn, "SELECT now() + interval '1 day'")
+    first_event = _one(conn, "SELECT COALESCE(max(id), 0) FROM publishing_publishevent")
+    insert_posts(conn, f"{prefix}-burst", [far] * posts)
+    conn.execute("VACUUM ANALYZE publishing_post")
+    pattern = f"{prefix}-burst-%"
+    # COPY gave the burst consecutive ids: its deliveries are a range of post_id.
+    lo, hi = conn.execute(
+        "SELECT min(id), max(id) FROM publishing_post WHERE slug LIKE %s", (pattern,)
+    ).fetchone()
+    with conn.transaction():
+        now = _one(conn, "SELECT now()")
+        due = now - timedelta(seconds=BURST_AGE)
+        conn.execute(
+            "UPDATE publishing_post SET publish_at = %s WHERE slug LIKE %s", (due, pattern)
+        )
+        wake(conn, due)
+    started = time.monotonic()
+    with conn.transaction():
+        fell_due = _one(conn, "SELECT statement_timestamp()")
+        offsets = sorted(0.5 + rng.random() * spread for _ in range(on_time))
+        insert_posts(conn, f"{prefix}-on-time", [fell_due + timedelta(seconds=s) for s in offsets])
+        wake(conn, fell_due + timedelta(seconds=offsets[0]))
+    wait_for(lambda: not any_scheduled(conn, due), 1200, interval=0.02)
+    publish_seconds = time.monotonic() - started
+    published_by = _one(
+        conn, "SELECT max(published_at) FROM publishing_post WHERE slug LIKE %s", (pattern,)
+    )
+    figures = {"publish_seconds": publish_seconds, "first_event": first_event}
+    if subscriber:
+        # The burst's deliveries drain; wait until every one of its events has its delivery
+        # finished (the dispatcher writes them, the subscriber's runs finish them).
+        def burst_delivered():
+            return (
+                _one(
+                    conn,
+                    "SELECT count(*) FROM outbox_delivery WHERE subscriber = %s"
+                    " AND post_id BETWEEN %s AND %s AND finished_at IS NOT NULL",
+                    (SUBSCRIBER, lo, hi),
+                )
+                >= posts
+            )
+
+        wait_for(burst_delivered, 3600, interval=0.5)
+        drained_seconds = time.monotonic() - started
+        first, last, done = conn.execute(
+            "SELECT min(finished_at), max(finished_at), count(*) FROM outbox_delivery"
+            " WHERE subscriber = %s AND post_id BETWEEN %s AND %s AND status = 'succeeded'",
+            (SUBSCRIBER, lo, hi),
+        ).fetchone()
+        runs = conn.execute(
+            "SELECT count(*), COALESCE(avg(duration), 0) FROM coordination_jobrun"
+            " WHERE job = %s AND status = 'succeeded' AND finished_at BETWEEN %s AND %s",
+            (SUBSCRIBER, first, last + timedelta(seconds=1)),
+        ).fetchone()
+        figures.update(
+            runs=runs,
+            drained_seconds=drained_seconds,
+            drain_window=(last - first).total_seconds(),
+            drained_at=last,
+            delivered=done,
+        )
+    else:
+        figures["drained_at"] = published_by
+    wait_for(lambda: not any_scheduled(conn, far), spread + 120, interval=0.5)
+    if subscriber:
+        wait_for(
+            lambda: (
+                not _one(
+                    conn,
+                    "SELECT EXISTS (SELECT 1 FROM outbox_delivery"
+                    " WHERE subscriber = %s AND finished_at IS NULL)",
+                    (SUBSCRIBER,),
+                )
+            ),
+            600,
+            interval=0.2,
+        )
+    # Everything of the phase dispatched (the baseline's events too, to nobody).
+    wait_for(
+        lambda: (
+            not _one(
+                conn,
+                "SELECT EXISTS (SELECT 1 FROM publishing_publishevent WHERE dispatched_at IS NULL)",
+            )
+        ),
+        600,
+        interval=0.2,
+    )
+    rows = conn.execute(
+        "SELECT extract(epoch FROM published_at - publish_at)::float8, publish_at"
+        " FROM publishing_post WHERE slug LIKE %s",
+        (f"{prefix}-on-time-%",),
+    ).fetchall()
+    figures["lateness"] = [value for value, _ in rows]
+    figures["during"] = [value for value, at in rows if at <= figures["drained_at"]]
+    return figures
+
+
+def exactly_once(conn, first_event: int) -> dict:
+    """Check the subscriber phase's events: one succeeded delivery, one effect row each."""
+    # Aggregates joined to the events, never a subquery per event (the effect table has no
+    # index: a correlated count would scan it once per event).
+    events = "FROM publishing_publishevent e WHERE e.id > %(first)s AND e.kind = 'published'"
+    p = {"first": first_event, "sub": SUBSCRIBER}
+    return {
+        "events": _one(conn, f"SELECT count(*) {events}", p),
+        "bad_deliveries": _one(
+            conn,
+            "SELECT count(*) FROM publishing_publishevent e LEFT JOIN (SELECT event_id,"
+            " count(*) AS n FROM outbox_delivery WHERE subscriber = %(sub)s"
+            " AND status = 'succeeded' GROUP BY event_id) d ON d.event_id = e.id"
+            " WHERE e.id > %(first)s AND e.kind = 'published' AND COALESCE(d.n, 0) <> 1",
+            p,
+        ),
+        "unfinished": _one(
+            conn,
+            "SELECT count(*) FROM outbox_delivery WHERE subscriber = %(sub)s"
+            " AND status <> 'succeeded'",
+            p,
+        ),
+        "bad_effects": _one(
+            conn,
+            "SELECT count(*) FROM publishing_publishevent e LEFT JOIN (SELECT event_id,"
+            " count(*) AS n FROM bench_outbox_effect GROUP BY event_id) x"
+            " ON x.event_id = e.id"
+            " WHERE e.id > %(first)s AND e.kind = 'published' AND COALESCE(x.n, 0) <> 1",
+            p,
+        ),
+        "effect_rows": _one(conn, "SELECT count(*) FROM bench_outbox_effect"),
+        "baseline_deliveries": _one(
+            conn, "SELECT count(*) FROM outbox_delivery WHERE event_id <= %(first)s", p
+        ),
+        "dispatch_runs": _one(
+            conn,
+            "SELECT count(*) FROM coordination_jobrun WHERE job = 'outbox.dispatch'"
+            " AND started_at > (SELECT min(at) FROM publishing_publishevent"
+            " WHERE id > %(first)s)",
+            p,
+        ),
+        "events_per_post": conn.execute(
+            "SELECT count(*), count(DISTINCT post_id) FROM publishing_publishevent"
+            " WHERE kind = 'published'"
+        ).fetchone(),
+    }
+
+
+def main() -> None:
+    posts = int(os.environ.get("BENCH_OUTBOX_POSTS", "100000"))
+    on_time = int(os.environ.get("BENCH_ON_TIME", "1000"))
+    spread = float(os.environ.get("BENCH_SPREAD_SECONDS", "60"))
+    rng = random.Random(42)
+    with migrated_site(DJANGO_SETTINGS_MODULE="bench._settings", BENCH_JOBS="0") as (
+        _cluster,
+        url,
+        env,
+    ):
+        conn = psycopg.connect(url, autocommit=True, application_name="bench")
+        conn.execute(CREATE_TABLE)
+        replicas = start_replicas(env, "base")
+        try:
+            wait_ready(conn, subscriber=False)
+            round_trips = select_round_trips_ms(conn)
+            base = run_phase(
+                conn, "base", posts=posts, on_time=on_time, spread=spread, rng=rng, subscriber=False
+            )
+            for replica in replicas:
+                replica.stop()
+            replicas = start_replicas({**env, "BENCH_SUBSCRIBER": "1"}, "sub")
+            wait_ready(conn, subscriber=True)
+            sub = run_phase(
+                conn, "sub", posts=posts, on_time=on_time, spread=spread, rng=rng, subscriber=True
+            )
+            checks = exactly_once(conn, sub["first_event"])
+        finally:
+            conn.close()
+            for replica in replicas:
+                replica.stop()
+
+    ratio = sub["publish_seconds"] / base["publish_seconds"]
+    rate = sub["delivered"] / sub["drain_window"] if sub["drain_window"] > 0 else float("inf")
+    base_p99, sub_p99 = (percentile(f["lateness"], 99) * 1000 for f in (base, sub))
+    sub_p50, sub_max = (percentile(sub["lateness"], q) * 1000 for q in (50, 100))
+    during_worst = max(sub["during"], default=0) * 1000
+    runs, run_seconds = sub["runs"]
+    expected = posts + on_time
+    once = (
+        checks["events"] == expected
+        and checks["bad_deliveries"] == 0
+        and checks["unfinished"] == 0
+        and checks["bad_effects"] == 0
+        and checks["effect_rows"] == expected
+    )
+    table = [
+        (
+            f"publish {posts:,} due posts, no subscriber (baseline)",
+            f"{base['publish_seconds']:.2f} s",
+            "-",
+            True,
+        ),
+        (
+            "publish them, one transactional subscriber",
+            f"{sub['publish_seconds']:.2f} s",
+            "-",
+            True,
+        ),
+        (
+            "  ratio to the baseline",
+            f"{ratio:.2f}x",
+            f"<= {TARGET_PUBLISH_RATIO}x",
+            ratio <= TARGET_PUBLISH_RATIO,
+        ),
+        (
+            f"deliveries drained ({sub['delivered']:,}), first to last finished_at",
+            f"{sub['drain_window']:.2f} s",
+            "-",
+            True,
+        ),
+        (
+            "  drain rate",
+            f"{rate:,.0f}/s",
+            f">= {TARGET_DRAIN_PER_SECOND:,.0f}/s",
+            rate >= TARGET_DRAIN_PER_SECOND,
+        ),
+        ("  burst due to its last delivery", f"{sub['drained_seconds']:.1f} s", "-", True),
+        (
+            "  subscriber runs in that window / deliveries per run / mean run",
+            f"{runs} / {sub['delivered'] / max(runs, 1):.0f} / {run_seconds * 1000:.0f} ms",
+            "-",
+            True,
+        ),
+        ("two SELECT 1 round trips (baseline)", f"{round_trips:.2f} ms", "-", True),
+        (
+            f"on-time lateness p99, no subscriber (baseline, {len(base['lateness'])} posts)",
+            f"{base_p99:.0f} ms",
+            "-",
+            True,
+        ),
+        (
+            f"on-time lateness p50, subscriber ({spread:.0f} s spread)",
+            f"{sub_p50:.0f} ms",
+            "-",
+            True,
+        ),
+        (
+            "on-time lateness p99, subscriber",
+            f"{sub_p99:.0f} ms",
+            f"<= {TARGET_P99_MS:.0f} ms",
+            sub_p99 <= TARGET_P99_MS,
+        ),
+        ("on-time lateness max, subscriber", f"{sub_max:.0f} ms", "-", True),
+        (
+            f"  worst of the {len(sub['during'])} due while the deliveries drained",
+            f"{during_worst:.0f} ms",
+            "-",
+            True,
+        ),
+        (
+            "published events / one succeeded delivery / one effect row",
+            f"{checks['events']}/{checks['events'] - checks['bad_deliveries']}"
+            f"/{checks['events'] - checks['bad_effects']}",
+            f"{expected}",
+            once,
+        ),
+        (
+            "  effect rows in all",
+            str(checks["effect_rows"]),
+            f"{expected}",
+            checks["effect_rows"] == expected,
+        ),
+        (
+            "deliveries of the baseline's events",
+            str(checks["baseline_deliveries"]),
+            "0",
+            checks["baseline_deliveries"] == 0,
+        ),
+        (
+            "published events / distinct posts",
+            "{}/{}".format(*checks["events_per_post"]),
+            f"{2 * expected}",
+            checks["events_per_post"][0] == checks["events_per_post"][1] == 2 * expected,
+        ),
+    ]
+    print_table("bench/outbox.py: three replicas on a throwaway PostgreSQL", table)
+    if not all(ok for *_, ok in table):
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
