@@ -1,11 +1,12 @@
 """A subscriber's job: deliver its open deliveries, in order per post, with its policies.
 
-Deciding is :func:`choose` (pure, over the open rows); doing is :func:`deliver_pending`.
+Deciding is :func:`choose` (pure, over the open rows); doing is :func:`deliver_batch`.
 
-- A **transactional** subscriber runs in its run's transaction: each event in a savepoint
-  (a failing event undoes only its own writes), the succeeded rows marked in the same
-  transaction. A crash rolls back the subscriber's writes and the marks together, and the
-  next run delivers them again: each (event, subscriber) commits exactly once.
+- A **transactional** subscriber runs in its run's transaction: the batch in one savepoint
+  (if an event fails, the batch is delivered again one savepoint per event, so a failing
+  event undoes only its own writes), the succeeded rows marked in the same transaction. A
+  crash rolls back the subscriber's writes and the marks together, and the next run
+  delivers them again: each (event, subscriber) commits exactly once.
 - A **claim-first** subscriber's rows are marked ``running`` with its run, and that mark
   committed, before any is delivered; each outcome is recorded after it. A run that ends
   without recording one (its node died) leaves the row running; once the ledger says that
@@ -224,6 +225,15 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
     delivery_ids = dict(
         Delivery.objects.filter(pk__in=[row.pk for row in rows]).values_list("pk", "delivery_id")
     )
+
+    def event_of(row: Open) -> PostEvent:
+        return from_row(events[row.event_id], delivery_id=str(delivery_ids[row.pk]))
+
+    if subscriber.transactional and subscriber.savepoint and rows:
+        delivered = _deliver_in_one_savepoint(subscriber, ctx, rows, event_of)
+        if delivered is not None:
+            _record_success(delivered, now=now, counted=False)
+            return delivered, []
     held: set = set()
     delivered: list[int] = []
     failed: list[datetime | None] = []
@@ -236,7 +246,7 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
         if ctx.should_stop() or in_a_row == subscriber.stop_after_failures:
             break
         attempted.add(row.pk)
-        event = from_row(events[row.event_id], delivery_id=str(delivery_ids[row.pk]))
+        event = event_of(row)
         attempt = row.attempts + 1  # a claim-first claim counted it in the row already
         try:
             if subscriber.savepoint:
@@ -267,6 +277,27 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
     if not subscriber.transactional:
         _release([row.pk for row in rows if row.pk not in attempted])
     return delivered, failed
+
+
+def _deliver_in_one_savepoint(subscriber, ctx, rows: list[Open], event_of) -> list[int] | None:
+    """Deliver a transactional batch in one savepoint; return the rows delivered, or None
+    if an event failed (the savepoint rolled back: the batch is then delivered one savepoint
+    per event, which finds and records the failing one and undoes only its writes).
+
+    Two statements fewer per event when nothing fails, which is nearly always.
+    """
+    delivered: list[int] = []
+    try:
+        with transaction.atomic():
+            for row in rows:
+                if ctx.should_stop():
+                    break
+                subscriber.handler(event_of(row), ctx)
+                delivered.append(row.pk)
+    except Exception:
+        logger.debug("%s: an event of the batch failed; delivering one by one", subscriber.name)
+        return None
+    return delivered
 
 
 def _release(pks: list[int]) -> None:
