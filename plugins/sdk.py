@@ -209,16 +209,27 @@ def plugin_job(
     """
 
     def decorator(func: Callable) -> Callable:
-        try:
-            job = make_plugin_job(func, schedule=schedule, name=name, plugin=plugin, **options)
-            registry.register(job)
-        except JobDeclarationError as exc:
-            declaration_failed(exc, func, registry=registry)
-            return func
-        func.job = job
-        return func
+        return declare(
+            func,
+            lambda: make_plugin_job(func, schedule=schedule, name=name, plugin=plugin, **options),
+            registry=registry,
+        )
 
     return decorator
+
+
+def declare(func: Callable, build: Callable[[], Job], *, registry: JobRegistry) -> Callable:
+    """Register the job ``build()`` returns for ``func`` and return ``func`` with it as
+    ``func.job``; a bad declaration raises, or during discovery is recorded and ``func``
+    returned undeclared (the decorators' common end)."""
+    try:
+        job = build()
+        registry.register(job)
+    except JobDeclarationError as exc:
+        declaration_failed(exc, func, registry=registry)
+        return func
+    func.job = job
+    return func
 
 
 # Subscribers are plugin jobs too; imported last, as it builds its jobs with make_plugin_job.

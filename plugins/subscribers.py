@@ -22,7 +22,7 @@ job (or disabling its plugin) holds its deliveries until it resumes; ``max_durat
 from collections.abc import Callable
 from datetime import timedelta
 
-from coordination.registry import JobDeclarationError, declaration_failed, job_error
+from coordination.registry import job_error
 from coordination.registry import registry as default_registry
 from coordination.schedules import WhenDue
 from outbox.subscriptions import InvalidSubscription, Subscription
@@ -41,29 +41,25 @@ def on_post_event(
 
     The function is returned unchanged; its job is ``func.job``.
     """
-    from plugins.sdk import make_plugin_job
+    from plugins.sdk import declare, make_plugin_job
 
     registry = registry or default_registry
     options.setdefault("retries", DEFAULT_RETRIES)
 
     def decorator(func: Callable) -> Callable:
-        try:
+        def build():
             try:
                 subscription = Subscription(func, kinds)
             except InvalidSubscription as exc:
                 raise job_error(getattr(func, "__name__", repr(func)), exc) from None
-            job = make_plugin_job(
+            return make_plugin_job(
                 subscription,
                 schedule=WhenDue(fallback=SUBSCRIBER_FALLBACK),
                 name=name,
                 plugin=plugin,
                 **options,
             )
-            registry.register(job)
-        except JobDeclarationError as exc:
-            declaration_failed(exc, func, registry=registry)
-            return func
-        func.job = job
-        return func
+
+        return declare(func, build, registry=registry)
 
     return decorator

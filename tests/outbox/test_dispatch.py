@@ -105,3 +105,13 @@ def test_events_of_a_later_run_go_to_the_subscribers_declared_then():
     assert _dispatch().deliveries == 0
     assert PublishEvent.objects.filter(dispatched_at__isnull=True).count() == 0
     assert database_now() - PublishEvent.objects.get().dispatched_at < timedelta(minutes=1)
+
+
+def test_subscribing_to_an_event_that_does_not_exist_says_which_exist():
+    from plugins.sdk import JobDeclarationError
+
+    with pytest.raises(JobDeclarationError, match=r"'went_live' is not an event.*published"):
+
+        @on_post_event("went_live", plugin="demo", registry=JobRegistry())
+        def typo(event, ctx):
+            pass
