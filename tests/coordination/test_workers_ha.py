@@ -98,9 +98,21 @@ def open_tasks():
 
 def settle(*, timeout: float = 30.0) -> None:
     """Pause the group's jobs and wait until no run is queued or running and no task is
-    left open: what was queued is run, or recorded missed, by the workers still up."""
-    for name in JOBS:
+    left open: what was queued is run, or recorded missed, by the workers still up.
+
+    A leader's tick that read the jobs' states just before the pause can still claim a slot
+    as it lands, so quiet counts only once a later tick has seen the pause: the tick job,
+    paused last and due every second, has a slot recorded missed as paused.
+    """
+    for name in (RETRIED, CLAIMED, SLOW, "workers.tick"):
         services.set_paused(name, True, reason="the test is settling the cluster")
+    wait_until(
+        lambda: JobRun.objects.filter(
+            job="workers.tick", status=JobRun.Status.MISSED, reason=JobRun.MissedReason.PAUSED
+        ).exists(),
+        timeout=timeout,
+        message="the leader did not plan the paused jobs",
+    )
     wait_until(
         lambda: (
             not JobRun.objects.filter(JobRun.outstanding(), job__in=JOBS).exists()
