@@ -32,6 +32,10 @@ _DEFAULTS = {
     # Images in bodies may only come from the site itself unless this is on: an image on
     # another host is a tracking pixel, telling that host who read the post.
     "ALLOW_EXTERNAL_IMAGES": False,
+    # Seconds past its time after which a scheduled post that is still not live is "late":
+    # one ``late`` event each (publishing.late), which emails its author and goes to the
+    # webhooks and subscribers that asked for it.
+    "LATE_ALERT_AFTER": 300,
 }
 
 

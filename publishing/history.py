@@ -20,7 +20,9 @@ Keys (each optional; which ones an event has depends on its kind):
 ``slug``, ``was``
     a deleted post's slug and status;
 ``error``
-    why a publish failed.
+    why a publish failed;
+``late_after``
+    for a late post, the seconds past ``was_due_at`` after which it was told late.
 """
 
 from datetime import UTC, datetime
@@ -29,7 +31,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
-from coordination.wording import local_time
+from coordination.wording import duration_text, local_time
 from publishing.models import Post, PostRevision, PublishEvent
 
 K = PublishEvent.Kind
@@ -98,6 +100,11 @@ def describe(event: PublishEvent) -> str:
         return _("published now") if kind == K.PUBLISHED else _("unpublished now")
     if kind == K.FAILED:
         return str(data.get("error", ""))
+    if kind == K.LATE:
+        return _("was due at %(when)s, still not live %(after)s later") % {
+            "when": _when(data, "was_due_at"),
+            "after": duration_text(data.get("late_after")),
+        }
     if kind == K.DELETED:
         was = _status_label(Post.Status, data.get("was", ""))
         return _("slug %(slug)s, was %(was)s") % {"slug": data.get("slug", ""), "was": was}

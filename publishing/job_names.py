@@ -3,3 +3,4 @@ editor actions wake the publish job by its name when they schedule something soo
 
 PUBLISH_JOB = "publishing.publish_due"
 BACKLOG_JOB = "publishing.publish_backlog"
+LATE_JOB = "publishing.tell_late_posts"

@@ -1,7 +1,7 @@
 """The publish jobs: put due posts live, take expired ones down, switch revisions.
 
-Two jobs of the ``publishing`` group (one leader lock and loop, one job thread each, so they
-run side by side), each inside one transaction with its run-ledger row:
+Three jobs of the ``publishing`` group (one leader lock and loop, one job thread each, so
+they run side by side), each inside one transaction with its run-ledger row:
 
 - ``publishing.publish_due`` publishes posts due within ``INSTATIC_PUBLISH_ON_TIME_WINDOW``
   (10 s) of now, unpublishes and switches revisions. It runs whenever something is due: it
@@ -31,12 +31,16 @@ from coordination.clock import database_now
 from coordination.models import JobState
 from coordination.registry import JobContext, job
 from coordination.schedules import WhenDue
-from publishing import batches, selectors
+from coordination.wording import duration_text
+from publishing import batches, late, selectors
 from publishing.conf import settings
-from publishing.job_names import BACKLOG_JOB, PUBLISH_JOB
+from publishing.job_names import BACKLOG_JOB, LATE_JOB, PUBLISH_JOB
 from publishing.public_events import announce_events
 
 logger = logging.getLogger(__name__)
+
+#: How many late posts one run of the late job records.
+LATE_BATCH = 1000
 
 #: How soon the job looks again at due posts it had to skip because their rows were locked.
 LOCKED_RETRY = timedelta(seconds=1)
@@ -113,6 +117,31 @@ def publish_backlog(ctx: JobContext) -> datetime | None:
     if selectors.has_backlog(due_by=published.now - on_time_window()):
         return published.now + LOCKED_RETRY  # skipped rows another transaction held
     return None
+
+
+@job(
+    name=LATE_JOB,
+    group="publishing",
+    schedule=WhenDue(fallback=timedelta(seconds=60)),
+    transactional=True,
+)
+def tell_late_posts(ctx: JobContext) -> datetime | None:
+    """Record a ``late`` event for late posts not told yet; return when the next is late.
+
+    The fallback bounds how long a post scheduled since the last run waits to be told.
+    """
+    now = database_now()
+    found = late.record_late_posts(now=now, node=ctx.node, limit=LATE_BATCH)
+    if found.told:
+        announce_events()
+        logger.warning(
+            "[publish-scheduler] %d scheduled post(s) still not live %s past their time",
+            found.told,
+            duration_text(late.late_after().total_seconds()),
+        )
+    if found.more:
+        return now
+    return late.next_late_at(now)
 
 
 def _wake_backlog_job(now: datetime) -> None:

@@ -186,6 +186,7 @@ class PublishEvent(models.Model):
         PUBLISHED = "published", _("Published")
         UNPUBLISHED = "unpublished", _("Unpublished")
         FAILED = "failed", _("Publish failed")
+        LATE = "late", _("Publish late")
         DELETED = "deleted", _("Post deleted")
         REVISION_SCHEDULED = "revision_scheduled", _("Revision scheduled")
         REVISION_CANCELLED = "revision_cancelled", _("Revision cancelled")

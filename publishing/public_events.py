@@ -14,9 +14,10 @@ from django.dispatch import Signal
 
 logger = logging.getLogger(__name__)
 
-#: The events of changes the public sees, and of publishing failures: what subscribers and
-#: webhooks are told about (a ``deleted`` event only when the post was live).
-OUTBOX_KINDS = ("published", "unpublished", "revision_published", "deleted", "failed")
+#: The events of changes the public sees, and of publishing failures (a publish that failed,
+#: a scheduled post late past ``INSTATIC_LATE_ALERT_AFTER``): what subscribers and webhooks
+#: are told about (a ``deleted`` event only when the post was live).
+OUTBOX_KINDS = ("published", "unpublished", "revision_published", "deleted", "failed", "late")
 
 #: Sent with no arguments after a transaction that wrote outbox events committed.
 events_committed = Signal()
