@@ -22,3 +22,11 @@ class TimeZoneForm(forms.ModelForm):
 
 class MyTimeZoneForm(TimeZoneForm):
     """The "My time zone" page's form."""
+
+
+class MyNotificationsForm(forms.ModelForm):
+    """The "My notifications" page's form: which emails about their posts an editor gets."""
+
+    class Meta:
+        model = EditorProfile
+        fields = list(EditorProfile.EMAIL_SWITCHES.values())

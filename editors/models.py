@@ -28,6 +28,30 @@ class EditorProfile(models.Model):
         ),
     )
 
+    # Emails about the posts the user wrote (outbox.notifications), each kind on its own.
+    email_published = models.BooleanField(
+        _("when my post goes live"),
+        default=True,
+        help_text=_("Not when you published it yourself."),
+    )
+    email_failed = models.BooleanField(
+        _("when my scheduled post cannot be published"),
+        default=True,
+        help_text=_("It stays scheduled and is not tried again until it is changed."),
+    )
+    email_late = models.BooleanField(
+        _("when my scheduled post is late"),
+        default=True,
+        help_text=_("Still not live a few minutes after its time."),
+    )
+
+    #: The email switches by the publish event kind they are about.
+    EMAIL_SWITCHES = {
+        "published": "email_published",
+        "failed": "email_failed",
+        "late": "email_late",
+    }
+
     class Meta:
         verbose_name = _("editor profile")
         verbose_name_plural = _("editor profiles")

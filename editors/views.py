@@ -1,4 +1,4 @@
-"""The "my time zone" admin page: every staff user sets the zone they work in."""
+"""The editor's own admin pages: the zone they work in, and the emails they get."""
 
 from django.contrib import messages
 from django.contrib.admin import site
@@ -7,15 +7,18 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from editors.forms import MyTimeZoneForm
+from editors.forms import MyNotificationsForm, MyTimeZoneForm
 from editors.models import EditorProfile
+
+
+def own_profile(user) -> EditorProfile:
+    """Return ``user``'s profile, or an unsaved one with the site's defaults."""
+    return EditorProfile.objects.filter(user=user).first() or EditorProfile(user=user)
 
 
 def my_time_zone(request):
     """Show and change the signed-in user's time zone (wrapped in ``admin_view`` by urls)."""
-    profile = EditorProfile.objects.filter(user=request.user).first() or EditorProfile(
-        user=request.user
-    )
+    profile = own_profile(request.user)
     form = MyTimeZoneForm(request.POST or None, instance=profile)
     if request.method == "POST" and form.is_valid():
         form.save()
@@ -30,3 +33,19 @@ def my_time_zone(request):
         "now": timezone.localtime(),
     }
     return TemplateResponse(request, "admin/editors/my_time_zone.html", context)
+
+
+def my_notifications(request):
+    """Show and change which emails about their posts the signed-in user gets."""
+    form = MyNotificationsForm(request.POST or None, instance=own_profile(request.user))
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, _("Your email settings are saved."))
+        return redirect(request.path)
+    context = {
+        **site.each_context(request),
+        "title": _("My notifications"),
+        "form": form,
+        "email": request.user.email,
+    }
+    return TemplateResponse(request, "admin/editors/my_notifications.html", context)

@@ -230,6 +230,26 @@ EMAIL_HOST_USER = _env(parse_text, "DJANGO_EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = _env(parse_text, "DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = _env(parse_bool, "DJANGO_EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = 10
+# Where authors' notifications come from, and how mail leaves: "smtp" (the EMAIL_HOST above),
+# or in development "console" (printed by the process that sends it) or "file" (one file per
+# email under $INSTATIC_VAR_DIR/mail). With DJANGO_DEBUG on, "console" unless set.
+DEFAULT_FROM_EMAIL = _env(parse_address, "DJANGO_DEFAULT_FROM_EMAIL", SERVER_EMAIL)
+EMAIL_BACKEND = {
+    "smtp": "django.core.mail.backends.smtp.EmailBackend",
+    "console": "django.core.mail.backends.console.EmailBackend",
+    "file": "django.core.mail.backends.filebased.EmailBackend",
+}[
+    _env(
+        parse_choice,
+        "DJANGO_EMAIL_BACKEND",
+        "console" if DEBUG else "smtp",
+        ("smtp", "console", "file"),
+    )
+]
+EMAIL_FILE_PATH = VAR_DIR / "mail"
+# The site's address (https://news.example.com), for the links in authors' emails; unset,
+# they give the admin's paths only.
+INSTATIC_SITE_URL = _env(parse_url, "INSTATIC_SITE_URL")
 # --- Publishing app (publishing.conf.settings). ---
 INSTATIC_PUBLISH_BATCH_SIZE = _env(parse_int, "INSTATIC_PUBLISH_BATCH_SIZE", 2000, minimum=1)
 INSTATIC_PUBLISH_BACKLOG_BATCH_SIZE = _env(
@@ -239,9 +259,7 @@ INSTATIC_PUBLISH_ON_TIME_WINDOW = _env(parse_int, "INSTATIC_PUBLISH_ON_TIME_WIND
 INSTATIC_PUBLISH_LINEUP_SIZE = _env(parse_int, "INSTATIC_PUBLISH_LINEUP_SIZE", 10, minimum=1)
 INSTATIC_POSTS_PER_PAGE = _env(parse_int, "INSTATIC_POSTS_PER_PAGE", 10, minimum=1)
 INSTATIC_FEED_SIZE = _env(parse_int, "INSTATIC_FEED_SIZE", 20, minimum=1)
-INSTATIC_LATE_ALERT_AFTER = _env(
-    parse_seconds, "INSTATIC_LATE_ALERT_AFTER", 300.0, positive=True
-)
+INSTATIC_LATE_ALERT_AFTER = _env(parse_seconds, "INSTATIC_LATE_ALERT_AFTER", 300.0, positive=True)
 INSTATIC_PUBLISH_CALENDAR_WEEKS = _env(parse_int, "INSTATIC_PUBLISH_CALENDAR_WEEKS", 4, minimum=1)
 INSTATIC_PUBLISH_CALENDAR_DAY_LIMIT = _env(
     parse_int, "INSTATIC_PUBLISH_CALENDAR_DAY_LIMIT", 8, minimum=1

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from coordination.views import metrics_view
-from editors.views import my_time_zone
+from editors.views import my_notifications, my_time_zone
 from instatic import health
 from instatic.view_on_site import view_on_site
 
@@ -15,6 +15,11 @@ urlpatterns = [
         admin.site.admin_view(view_on_site),
     ),
     path("admin/my-time-zone/", admin.site.admin_view(my_time_zone), name="my_time_zone"),
+    path(
+        "admin/my-notifications/",
+        admin.site.admin_view(my_notifications),
+        name="my_notifications",
+    ),
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

@@ -10,7 +10,7 @@ the undispatched events stay one short range of their index.
 """
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,15 +34,17 @@ class Undispatched:
 
 @dataclass(frozen=True)
 class Target:
-    """Who may be told: a name in the delivery ledger and the kinds it wants."""
+    """Who may be told: a name in the delivery ledger, the kinds it wants, and (when it is
+    told about some posts only) how to find which posts of a batch it wants."""
 
     name: str
     kinds: frozenset[str]
+    audience: Callable[[set[int]], Iterable[int]] | None = None
 
 
 def targets(subscribers: Iterable[Job], endpoints: Iterable[WebhookEndpoint] = ()) -> list[Target]:
     """Return the targets of subscribers' jobs and of (active) webhook endpoints."""
-    found = [Target(job.name, job.func.kinds) for job in subscribers]
+    found = [Target(job.name, job.func.kinds, job.func.audience) for job in subscribers]
     found += [Target(ep.ledger_name, frozenset(ep.events)) for ep in endpoints]
     return found
 
@@ -62,17 +64,38 @@ class Planned:
     kind: str
 
 
-def plan_deliveries(events: list[Undispatched], to: list[Target]) -> list[Planned]:
-    """Return the deliveries of ``events`` to the targets ``to``, in event order (pure)."""
+def plan_deliveries(
+    events: list[Undispatched],
+    to: list[Target],
+    audiences: Mapping[str, frozenset[int]] | None = None,
+) -> list[Planned]:
+    """Return the deliveries of ``events`` to the targets ``to``, in event order (pure).
+
+    ``audiences`` names, for the targets told about some posts only, the posts they want.
+    """
+    audiences = audiences or {}
     planned = []
     for event in events:
         if not is_news(event.kind, event.data):
             continue
         post_id = post_of(event.kind, event.post_id, event.data)
         for target in to:
-            if event.kind in target.kinds:
-                planned.append(Planned(event.id, target.name, post_id, event.kind))
+            if event.kind not in target.kinds:
+                continue
+            if target.name in audiences and post_id not in audiences[target.name]:
+                continue
+            planned.append(Planned(event.id, target.name, post_id, event.kind))
     return planned
+
+
+def find_audiences(events: list[Undispatched], to: list[Target]) -> dict[str, frozenset[int]]:
+    """Ask each target told about some posts only which posts of ``events`` it wants."""
+    posts = {post_of(e.kind, e.post_id, e.data) for e in events} - {None}
+    return {
+        target.name: frozenset(target.audience(posts) if posts else ())
+        for target in to
+        if target.audience is not None
+    }
 
 
 def undispatched(limit: int) -> list[Undispatched]:
@@ -101,7 +124,7 @@ def dispatch(to: list[Target], *, now: datetime, limit: int) -> Dispatched:
     Call it inside the transaction of the run (the dispatcher job is transactional).
     """
     events = undispatched(limit)
-    planned = plan_deliveries(events, to)
+    planned = plan_deliveries(events, to, find_audiences(events, to))
     Delivery.objects.bulk_create(
         [
             Delivery(

@@ -5,3 +5,6 @@ DISPATCH_JOB = "outbox.dispatch"
 
 #: Sends the webhook endpoints' deliveries (see :mod:`outbox.webhooks.sending`).
 WEBHOOKS_JOB = "outbox.webhooks"
+
+#: Emails authors about their posts' events (see :mod:`outbox.notifications`).
+NOTIFY_JOB = "outbox.notify_authors"

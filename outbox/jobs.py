@@ -1,6 +1,7 @@
-"""The dispatcher job: publish events to deliveries, woken by every commit that wrote some.
+"""The outbox's jobs: the dispatcher, the webhooks' sender, the authors' notifications.
 
-It runs in the ``plugins`` group (never in the publishing loop, so delivering never delays
+The dispatcher hands publish events to deliveries, woken by every commit that wrote some. It
+runs in the ``plugins`` group (never in the publishing loop, so delivering never delays
 a publish), in one transaction with its ledger row, and wakes the subscribers that got
 deliveries once that transaction commits.
 """
@@ -11,12 +12,12 @@ from functools import partial
 from django.db import transaction
 
 from coordination.clock import database_now
-from coordination.registry import JobContext, job
+from coordination.registry import JobContext, job, register_job
 from coordination.schedules import WhenDue
-from outbox import delivering, dispatch, wakeups
-from outbox.job_names import DISPATCH_JOB, WEBHOOKS_JOB
+from outbox import delivering, dispatch, notifications, wakeups
+from outbox.job_names import DISPATCH_JOB, NOTIFY_JOB, WEBHOOKS_JOB
 from outbox.models import WebhookEndpoint, is_webhook
-from outbox.subscriptions import subscriber_jobs
+from outbox.subscriptions import DEFAULT_RETRIES, Subscription, subscriber_jobs
 
 #: How many events one run dispatches.
 DISPATCH_BATCH = 2000
@@ -68,3 +69,18 @@ def send_webhooks(ctx: JobContext) -> datetime | None:
         if again is not None:
             soonest = again if soonest is None else min(soonest, again)
     return soonest
+
+
+#: Claim-first (mail is not transactional): an email is sent once across the replicas, and
+#: again only when its attempt failed or was lost with its node.
+register_job(
+    Subscription(
+        notifications.notify_author,
+        notifications.NOTIFIED_KINDS,
+        audience=notifications.posts_with_authors,
+    ),
+    name=NOTIFY_JOB,
+    group="plugins",
+    schedule=WhenDue(fallback=timedelta(seconds=60)),
+    retries=DEFAULT_RETRIES,
+)

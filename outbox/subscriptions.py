@@ -15,6 +15,9 @@ from coordination.registry import registry as default_registry
 from outbox.events import PostEvent
 from publishing.public_events import OUTBOX_KINDS
 
+#: How many more times a failed delivery is tried, unless the subscriber says otherwise.
+DEFAULT_RETRIES = 8
+
 #: What a subscriber's function is called with.
 Handler = Callable[[PostEvent, JobContext], Any]
 
@@ -26,7 +29,13 @@ class InvalidSubscription(ValueError):
 class Subscription:
     """A subscriber's function and the event kinds it wants; called as its job's function."""
 
-    def __init__(self, handler: Handler, kinds: Iterable[str]):
+    def __init__(
+        self,
+        handler: Handler,
+        kinds: Iterable[str],
+        *,
+        audience: Callable[[set[int]], Iterable[int]] | None = None,
+    ):
         kinds = tuple(kinds)
         unknown = sorted(set(kinds) - set(OUTBOX_KINDS))
         if not kinds or unknown:
@@ -38,6 +47,9 @@ class Subscription:
             raise InvalidSubscription(f"{handler!r} is not callable.")
         self.handler = handler
         self.kinds = frozenset(kinds)
+        #: Given the posts of a batch of events, returns the ones this subscriber is told
+        #: about (``None``: all of them); asked by the dispatcher, once per batch.
+        self.audience = audience
         functools.update_wrapper(self, handler)
 
     def __call__(self, ctx: JobContext):

@@ -25,13 +25,10 @@ from datetime import timedelta
 from coordination.registry import job_error
 from coordination.registry import registry as default_registry
 from coordination.schedules import WhenDue
-from outbox.subscriptions import InvalidSubscription, Subscription
+from outbox.subscriptions import DEFAULT_RETRIES, InvalidSubscription, Subscription
 
 #: The longest a subscriber's new events wait when no wake-up reaches its job.
 SUBSCRIBER_FALLBACK = timedelta(seconds=60)
-
-#: How many more times a failed delivery is tried, unless the subscriber says otherwise.
-DEFAULT_RETRIES = 8
 
 
 def on_post_event(
