@@ -7,14 +7,17 @@ with the same delivery id.
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models.functions import Now
+from django.db.models import CharField, OuterRef, Subquery, Value
+from django.db.models.functions import Cast, Concat, Now
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from coordination.admin import ReadOnlyAdminMixin
+from coordination.admin_words import time_column
 from outbox import wakeups
+from outbox.admin_words import subscriber_text
 from outbox.job_names import WEBHOOKS_JOB
-from outbox.models import Delivery, WebhookAttempt, WebhookEndpoint, is_webhook
+from outbox.models import WEBHOOK_PREFIX, Delivery, WebhookAttempt, WebhookEndpoint, is_webhook
 from outbox.webhooks import addresses
 from outbox.webhooks.sending import allow_http
 from publishing.public_events import OUTBOX_KINDS
@@ -53,8 +56,9 @@ class AttemptInline(ReadOnlyAdminMixin, admin.TabularInline):
     """The endpoint's latest attempts, newest first."""
 
     model = WebhookAttempt
-    fields = ["at", "ok", "status_code", "duration", "error", "response_head"]
+    fields = ["attempted", "ok", "status_code", "duration", "error", "response_head"]
     readonly_fields = fields
+    attempted = time_column("at", _("at"))
     extra = 0
     max_num = 0
     verbose_name_plural = _("latest attempts")
@@ -88,11 +92,11 @@ class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "event_id",
         "kind",
         "post_id",
-        "subscriber",
+        "to",
         "status",
         "attempts",
-        "due_at",
-        "finished_at",
+        "due",
+        "finished",
         "last_error",
     ]
     list_filter = ["status", "kind"]
@@ -101,8 +105,25 @@ class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     show_full_result_count = False
     actions = ["send_again"]
 
+    due = time_column("due_at", _("due at"))
+    finished = time_column("finished_at", _("finished at"))
+
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related(None)
+        """Read each row's endpoint name with it (the endpoints are few)."""
+        ledger_name = Concat(Value(WEBHOOK_PREFIX), Cast("pk", CharField()))
+        endpoint = WebhookEndpoint.objects.annotate(ledger=ledger_name).filter(
+            ledger=OuterRef("subscriber")
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(endpoint_name=Subquery(endpoint.values("name")[:1]))
+        )
+
+    @admin.display(description=_("to"), ordering="subscriber")
+    def to(self, delivery):
+        names = {delivery.subscriber: delivery.endpoint_name} if delivery.endpoint_name else {}
+        return subscriber_text(delivery.subscriber, names)
 
     @admin.action(description=_("Send again"), permissions=["send"])
     def send_again(self, request, queryset):

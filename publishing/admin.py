@@ -34,6 +34,7 @@ from publishing.admin_revisions import (
     revision_action_view,
     revisions_view,
 )
+from publishing.admin_sections import post_sections
 from publishing.admin_view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
@@ -491,11 +492,16 @@ class PostAdmin(admin.ModelAdmin):
         return [calendar, *revisions, *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        """Name the post's scheduled revision, which a direct edit of the text supersedes."""
+        """Name the post's scheduled revision, which a direct edit of the text supersedes, and
+        show the sections other apps add (:mod:`publishing.admin_sections`)."""
         post = self.get_object(request, object_id)
         scheduled = PostRevision.Status.SCHEDULED
         pending = selectors.pending_revision(post, scheduled) if post else None
-        extra_context = {**(extra_context or {}), "scheduled_revision": pending}
+        extra_context = {
+            **(extra_context or {}),
+            "scheduled_revision": pending,
+            "post_sections": post_sections(request, post),
+        }
         return super().change_view(request, object_id, form_url, extra_context)
 
     def get_changelist(self, request, **kwargs):
