@@ -124,7 +124,7 @@ def test_one_tick_of_the_engine_publishes_the_backlog_and_the_posts_due_now():
     counts = PublishEvent.objects.filter(kind=K.PUBLISHED).values_list("post_id", flat=True)
     assert sorted(counts) == sorted(p.pk for p in [*overdue, recent]), "each exactly once"
     jobs = set(JobRun.objects.values_list("job", flat=True))
-    assert jobs == {job_names.PUBLISH_JOB, job_names.BACKLOG_JOB}
+    assert jobs == {job_names.PUBLISH_JOB, job_names.BACKLOG_JOB, job_names.LATE_JOB}
 
 
 @pytest.mark.django_db(transaction=True)
