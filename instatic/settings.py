@@ -278,6 +278,9 @@ INSTATIC_WEBHOOK_ALLOW_HTTP = _env(parse_bool, "INSTATIC_WEBHOOK_ALLOW_HTTP", Fa
 INSTATIC_WEBHOOK_RETRY_FOR = _env(
     parse_seconds, "INSTATIC_WEBHOOK_RETRY_FOR", 86_400.0, positive=True
 )
+INSTATIC_WEBHOOK_RETRY_BACKOFF = _env(
+    parse_seconds, "INSTATIC_WEBHOOK_RETRY_BACKOFF", 30.0, positive=True
+)
 
 LOG_LEVEL = _env(parse_log_level, "INSTATIC_LOG_LEVEL", "INFO")
 # "text" (default) for people, "json" for log shippers: one object per line (instatic/logging.py).

@@ -15,6 +15,9 @@ _DEFAULTS = {
     # Seconds a webhook delivery is retried for before it is given up and its endpoint
     # disabled with an alert.
     "WEBHOOK_RETRY_FOR": 86_400,
+    # Seconds before a failed attempt is tried again the first time (then doubling, at most
+    # an hour apart).
+    "WEBHOOK_RETRY_BACKOFF": 30,
     # Seconds an attempt may wait for the connection, and for the response.
     "WEBHOOK_CONNECT_TIMEOUT": 3.0,
     "WEBHOOK_READ_TIMEOUT": 10.0,

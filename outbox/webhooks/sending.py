@@ -3,7 +3,8 @@
 Each delivery is one HTTP POST of a JSON body with the headers of
 :mod:`outbox.webhooks.signing` (the delivery id, a timestamp, and an HMAC-SHA256 signature
 over both and the body). Every attempt is recorded (:class:`~outbox.models.WebhookAttempt`),
-answered or not. A failed one is tried again from 30 s later, doubling up to an hour, for
+answered or not. A failed one is tried again from 30 s later
+(``INSTATIC_WEBHOOK_RETRY_BACKOFF``), doubling up to an hour, for
 ``INSTATIC_WEBHOOK_RETRY_FOR`` (a day); then the delivery is given up and the endpoint
 disabled, with an alert, so a dead endpoint stops costing attempts until an operator looks.
 
@@ -31,8 +32,12 @@ from outbox.webhooks import client, signing
 
 logger = logging.getLogger(__name__)
 
-#: Back-off of a failed attempt: 30 s, doubling, at most an hour (capped by the retry window).
-BACKOFF = JobOptions(retries=MAX_RETRIES, retry_backoff=timedelta(seconds=30))
+
+def backoff() -> JobOptions:
+    """Return the back-off of a failed attempt: ``INSTATIC_WEBHOOK_RETRY_BACKOFF`` (30 s),
+    doubling, at most an hour (capped by the retry window)."""
+    first = timedelta(seconds=float(settings.WEBHOOK_RETRY_BACKOFF))
+    return JobOptions(retries=MAX_RETRIES, retry_backoff=first)
 
 
 #: Failed attempts in a row after which an endpoint's batch ends for this run: a dead
@@ -65,7 +70,7 @@ def retry_at(row: Open, attempt: int, now: datetime) -> datetime | None:
     window_ends = (row.created_at or now) + timedelta(seconds=float(settings.WEBHOOK_RETRY_FOR))
     if now >= window_ends:
         return None
-    return min(BACKOFF.retry_at(attempt, now) or window_ends, window_ends)
+    return min(backoff().retry_at(attempt, now) or window_ends, window_ends)
 
 
 def allow_http() -> bool:

@@ -1,21 +1,26 @@
-"""Publish events with real processes: a replica SIGKILLed in the middle of a delivery.
+"""Publish events with real processes: a replica SIGKILLed in the middle of a delivery,
+then the database server restarted in the middle of another.
 
 Two ``runscheduler`` replicas run the plugins group with the test subscriber
 (``tests/outbox/subscriberapp``: transactional, one ``Effect`` per event) and a webhook
 endpoint on a loopback receiver. The leader is killed while a delivery's transaction is
-open; the survivor takes over. Every event must then reach the transactional subscriber
-exactly once and the webhook at least once, each delivery succeeded once, nothing left open.
+open; the survivor takes over, and (on the servers the suite starts) the database restarts
+while the survivor's delivery transaction is open, with deliveries still queued. Every
+event must then reach the transactional subscriber exactly once and the webhook at least
+once, each delivery succeeded once, nothing left open.
 """
 
 import signal
 
 import pytest
+from django.db import connection
 from django.db.models import Count
 
 from outbox.models import Delivery, WebhookEndpoint
 from publishing.models import PublishEvent
 from tests.jobsapp.models import Effect
 from tests.publishing.conftest import make_post
+from tests.support.databases import suite_server
 from tests.support.polling import wait_until
 from tests.support.webhook_receiver import Behaviour, WebhookReceiver
 
@@ -26,6 +31,7 @@ ENV = {
     "HATEST_SLOW_SECONDS": "0.3",
     "INSTATIC_WEBHOOK_ALLOW_PRIVATE": "1",
     "INSTATIC_WEBHOOK_ALLOW_HTTP": "1",
+    "INSTATIC_WEBHOOK_RETRY_BACKOFF": "1",
 }
 EVENTS = 6
 
@@ -42,9 +48,15 @@ def test_a_replica_killed_mid_delivery_loses_nothing_and_doubles_nothing(schedul
         first.wait_for_log(r"delivering event \d+", timeout=120)
         first.signal(signal.SIGKILL)
         first.wait()
-        schedulers("outbox-b", "plugins", env=ENV)
+        second = schedulers("outbox-b", "plugins", env=ENV)
+        server = suite_server()
+        if server is not None:
+            second.wait_for_log(r"delivering event \d+", timeout=120)
+            connection.close()
+            server.restart()
+            connection.close()
 
-        # A webhook attempt lost with the killed node is retried after its back-off (30 s).
+        # A webhook attempt lost with the killed node is retried after its back-off (1 s).
         done = wait_until(
             lambda: Delivery.objects.filter(status="succeeded").count() == 2 * EVENTS,
             timeout=180,
