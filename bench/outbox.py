@@ -5,9 +5,11 @@ run, each on fresh rows:
 
 - **Baseline**: no subscriber declared (the dispatcher still marks every event dispatched,
   to nobody).
-- **Subscriber**: the replicas restarted with ``BENCH_SUBSCRIBER=1``, which declares
-  ``benchsubscriber.record`` (bench/_subscriberapp): ``@on_post_event("published",
-  transactional=True)``, one ``INSERT`` into ``bench_outbox_effect`` per event.
+- **Subscriber and webhook**: the replicas restarted with ``BENCH_SUBSCRIBER=1``, which
+  declares ``benchsubscriber.record`` (bench/_subscriberapp): ``@on_post_event("published",
+  transactional=True)``, one ``INSERT`` into ``bench_outbox_effect`` per event; and a webhook
+  endpoint for ``published`` events on a loopback receiver in this process
+  (tests/support/webhook_receiver.py, answering 200 at once).
 
 In each phase ``BENCH_OUTBOX_POSTS`` (100,000) scheduled posts fall due at once (a minute ago,
 as after downtime, the scheduler woken: as bench/publishing.py's backlog), and
@@ -18,13 +20,15 @@ Figures:
 
 1. The publish, from the burst falling due to its last post published, with the subscriber
    beside the baseline: target <= 1.2x.
-2. The deliveries' drain rate: the burst's deliveries succeeded per second, from the first to
-   the last ``outbox_delivery.finished_at``: target >= 1,000/s.
+2. The deliveries' drain rate: the burst's deliveries to the subscriber succeeded per second,
+   from the first to the last ``outbox_delivery.finished_at``: target >= 1,000/s; the
+   webhook's drain rate beside it (one HTTP request each).
 3. On-time lateness p99 (``published_at - publish_at``) with the subscriber: target <= 50 ms;
    the baseline phase's p99 beside it.
 
-Checked: every published event of the subscriber phase has exactly one delivery, succeeded,
-and exactly one ``bench_outbox_effect`` row; the baseline's events got no delivery; one
+Checked: every published event of the subscriber phase has exactly one delivery to the
+subscriber, succeeded, and exactly one ``bench_outbox_effect`` row; one webhook delivery,
+succeeded, whose delivery id the receiver got; the baseline's events got no delivery; one
 ``published`` event per post.
 
 ``BENCH_OUTBOX_POSTS=5000 python -m bench.outbox`` for a quick try.
@@ -39,6 +43,7 @@ import psycopg
 
 from bench._harness import Replica, leader, migrated_site, percentile, print_table, wait_for
 from bench.publishing import any_scheduled, insert_posts, select_round_trips_ms, wake
+from tests.support.webhook_receiver import Behaviour, WebhookReceiver
 
 TARGET_PUBLISH_RATIO = 1.2
 TARGET_DRAIN_PER_SECOND = 1000.0
@@ -47,6 +52,8 @@ TARGET_P99_MS = 50.0
 BURST_AGE = 60
 REPLICAS = 3
 SUBSCRIBER = "benchsubscriber.record"
+#: What the replicas need to send webhooks to a loopback receiver.
+WEBHOOK_ENV = {"INSTATIC_WEBHOOK_ALLOW_PRIVATE": "1", "INSTATIC_WEBHOOK_ALLOW_HTTP": "1"}
 #: The subscriber's table (bench/_subscriberapp/jobs.py inserts; no unique constraint, so an
 #: event delivered twice shows as two rows whatever the delivery ledger says).
 CREATE_TABLE = """
@@ -83,7 +90,30 @@ def wait_ready(conn, *, subscriber: bool) -> None:
         )
 
 
-def run_phase(conn, prefix: str, *, posts: int, on_time: int, spread: float, rng, subscriber):
+def add_endpoint(conn, url: str) -> str:
+    """Add a webhook endpoint for published events at ``url``; return its ledger name."""
+    pk = _one(
+        conn,
+        "INSERT INTO outbox_webhookendpoint (name, url, events, secret, active, created_at,"
+        " disabled_reason) VALUES ('bench', %s, '[\"published\"]', 'bench-secret', true, now(),"
+        " '') RETURNING id",
+        (url,),
+    )
+    return f"webhook:{pk}"
+
+
+def drained(conn, subscriber: str, lo: int, hi: int) -> tuple:
+    """Return (first finished_at, last finished_at, succeeded) of the burst's deliveries."""
+    return conn.execute(
+        "SELECT min(finished_at), max(finished_at), count(*) FROM outbox_delivery"
+        " WHERE subscriber = %s AND post_id BETWEEN %s AND %s AND status = 'succeeded'",
+        (subscriber, lo, hi),
+    ).fetchone()
+
+
+def run_phase(
+    conn, prefix: str, *, posts: int, on_time: int, spread: float, rng, subscriber, webhook=""
+):
     """Publish one burst and its on-time posts; return the phase's figures."""
     far = _one(conn, "SELECT now() + interval '1 day'")
     first_event = _one(conn, "SELECT COALESCE(max(id), 0) FROM publishing_publishevent")
@@ -116,24 +146,28 @@ def run_phase(conn, prefix: str, *, posts: int, on_time: int, spread: float, rng
     if subscriber:
         # The burst's deliveries drain; wait until every one of its events has its delivery
         # finished (the dispatcher writes them, the subscriber's runs finish them).
-        def burst_delivered():
+        def burst_delivered(to: str):
             return (
                 _one(
                     conn,
                     "SELECT count(*) FROM outbox_delivery WHERE subscriber = %s"
                     " AND post_id BETWEEN %s AND %s AND finished_at IS NOT NULL",
-                    (SUBSCRIBER, lo, hi),
+                    (to, lo, hi),
                 )
                 >= posts
             )
 
-        wait_for(burst_delivered, 3600, interval=0.5)
+        wait_for(lambda: burst_delivered(SUBSCRIBER), 3600, interval=0.5)
         drained_seconds = time.monotonic() - started
-        first, last, done = conn.execute(
-            "SELECT min(finished_at), max(finished_at), count(*) FROM outbox_delivery"
-            " WHERE subscriber = %s AND post_id BETWEEN %s AND %s AND status = 'succeeded'",
-            (SUBSCRIBER, lo, hi),
-        ).fetchone()
+        first, last, done = drained(conn, SUBSCRIBER, lo, hi)
+        if webhook:
+            wait_for(lambda: burst_delivered(webhook), 3600, interval=0.5)
+            hook_first, hook_last, hook_done = drained(conn, webhook, lo, hi)
+            figures.update(
+                webhook_seconds=time.monotonic() - started,
+                webhook_window=(hook_last - hook_first).total_seconds(),
+                webhook_delivered=hook_done,
+            )
         runs = conn.execute(
             "SELECT count(*), COALESCE(avg(duration), 0) FROM coordination_jobrun"
             " WHERE job = %s AND status = 'succeeded' AND finished_at BETWEEN %s AND %s",
@@ -154,9 +188,7 @@ def run_phase(conn, prefix: str, *, posts: int, on_time: int, spread: float, rng
             lambda: (
                 not _one(
                     conn,
-                    "SELECT EXISTS (SELECT 1 FROM outbox_delivery"
-                    " WHERE subscriber = %s AND finished_at IS NULL)",
-                    (SUBSCRIBER,),
+                    "SELECT EXISTS (SELECT 1 FROM outbox_delivery WHERE finished_at IS NULL)",
                 )
             ),
             600,
@@ -183,13 +215,24 @@ def run_phase(conn, prefix: str, *, posts: int, on_time: int, spread: float, rng
     return figures
 
 
-def exactly_once(conn, first_event: int) -> dict:
-    """Check the subscriber phase's events: one succeeded delivery, one effect row each."""
+def exactly_once(conn, first_event: int, webhook: str, received: set[str]) -> dict:
+    """Check the subscriber phase's events: one succeeded delivery to the subscriber and one
+    effect row each, and one succeeded webhook delivery whose id the receiver got."""
     # Aggregates joined to the events, never a subquery per event (the effect table has no
     # index: a correlated count would scan it once per event).
     events = "FROM publishing_publishevent e WHERE e.id > %(first)s AND e.kind = 'published'"
-    p = {"first": first_event, "sub": SUBSCRIBER}
+    p = {"first": first_event, "sub": SUBSCRIBER, "hook": webhook}
+    hook_ids = {
+        str(value)
+        for (value,) in conn.execute(
+            "SELECT delivery_id FROM outbox_delivery WHERE subscriber = %(hook)s"
+            " AND status = 'succeeded'",
+            p,
+        )
+    }
     return {
+        "webhook_succeeded": len(hook_ids),
+        "webhook_unreceived": len(hook_ids - received),
         "events": _one(conn, f"SELECT count(*) {events}", p),
         "bad_deliveries": _one(
             conn,
@@ -201,8 +244,7 @@ def exactly_once(conn, first_event: int) -> dict:
         ),
         "unfinished": _one(
             conn,
-            "SELECT count(*) FROM outbox_delivery WHERE subscriber = %(sub)s"
-            " AND status <> 'succeeded'",
+            "SELECT count(*) FROM outbox_delivery WHERE status <> 'succeeded'",
             p,
         ),
         "bad_effects": _one(
@@ -243,6 +285,7 @@ def main() -> None:
     ):
         conn = psycopg.connect(url, autocommit=True, application_name="bench")
         conn.execute(CREATE_TABLE)
+        receiver = WebhookReceiver(Behaviour(body=b"ok")).__enter__()
         replicas = start_replicas(env, "base")
         try:
             wait_ready(conn, subscriber=False)
@@ -252,19 +295,30 @@ def main() -> None:
             )
             for replica in replicas:
                 replica.stop()
-            replicas = start_replicas({**env, "BENCH_SUBSCRIBER": "1"}, "sub")
+            webhook = add_endpoint(conn, receiver.url())
+            replicas = start_replicas({**env, **WEBHOOK_ENV, "BENCH_SUBSCRIBER": "1"}, "sub")
             wait_ready(conn, subscriber=True)
             sub = run_phase(
-                conn, "sub", posts=posts, on_time=on_time, spread=spread, rng=rng, subscriber=True
+                conn,
+                "sub",
+                posts=posts,
+                on_time=on_time,
+                spread=spread,
+                rng=rng,
+                subscriber=True,
+                webhook=webhook,
             )
-            checks = exactly_once(conn, sub["first_event"])
+            received = {r.headers.get("Instatic-Delivery", "") for r in receiver.requests}
+            checks = exactly_once(conn, sub["first_event"], webhook, received)
         finally:
             conn.close()
             for replica in replicas:
                 replica.stop()
+            receiver.__exit__(None, None, None)
 
     ratio = sub["publish_seconds"] / base["publish_seconds"]
     rate = sub["delivered"] / sub["drain_window"] if sub["drain_window"] > 0 else float("inf")
+    hook_rate = sub["webhook_delivered"] / max(sub["webhook_window"], 1e-9)
     base_p99, sub_p99 = (percentile(f["lateness"], 99) * 1000 for f in (base, sub))
     sub_p50, sub_max = (percentile(sub["lateness"], q) * 1000 for q in (50, 100))
     during_worst = max(sub["during"], default=0) * 1000
@@ -285,7 +339,7 @@ def main() -> None:
             True,
         ),
         (
-            "publish them, one transactional subscriber",
+            "publish them, one transactional subscriber and one webhook",
             f"{sub['publish_seconds']:.2f} s",
             "-",
             True,
@@ -309,6 +363,13 @@ def main() -> None:
             rate >= TARGET_DRAIN_PER_SECOND,
         ),
         ("  burst due to its last delivery", f"{sub['drained_seconds']:.1f} s", "-", True),
+        (
+            f"webhook deliveries drained ({sub['webhook_delivered']:,}), one POST each",
+            f"{sub['webhook_window']:.2f} s, {hook_rate:,.0f}/s",
+            "-",
+            True,
+        ),
+        ("  burst due to its last webhook delivery", f"{sub['webhook_seconds']:.1f} s", "-", True),
         (
             "  subscriber runs in that window / deliveries per run / mean run",
             f"{runs} / {sub['delivered'] / max(runs, 1):.0f} / {run_seconds * 1000:.0f} ms",
@@ -347,6 +408,12 @@ def main() -> None:
             f"/{checks['events'] - checks['bad_effects']}",
             f"{expected}",
             once,
+        ),
+        (
+            "webhook deliveries succeeded / their ids not received",
+            f"{checks['webhook_succeeded']}/{checks['webhook_unreceived']}",
+            f"{expected}/0",
+            checks["webhook_succeeded"] == expected and checks["webhook_unreceived"] == 0,
         ),
         (
             "  effect rows in all",

@@ -281,6 +281,12 @@ INSTATIC_WEBHOOK_RETRY_FOR = _env(
 INSTATIC_WEBHOOK_RETRY_BACKOFF = _env(
     parse_seconds, "INSTATIC_WEBHOOK_RETRY_BACKOFF", 30.0, positive=True
 )
+INSTATIC_WEBHOOK_CONNECT_TIMEOUT = _env(
+    parse_seconds, "INSTATIC_WEBHOOK_CONNECT_TIMEOUT", 3.0, positive=True
+)
+INSTATIC_WEBHOOK_READ_TIMEOUT = _env(
+    parse_seconds, "INSTATIC_WEBHOOK_READ_TIMEOUT", 10.0, positive=True
+)
 
 LOG_LEVEL = _env(parse_log_level, "INSTATIC_LOG_LEVEL", "INFO")
 # "text" (default) for people, "json" for log shippers: one object per line (instatic/logging.py).

@@ -165,3 +165,18 @@ ONCE_CUT_OFF = re.compile(
     r"|lost advisory lock|Lost connection|gone away|Can't connect"
 )
 LOG_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+# The outbox in the soak: the transactional subscriber of published events
+# (tests/chaosapp/jobs.py, one Effect "event:<id>" each) and the webhook endpoint on the soak's
+# receiver (devtools/chaos/webhooks.py). The replicas' webhook timeouts and first back-off are
+# short so that a receiver's failures and a partitioned sender cost seconds, and every
+# delivery succeeds within the settle phase.
+EVENT_SUBSCRIBER = "chaosevents.record"
+WEBHOOK_READ_TIMEOUT = 1.0
+WEBHOOK_ENV = {
+    "INSTATIC_WEBHOOK_ALLOW_PRIVATE": "1",
+    "INSTATIC_WEBHOOK_ALLOW_HTTP": "1",
+    "INSTATIC_WEBHOOK_RETRY_BACKOFF": "1",
+    "INSTATIC_WEBHOOK_CONNECT_TIMEOUT": "1",
+    "INSTATIC_WEBHOOK_READ_TIMEOUT": str(WEBHOOK_READ_TIMEOUT),
+}

@@ -26,6 +26,16 @@ class Network:
     def host_address(index: int) -> str:
         return f"10.231.{index}.1"
 
+    #: The address of the soak's own services (its webhook receiver) on the host: on its
+    #: loopback link, which no partition takes down, routed from every namespace through the
+    #: namespace's own link.
+    SERVICE_ADDRESS = "10.231.0.1"
+
+    def service_address(self) -> str:
+        """Return where every replica reaches the soak's services (loopback without
+        namespaces)."""
+        return self.SERVICE_ADDRESS if self.available else "127.0.0.1"
+
     def _ip(self, *args: str, check: bool = True) -> None:
         subprocess.run(["ip", *args], check=check, capture_output=True)
 
@@ -33,6 +43,8 @@ class Network:
         if not self.available:
             return
         try:
+            # Left behind by a soak that was killed, the address is there already: fine.
+            self._ip("addr", "add", f"{self.SERVICE_ADDRESS}/32", "dev", "lo", check=False)
             for i in range(1, self.count + 1):
                 ns, host, peer = self.ns(i), self.host_link(i), f"ic{self.tag}{i}n"
                 self._ip("netns", "add", ns)
@@ -44,6 +56,9 @@ class Network:
                 self._ip("-n", ns, "addr", "add", f"10.231.{i}.2/24", "dev", peer)
                 self._ip("-n", ns, "link", "set", peer, "up")
                 self._ip("-n", ns, "link", "set", "lo", "up")
+                self._ip(
+                    "-n", ns, "route", "add", self.SERVICE_ADDRESS, "via", self.host_address(i)
+                )
         except subprocess.CalledProcessError as exc:
             log(f"network namespaces unavailable ({exc.stderr.decode().strip()}); no partitions")
             self.destroy()
@@ -59,6 +74,8 @@ class Network:
         self._ip("link", "set", self.host_link(index), "down" if down else "up")
 
     def destroy(self) -> None:
+        if self.available:
+            self._ip("addr", "del", f"{self.SERVICE_ADDRESS}/32", "dev", "lo", check=False)
         for i in self.created:
             self._ip("link", "del", self.host_link(i), check=False)
             self._ip("netns", "del", self.ns(i), check=False)

@@ -39,3 +39,11 @@ def placeholders(values, name: str = "") -> str:
     if name:
         return ", ".join(f"%({name}{i})s" for i in range(len(values)))
     return ", ".join(["%s"] * len(values))
+
+
+def undelivered_events_sql() -> str:
+    """Count the publish events not dispatched yet and the deliveries still open."""
+    return (
+        "SELECT (SELECT count(*) FROM publishing_publishevent WHERE dispatched_at IS NULL)"
+        " + (SELECT count(*) FROM outbox_delivery WHERE finished_at IS NULL)"
+    )

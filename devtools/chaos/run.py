@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from devtools import chaos, commit_gate
-from devtools.chaos import databases
+from devtools.chaos import databases, webhooks
 from devtools.chaos.clock import log
 from devtools.chaos.config import (
     BASE_DIR,
@@ -31,7 +31,11 @@ from devtools.chaos.faults import fault_kinds, inject, parse_fault_selection
 from devtools.chaos.faults.processes import reap_once
 from devtools.chaos.invariants import check_invariants, worker_pools_running
 from devtools.chaos.network import Network
-from devtools.chaos.queries import dead_running_sql, unsettled_worker_runs_sql
+from devtools.chaos.queries import (
+    dead_running_sql,
+    undelivered_events_sql,
+    unsettled_worker_runs_sql,
+)
 from devtools.chaos.report import print_trouble, report
 from devtools.chaos.soak import Soak
 
@@ -82,7 +86,8 @@ def inject_faults(soak: Soak, started: float) -> None:
 def settle(soak: Soak, end_db) -> None:
     """Let the system heal before the checks.
 
-    Everything due before the end gets published, every workers run queued before it ends,
+    Everything due before the end gets published, every publish event delivered to the
+    subscriber and the webhook, every workers run queued before it ends,
     every worker pool has started its killed or fenced workers again, leases of killed nodes
     expire, ``--once``
     processes finish, and at least ``lease + 2 x period`` (the slowest job's) passes after the
@@ -99,6 +104,7 @@ def settle(soak: Soak, end_db) -> None:
         )
         if (
             not due
+            and not soak.scalar(undelivered_events_sql())
             and not soak.scalar(dead_running_sql(soak.db))
             and not soak.scalar(unsettled_worker_runs_sql(), (end_db, *WORKER_JOBS))
             and worker_pools_running(soak, end_db)[0]
@@ -147,6 +153,7 @@ def run_alone(args: argparse.Namespace) -> bool:
             check=True,
         )
         soak.publish_job = setup_django(env)
+        soak.webhooks, soak.webhook_name = webhooks.start(network.service_address(), args.seed)
         soak.measure_clock()
         if db.behind_pgbouncer:
             for statement in commit_gate.install_sql(job=LEASE_JOB, key=COMMIT_GATE_KEY):
@@ -212,6 +219,8 @@ def stop_everything(soak: Soak) -> None:
         soak.web.wait(20)
     if soak.bouncer is not None:
         soak.bouncer.stop()
+    if soak.webhooks is not None:
+        soak.webhooks.__exit__(None, None, None)
 
 
 def main(argv=None) -> int:

@@ -24,6 +24,7 @@ from devtools.chaos.config import (
     RETRY_MAX,
     SESSION_GROUPS,
     SLOW_JOB,
+    WEBHOOK_ENV,
     WORKER_JOBS,
     WORKER_NODE,
     WORKER_NODE_PROCESSES,
@@ -63,6 +64,9 @@ class Soak:
     # When every group led and every worker process served (epoch seconds): runs queued
     # before that waited for the workers to start.
     ready_wall: float = 0.0
+    # The soak's webhook receiver (devtools/chaos/webhooks.py) and its endpoint's ledger name.
+    webhooks: object = None
+    webhook_name: str = ""
 
     def env(self, host: str = "127.0.0.1", *, lease: bool = False) -> dict:
         env = dict(os.environ)
@@ -79,6 +83,7 @@ class Soak:
                 "INSTATIC_DB_RETRY_MAX": str(RETRY_MAX),
                 "INSTATIC_LOCK_MODE": "transaction" if self.lease_mode(lease) else "session",
                 "PYTHONUNBUFFERED": "1",
+                **WEBHOOK_ENV,
             }
         )
         if self.lease_mode(lease):

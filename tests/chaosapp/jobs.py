@@ -4,7 +4,8 @@ Most are plugin jobs (the ``plugins`` group); ``lease_tick`` has a group of its 
 soak's lease-mode replicas, and ``publish_probe`` runs in the ``publishing`` group beside the
 publish jobs. ``worker_tick`` and ``worker_claim`` run on worker processes (``run_on="workers"``):
 the plugins leader queues their slots and a worker process of any replica, or of the soak's
-worker-only node, executes them.
+worker-only node, executes them. ``chaosevents.record`` is a transactional subscriber of the
+``published`` events: one ``Effect`` per event (``event:<id>``).
 
 Whether a slot fails or hangs is decided from the slot itself, so a rerun of the same slot
 behaves the same and the soak stays reproducible.
@@ -16,7 +17,7 @@ from datetime import timedelta
 
 from coordination.models import JobRun
 from coordination.registry import job
-from plugins.sdk import Missed, every, plugin_job
+from plugins.sdk import Missed, every, on_post_event, plugin_job
 from tests.jobsapp.models import Effect
 
 # The group of the lease-mode replicas (devtools.chaos starts them with --group chaoslease).
@@ -137,3 +138,11 @@ def publish_probe(ctx):
     it still goes live on time.
     """
     _effect(ctx)
+
+
+@on_post_event(
+    "published", transactional=True, plugin="chaosevents", name="record", retry_backoff=1
+)
+def record_event(event, ctx):
+    """One ``Effect`` per published event, in the delivery's transaction: exactly once."""
+    Effect.objects.create(job=f"event:{event.id}", slot=event.at, node=ctx.node)

@@ -1,17 +1,19 @@
 """A webhook endpoint on loopback for tests: a real HTTP server that records what it receives.
 
-``WebhookReceiver`` runs a ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a thread
-while used as a context manager. Each request is recorded (method, path, headers, body)
-before it is answered, as the receiver's ``Behaviour`` says: a status and body, a delay
-(to make a client time out), closing the connection without an answer, a redirect, or an
-answer that never ends. Delays wait on an event that leaving the context sets, so a test
-never waits for them to run out.
+``WebhookReceiver`` runs a ``ThreadingHTTPServer`` on 127.0.0.1 (or another address of this
+machine; a free port) in a thread while used as a context manager. Each request is recorded
+(method, path, headers, body) before it is answered, as the receiver's ``Behaviour`` says
+(or a function of the request that returns one, for a receiver that fails some requests):
+a status and body, a delay (to make a client time out), closing the connection without an
+answer, a redirect, or an answer that never ends. Delays wait on an event that leaving the
+context sets, so a test never waits for them to run out.
 """
 
 import logging
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -48,15 +50,22 @@ class Behaviour:
 class WebhookReceiver:
     """A loopback HTTP server recording requests and answering per ``behaviour``."""
 
-    def __init__(self, behaviour: Behaviour | None = None, *, certificate: tuple | None = None):
+    def __init__(
+        self,
+        behaviour: Behaviour | Callable[[Received], Behaviour] | None = None,
+        *,
+        certificate: tuple | None = None,
+        host: str = "127.0.0.1",
+    ):
         """``certificate``: (certfile, keyfile) to answer https, recording the name each
         client asked for in the TLS handshake (SNI) in ``server_names``."""
         self.behaviour = behaviour or Behaviour()
+        self.host = host
         self.server_names: list[str | None] = []
         self._received: list[Received] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = ThreadingHTTPServer((host, 0), self._handler_class())
         self._server.daemon_threads = True
         if certificate is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -74,9 +83,9 @@ class WebhookReceiver:
     def port(self) -> int:
         return self._server.server_address[1]
 
-    def url(self, path: str = "/hook", *, host: str = "127.0.0.1", scheme: str = "http") -> str:
+    def url(self, path: str = "/hook", *, host: str | None = None, scheme: str = "http") -> str:
         """Return the URL of ``path`` on this receiver (``host`` may be a name)."""
-        return f"{scheme}://{host}:{self.port}{path}"
+        return f"{scheme}://{host or self.host}:{self.port}{path}"
 
     @property
     def requests(self) -> list[Received]:
@@ -124,8 +133,11 @@ class WebhookReceiver:
             def _handle(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                receiver._record(Received(self.command, self.path, dict(self.headers), body))
+                received = Received(self.command, self.path, dict(self.headers), body)
+                receiver._record(received)
                 behaviour = receiver.behaviour
+                if callable(behaviour):
+                    behaviour = behaviour(received)
                 if behaviour.delay and receiver._stopping.wait(behaviour.delay):
                     return
                 if behaviour.close:
