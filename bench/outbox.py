@@ -183,6 +183,18 @@ def run_phase(
     else:
         figures["drained_at"] = published_by
     wait_for(lambda: not any_scheduled(conn, far), spread + 120, interval=0.5)
+    # Everything of the phase dispatched (the baseline's events too, to nobody), then every
+    # delivery finished.
+    wait_for(
+        lambda: (
+            not _one(
+                conn,
+                "SELECT EXISTS (SELECT 1 FROM publishing_publishevent WHERE dispatched_at IS NULL)",
+            )
+        ),
+        600,
+        interval=0.2,
+    )
     if subscriber:
         wait_for(
             lambda: (
@@ -194,17 +206,6 @@ def run_phase(
             600,
             interval=0.2,
         )
-    # Everything of the phase dispatched (the baseline's events too, to nobody).
-    wait_for(
-        lambda: (
-            not _one(
-                conn,
-                "SELECT EXISTS (SELECT 1 FROM publishing_publishevent WHERE dispatched_at IS NULL)",
-            )
-        ),
-        600,
-        interval=0.2,
-    )
     rows = conn.execute(
         "SELECT extract(epoch FROM published_at - publish_at)::float8, publish_at"
         " FROM publishing_post WHERE slug LIKE %s",

@@ -32,6 +32,7 @@ class WebhookEndpointForm(forms.ModelForm):
         label=_("URL"),
         max_length=500,
         assume_scheme="https",
+        widget=forms.URLInput(attrs={"class": "vURLField", "size": 80}),
         help_text=_("Where deliveries are POSTed: https://, unless plain http is allowed."),
     )
     events = forms.MultipleChoiceField(

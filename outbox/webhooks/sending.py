@@ -18,6 +18,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
+from django.db.models import Subquery
 from django.db.models.functions import Now
 
 from coordination.alerts import Kind as AlertKind
@@ -119,9 +120,10 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
 
 
 def record_attempt(endpoint: WebhookEndpoint, delivery_id: str, attempt) -> None:
-    """Record one attempt of the delivery ``delivery_id``."""
+    """Record one attempt of the delivery ``delivery_id`` (one ``INSERT``, the delivery's row
+    found by its id in it)."""
     WebhookAttempt.objects.create(
-        delivery=Delivery.objects.get(delivery_id=delivery_id),
+        delivery_id=Subquery(Delivery.objects.filter(delivery_id=delivery_id).values("pk")[:1]),
         endpoint=endpoint,
         ok=attempt.ok,
         status_code=attempt.status_code,

@@ -124,6 +124,11 @@ class WebhookReceiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Connections are kept open between requests, and answers are not held back by
+            # Nagle's algorithm, as real receivers do.
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
             def do_POST(self):
                 self._handle()
 
