@@ -35,13 +35,23 @@ _DEFAULTS = {
 }
 
 
-class CoordinationSettings:
-    """Attribute access to ``INSTATIC_<NAME>`` settings with the defaults above."""
+class AppSettings:
+    """Attribute access to an app's ``INSTATIC_<NAME>`` Django settings, with its defaults:
+    each app's ``conf`` module makes one of its own table, read lazily (so tests override any
+    of them with ``override_settings``)."""
+
+    def __init__(self, defaults: dict):
+        self._defaults = defaults
 
     def __getattr__(self, name: str):
-        if name not in _DEFAULTS:
+        defaults = self.__dict__.get("_defaults", {})
+        if name not in defaults:
             raise AttributeError(name)
-        return getattr(django_settings, f"INSTATIC_{name}", _DEFAULTS[name])
+        return getattr(django_settings, f"INSTATIC_{name}", defaults[name])
+
+
+class CoordinationSettings(AppSettings):
+    """The engine's settings, with the defaults above, and the values derived from them."""
 
     def group_key(self, group: str) -> int | str:
         """Return the configured lock key for ``group`` (explicit or a name to hash)."""
@@ -53,4 +63,4 @@ class CoordinationSettings:
         return self.NODE_NAME or f"{socket.gethostname()}:{os.getpid()}"
 
 
-settings = CoordinationSettings()
+settings = CoordinationSettings(_DEFAULTS)

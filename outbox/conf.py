@@ -4,7 +4,7 @@ Like :mod:`publishing.conf`: defaults and meanings live here, and tests override
 with ``override_settings(INSTATIC_WEBHOOK_ALLOW_PRIVATE=...)``.
 """
 
-from django.conf import settings as django_settings
+from coordination.conf import AppSettings
 
 _DEFAULTS = {
     # Webhooks may reach private, loopback and link-local addresses only when this is on:
@@ -24,13 +24,4 @@ _DEFAULTS = {
 }
 
 
-class OutboxSettings:
-    """Attribute access to ``INSTATIC_<NAME>`` settings with the defaults above."""
-
-    def __getattr__(self, name: str):
-        if name not in _DEFAULTS:
-            raise AttributeError(name)
-        return getattr(django_settings, f"INSTATIC_{name}", _DEFAULTS[name])
-
-
-settings = OutboxSettings()
+settings = AppSettings(_DEFAULTS)

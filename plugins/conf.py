@@ -5,7 +5,7 @@ with ``override_settings(INSTATIC_EXPORT_ROOT=...)``. The run-history retention 
 ``INSTATIC_RUN_RETENTION`` through :mod:`coordination.conf` (the ledger is the engine's).
 """
 
-from django.conf import settings as django_settings
+from coordination.conf import AppSettings
 
 _DEFAULTS = {
     # Folder the static export writes to (``builds/`` and the ``current`` symlink inside it).
@@ -20,13 +20,4 @@ _DEFAULTS = {
 }
 
 
-class PluginsSettings:
-    """Attribute access to ``INSTATIC_<NAME>`` settings with the defaults above."""
-
-    def __getattr__(self, name: str):
-        if name not in _DEFAULTS:
-            raise AttributeError(name)
-        return getattr(django_settings, f"INSTATIC_{name}", _DEFAULTS[name])
-
-
-settings = PluginsSettings()
+settings = AppSettings(_DEFAULTS)

@@ -4,7 +4,7 @@ Like :mod:`coordination.conf`: defaults and meanings live here, and tests overri
 with ``override_settings(INSTATIC_PUBLISH_BATCH_SIZE=...)``.
 """
 
-from django.conf import settings as django_settings
+from coordination.conf import AppSettings
 
 _DEFAULTS = {
     # Posts published (or unpublished) per transaction of the publish job. A full batch makes
@@ -39,13 +39,4 @@ _DEFAULTS = {
 }
 
 
-class PublishingSettings:
-    """Attribute access to ``INSTATIC_<NAME>`` settings with the defaults above."""
-
-    def __getattr__(self, name: str):
-        if name not in _DEFAULTS:
-            raise AttributeError(name)
-        return getattr(django_settings, f"INSTATIC_{name}", _DEFAULTS[name])
-
-
-settings = PublishingSettings()
+settings = AppSettings(_DEFAULTS)
