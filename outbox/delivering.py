@@ -81,6 +81,15 @@ class Subscriber:
     #: End the batch after this many failures in a row (an endpoint that is down costs a
     #: few timeouts a run, not one per waiting delivery); None: go on.
     stop_after_failures: int | None = None
+    #: Told a batch's events before any is delivered (a webhook reads their posts at once).
+    prepare: Callable[[list[PostEvent]], None] | None = None
+    #: Claim-first: how many successes are recorded together, in one transaction with
+    #: ``flush()`` (a webhook writes its attempts there): one commit per group, not two per
+    #: delivery. Deliveries made by a node lost before their group is recorded stay claimed
+    #: by a run that is over, so each is attempted again: at least once, as any claim-first
+    #: attempt lost with its node.
+    record_every: int = 1
+    flush: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -226,9 +235,16 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
         Delivery.objects.filter(pk__in=[row.pk for row in rows]).values_list("pk", "delivery_id")
     )
 
-    def event_of(row: Open) -> PostEvent:
-        return from_row(events[row.event_id], delivery_id=str(delivery_ids[row.pk]))
+    batch = {
+        row.pk: from_row(events[row.event_id], delivery_id=str(delivery_ids[row.pk]))
+        for row in rows
+    }
 
+    def event_of(row: Open) -> PostEvent:
+        return batch[row.pk]
+
+    if subscriber.prepare is not None and rows:
+        subscriber.prepare(list(batch.values()))
     if subscriber.transactional and subscriber.savepoint and rows:
         delivered = _deliver_in_one_savepoint(subscriber, ctx, rows, event_of)
         if delivered is not None:
@@ -238,6 +254,15 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
     delivered: list[int] = []
     failed: list[datetime | None] = []
     attempted: set[int] = set()
+    unrecorded: list[int] = []  # claim-first successes not recorded yet
+
+    def record() -> None:
+        with transaction.atomic():
+            if subscriber.flush is not None:
+                subscriber.flush()
+            _record_success(unrecorded, now=now, counted=True)
+        unrecorded.clear()
+
     in_a_row = 0
     for row in rows:
         key = _order_key(row)
@@ -271,10 +296,13 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
         in_a_row = 0
         delivered.append(row.pk)
         if not subscriber.transactional:
-            _record_success([row.pk], now=now, counted=True)
+            unrecorded.append(row.pk)
+            if len(unrecorded) >= subscriber.record_every:
+                record()
     if subscriber.transactional and delivered:
         _record_success(delivered, now=now, counted=False)
     if not subscriber.transactional:
+        record()
         _release([row.pk for row in rows if row.pk not in attempted])
     return delivered, failed
 
@@ -322,6 +350,8 @@ def _one_line(exc: Exception) -> str:
 
 def _record_success(pks: list[int], *, now: datetime, counted: bool) -> None:
     """Mark deliveries succeeded (``counted``: their attempt was counted when claimed)."""
+    if not pks:
+        return
     attempts = F("attempts") if counted else F("attempts") + 1
     Delivery.objects.filter(pk__in=pks).update(
         status=S.SUCCEEDED, finished_at=now, attempts=attempts, last_error="", run=None

@@ -15,10 +15,10 @@ every attempt, is how it tells.
 
 import json
 import logging
+import time
 from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
-from django.db.models import Subquery
 from django.db.models.functions import Now
 
 from coordination.alerts import Kind as AlertKind
@@ -46,13 +46,23 @@ def backoff() -> JobOptions:
 STOP_AFTER_FAILURES = 3
 
 
-def body(event: PostEvent) -> bytes:
-    """Return the JSON body of ``event``'s delivery (compact, keys sorted)."""
+#: Successes (and the attempts beside them) recorded together: see Subscriber.record_every.
+RECORD_EVERY = 50
+
+
+def posts_of(events: list[PostEvent]) -> dict[int, dict]:
+    """Return the title and slug of the events' posts, by id (deleted posts are missing)."""
     from publishing.models import Post
 
-    post = None
-    if event.post_id is not None:
-        post = Post.objects.filter(pk=event.post_id).values("title", "slug").first()
+    ids = {event.post_id for event in events if event.post_id is not None}
+    return {
+        row.pop("pk"): row for row in Post.objects.filter(pk__in=ids).values("pk", "title", "slug")
+    }
+
+
+def body(event: PostEvent, post: dict | None) -> bytes:
+    """Return the JSON body of ``event``'s delivery (compact, keys sorted); ``post`` is its
+    post's title and slug (``None`` once it is deleted)."""
     document = {
         "delivery_id": event.delivery_id,
         "event_id": event.id,
@@ -84,10 +94,33 @@ def allow_private() -> bool:
 
 
 def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
-    """Return how ``endpoint``'s deliveries are made (claim first: HTTP is not transactional)."""
+    """Return how ``endpoint``'s deliveries are made (claim first: HTTP is not transactional).
+
+    A batch's posts and delivery rows are read once, before it is sent; its attempts are
+    written with its successes, :data:`RECORD_EVERY` at a time.
+    """
+    posts: dict[int, dict] = {}
+    delivery_pks: dict[str, int] = {}
+    attempts: list[WebhookAttempt] = []
+    clock = {}
+
+    def prepare(events: list[PostEvent]) -> None:
+        # Attempts are written later, so each keeps its own time: the database's clock at
+        # the batch's start, moved on by this process's monotonic clock.
+        clock.update(database=database_now(), monotonic=time.monotonic())
+        posts.clear()
+        posts.update(posts_of(events))
+        delivery_pks.clear()
+        rows = Delivery.objects.filter(delivery_id__in=[e.delivery_id for e in events])
+        delivery_pks.update((str(uid), pk) for uid, pk in rows.values_list("delivery_id", "pk"))
+
+    def flush() -> None:
+        WebhookAttempt.objects.bulk_create(attempts)
+        attempts.clear()
 
     def send(event: PostEvent, ctx) -> None:
-        payload = body(event)
+        at = clock["database"] + timedelta(seconds=time.monotonic() - clock["monotonic"])
+        payload = body(event, posts.get(event.post_id))
         timestamp = int(database_now().timestamp())
         headers = signing.headers(endpoint.secret, event.delivery_id, timestamp, payload)
         attempt = client.send(
@@ -101,7 +134,7 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
                 read=float(settings.WEBHOOK_READ_TIMEOUT),
             ),
         )
-        record_attempt(endpoint, event.delivery_id, attempt)
+        attempts.append(attempt_row(endpoint, delivery_pks[event.delivery_id], attempt, at=at))
         if not attempt.ok:
             raise DeliveryRefused(attempt.error or f"the endpoint answered {attempt.status_code}")
 
@@ -116,14 +149,19 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
         give_up=give_up,
         savepoint=False,
         stop_after_failures=STOP_AFTER_FAILURES,
+        prepare=prepare,
+        record_every=RECORD_EVERY,
+        flush=flush,
     )
 
 
-def record_attempt(endpoint: WebhookEndpoint, delivery_id: str, attempt) -> None:
-    """Record one attempt of the delivery ``delivery_id`` (one ``INSERT``, the delivery's row
-    found by its id in it)."""
-    WebhookAttempt.objects.create(
-        delivery_id=Subquery(Delivery.objects.filter(delivery_id=delivery_id).values("pk")[:1]),
+def attempt_row(
+    endpoint: WebhookEndpoint, delivery_pk: int, attempt, *, at: datetime
+) -> WebhookAttempt:
+    """Return the record of one attempt, made ``at``, of the delivery ``delivery_pk``."""
+    return WebhookAttempt(
+        delivery_id=delivery_pk,
+        at=at,
         endpoint=endpoint,
         ok=attempt.ok,
         status_code=attempt.status_code,
