@@ -7,17 +7,16 @@ with the same delivery id.
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import CharField, OuterRef, Subquery, Value
-from django.db.models.functions import Cast, Concat, Now
+from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from coordination.admin import ReadOnlyAdminMixin
 from coordination.admin_words import time_column
 from outbox import wakeups
-from outbox.admin_words import subscriber_text
+from outbox.admin_words import endpoint_names, subscriber_text
 from outbox.job_names import WEBHOOKS_JOB
-from outbox.models import WEBHOOK_PREFIX, Delivery, WebhookAttempt, WebhookEndpoint, is_webhook
+from outbox.models import Delivery, WebhookAttempt, WebhookEndpoint, is_webhook
 from outbox.webhooks import addresses
 from outbox.webhooks.sending import allow_http
 from publishing.public_events import OUTBOX_KINDS
@@ -109,21 +108,20 @@ class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     due = time_column("due_at", _("due at"))
     finished = time_column("finished_at", _("finished at"))
 
-    def get_queryset(self, request):
-        """Read each row's endpoint name with it (the endpoints are few)."""
-        ledger_name = Concat(Value(WEBHOOK_PREFIX), Cast("pk", CharField()))
-        endpoint = WebhookEndpoint.objects.annotate(ledger=ledger_name).filter(
-            ledger=OuterRef("subscriber")
-        )
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(endpoint_name=Subquery(endpoint.values("name")[:1]))
-        )
+    def get_changelist_instance(self, request):
+        """Name the page's webhook endpoints, read in one query for the page."""
+        changelist = super().get_changelist_instance(request)
+        rows = list(changelist.result_list)  # evaluated once: the page shows these objects
+        names = endpoint_names(row.subscriber for row in rows)
+        for row in rows:
+            row.endpoint_names = names
+        return changelist
 
     @admin.display(description=_("to"), ordering="subscriber")
     def to(self, delivery):
-        names = {delivery.subscriber: delivery.endpoint_name} if delivery.endpoint_name else {}
+        names = getattr(delivery, "endpoint_names", None)
+        if names is None:
+            names = endpoint_names([delivery.subscriber])
         return subscriber_text(delivery.subscriber, names)
 
     @admin.action(description=_("Send again"), permissions=["send"])

@@ -7,7 +7,9 @@ posts fall due and jobs run. Advisory locks are not replicated, so leadership is
 the new primary; what must survive is the ledger and the posts' states.
 
 - Synchronous replication loses no commit: no slot runs twice, no post is published twice or
-  lost, and scheduling resumes on the new primary by itself.
+  lost, every published event reaches a transactional subscriber exactly once (its
+  deliveries queued across the failover), and scheduling resumes on the new primary by
+  itself.
 - Asynchronous replication can lose the last commits. The test makes that certain (the
   standby is held back before the failover) and checks that the node that ran the lost slots
   says so, loudly, and that a claim-first job's lost run is written back rather than run
@@ -77,8 +79,8 @@ def db(action):
     return wait_until(lambda: attempt(), timeout=60, message="the pair never answered")
 
 
-def start_replicas(schedulers, pair, env):
-    groups = ("publishing", "hatest", "hatest_slow")
+def start_replicas(schedulers, pair, env, *, plugins: bool = False):
+    groups = ("publishing", "hatest", "hatest_slow", *(["plugins"] if plugins else []))
     return [
         schedulers(f"fo-{i}", *groups, env={"DATABASE_URL": pair.url(), **env}) for i in range(3)
     ]
@@ -163,9 +165,37 @@ def runs_after(job: str, instant) -> int:
 ENV = {"HATEST_WORK_SECONDS": "0", "HATEST_SLOW_SECONDS": "0.3", "INSTATIC_DB_RETRY_MAX": "1"}
 
 
+def assert_every_event_delivered_once() -> None:
+    """Each published event's transactional delivery (tests/outbox/subscriberapp) committed
+    its effect once."""
+
+    def published():
+        return set(
+            PublishEvent.objects.using(ALIAS)
+            .filter(kind=PublishEvent.Kind.PUBLISHED)
+            .values_list("pk", flat=True)
+        )
+
+    def effects():
+        return Counter(
+            Effect.objects.using(ALIAS)
+            .filter(job__startswith="event-")
+            .values_list("job", flat=True)
+        )
+
+    wait_until(lambda: len(db(effects) or {}) >= POSTS, timeout=90, message="events not delivered")
+    assert db(effects) == Counter({f"event-{pk}": 1 for pk in db(published)})
+
+
+SUBSCRIBER = {
+    "INSTATIC_TEST_EXTRA_APPS": "tests.outbox.subscriberapp",
+    "SUBSCRIBER_WORK_SECONDS": "0.02",
+}
+
+
 @pytest.mark.parametrize("cluster", [True], indirect=True, ids=["synchronous"])
 def test_a_synchronous_failover_loses_nothing_and_runs_nothing_twice(cluster, schedulers):
-    procs = start_replicas(schedulers, cluster, ENV)
+    procs = start_replicas(schedulers, cluster, {**ENV, **SUBSCRIBER}, plugins=True)
     schedule_posts(start=3, every=0.25)
     wait_until(lambda: succeeded(TICK) >= 3 and succeeded(SLOW) >= 2, timeout=60)
 
@@ -176,6 +206,7 @@ def test_a_synchronous_failover_loses_nothing_and_runs_nothing_twice(cluster, sc
     wait_until(lambda: runs_after(SLOW, promoted) >= 2, timeout=60, message="no slow runs")
 
     assert_every_post_published_once()
+    assert_every_event_delivered_once()
     assert_each_slot_ran_at_most_once()
     assert all(proc.alive() for proc in procs), "a replica died in the failover"
     for proc in procs:

@@ -1,9 +1,10 @@
 """``subscriberapp.record``: one ``Effect`` per published event, in the delivery's transaction.
 
-Each delivery logs ``delivering event N`` and then works ``HATEST_SLOW_SECONDS``, so a test
-can kill the node while a delivery's transaction is open.
+Each delivery logs ``delivering event N`` and then works ``SUBSCRIBER_WORK_SECONDS`` (or
+``HATEST_SLOW_SECONDS``), so a test can kill the node while a delivery's transaction is open.
 """
 
+import os
 import time
 
 from django.conf import settings
@@ -16,4 +17,4 @@ from tests.jobsapp.models import Effect
 def record(event, ctx):
     ctx.logger.info("delivering event %s", event.id)
     Effect.objects.create(job=f"event-{event.id}", slot=event.at, node=ctx.node)
-    time.sleep(settings.HATEST_SLOW_SECONDS)
+    time.sleep(float(os.environ.get("SUBSCRIBER_WORK_SECONDS", settings.HATEST_SLOW_SECONDS)))
