@@ -20,7 +20,10 @@ in order per post. Other posts' events go on.
 """
 
 import logging
-from collections.abc import Callable
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -90,6 +93,8 @@ class Subscriber:
     #: attempt lost with its node.
     record_every: int = 1
     flush: Callable[[], None] | None = None
+    #: Claim-first: how many posts' deliveries are made at once (see :func:`_attempts`).
+    concurrency: int = 1
 
 
 @dataclass(frozen=True)
@@ -250,11 +255,14 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
         if delivered is not None:
             _record_success(delivered, now=now, counted=False)
             return delivered, []
-    held: set = set()
     delivered: list[int] = []
     failed: list[datetime | None] = []
     attempted: set[int] = set()
     unrecorded: list[int] = []  # claim-first successes not recorded yet
+    halt = threading.Event()
+
+    def stop() -> bool:
+        return halt.is_set() or ctx.should_stop()
 
     def record() -> None:
         with transaction.atomic():
@@ -264,33 +272,13 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
         unrecorded.clear()
 
     in_a_row = 0
-    for row in rows:
-        key = _order_key(row)
-        if key in held:
-            continue
-        if ctx.should_stop() or in_a_row == subscriber.stop_after_failures:
-            break
+    for row, exc in _attempts(subscriber, ctx, rows, event_of, stop):
         attempted.add(row.pk)
-        event = event_of(row)
-        attempt = row.attempts + 1  # a claim-first claim counted it in the row already
-        try:
-            if subscriber.savepoint:
-                with transaction.atomic():
-                    subscriber.handler(event, ctx)
-            else:
-                subscriber.handler(event, ctx)
-        except Exception as exc:
-            logger.warning(
-                "%s failed on %s event %s (attempt %d): %s",
-                subscriber.name,
-                event.kind,
-                event.id,
-                attempt,
-                exc,
-                exc_info=not isinstance(exc, DeliveryRefused),
-            )
-            held.add(key)
+        if exc is not None:
             in_a_row += 1
+            if in_a_row == subscriber.stop_after_failures:
+                halt.set()
+            attempt = row.attempts + 1  # a claim-first claim counted it in the row already
             failed.append(_record_failure(subscriber, row, attempt, _one_line(exc), now=now))
             continue
         in_a_row = 0
@@ -305,6 +293,104 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
         record()
         _release([row.pk for row in rows if row.pk not in attempted])
     return delivered, failed
+
+
+Outcome = tuple[Open, Exception | None]
+
+
+def _attempt(subscriber: Subscriber, ctx: JobContext, row: Open, event: PostEvent):
+    """Call the handler for ``row``'s event; return the exception it raised, or None."""
+    try:
+        if subscriber.savepoint:
+            with transaction.atomic():
+                subscriber.handler(event, ctx)
+        else:
+            subscriber.handler(event, ctx)
+    except Exception as exc:
+        logger.warning(
+            "%s failed on %s event %s (attempt %d): %s",
+            subscriber.name,
+            event.kind,
+            event.id,
+            row.attempts + 1,
+            exc,
+            exc_info=not isinstance(exc, DeliveryRefused),
+        )
+        return exc
+    return None
+
+
+def _attempts(subscriber, ctx, rows: list[Open], event_of, stop) -> Iterator[Outcome]:
+    """Attempt ``rows``, yielding each with its outcome; none starts once ``stop()``.
+
+    A post's rows go in order, and after a failure its later rows wait. With a
+    ``concurrency`` above one (a webhook), the batch starts with one attempt and, once it
+    succeeded, the rest go that many posts at a time: an endpoint that is down still costs
+    a few attempts a run, and one that answers is not held to one request at a time.
+    """
+    if subscriber.concurrency <= 1 or subscriber.transactional or len(rows) < 2:
+        yield from _in_order(subscriber, ctx, rows, event_of, stop)
+        return
+    first, rest = rows[0], rows[1:]
+    if stop():
+        return
+    exc = _attempt(subscriber, ctx, first, event_of(first))
+    yield first, exc
+    if exc is not None:
+        key = _order_key(first)
+        rest = [row for row in rest if _order_key(row) != key]
+        yield from _in_order(subscriber, ctx, rest, event_of, stop)
+    else:
+        yield from _side_by_side(subscriber, ctx, rest, event_of, stop)
+
+
+def _in_order(subscriber, ctx, rows: list[Open], event_of, stop) -> Iterator[Outcome]:
+    held: set = set()
+    for row in rows:
+        key = _order_key(row)
+        if key in held:
+            continue
+        if stop():
+            return
+        exc = _attempt(subscriber, ctx, row, event_of(row))
+        if exc is not None:
+            held.add(key)
+        yield row, exc
+
+
+def _side_by_side(subscriber, ctx, rows: list[Open], event_of, stop) -> Iterator[Outcome]:
+    """Attempt each post's rows in order on its own thread, ``concurrency`` posts at once;
+    yield the outcomes here, in the calling thread, as they come (the handler must not use
+    the database: a webhook only sends)."""
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault(_order_key(row), []).append(row)
+    outcomes: queue.Queue = queue.Queue()
+    done = object()
+
+    def run(group: list[Open]) -> None:
+        try:
+            for row in group:
+                if stop():
+                    return
+                exc = _attempt(subscriber, ctx, row, event_of(row))
+                outcomes.put((row, exc))
+                if exc is not None:
+                    return
+        finally:
+            outcomes.put(done)
+
+    workers = min(subscriber.concurrency, len(groups))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=subscriber.name) as pool:
+        for group in groups.values():
+            pool.submit(run, group)
+        running = len(groups)
+        while running:
+            item = outcomes.get()
+            if item is done:
+                running -= 1
+            else:
+                yield item
 
 
 def _deliver_in_one_savepoint(subscriber, ctx, rows: list[Open], event_of) -> list[int] | None:

@@ -91,6 +91,10 @@ class _HTTPSPool(urllib3.HTTPSConnectionPool):
     ConnectionCls = _HTTPSConnection
 
 
+#: Requests sent to one endpoint at once (outbox.delivering sends that many posts' deliveries
+#: side by side), and the connections kept open to it.
+CONNECTIONS_PER_ENDPOINT = 8
+
 _pools: OrderedDict[tuple, urllib3.HTTPConnectionPool] = OrderedDict()
 _pools_lock = threading.Lock()
 
@@ -107,13 +111,13 @@ def _pool(scheme: str, ip: str, port: int, host: str) -> urllib3.HTTPConnectionP
             pool = _HTTPSPool(
                 ip,
                 port,
-                maxsize=4,
+                maxsize=CONNECTIONS_PER_ENDPOINT,
                 server_hostname=host,
                 assert_hostname=host,
                 cert_reqs="CERT_REQUIRED",
             )
         else:
-            pool = _HTTPPool(ip, port, maxsize=4)
+            pool = _HTTPPool(ip, port, maxsize=CONNECTIONS_PER_ENDPOINT)
         _pools[key] = pool
         while len(_pools) > MAX_POOLS:
             _key, old = _pools.popitem(last=False)

@@ -119,9 +119,10 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
         attempts.clear()
 
     def send(event: PostEvent, ctx) -> None:
+        # On a thread of its own (Subscriber.concurrency): no database here.
         at = clock["database"] + timedelta(seconds=time.monotonic() - clock["monotonic"])
         payload = body(event, posts.get(event.post_id))
-        timestamp = int(database_now().timestamp())
+        timestamp = int(at.timestamp())
         headers = signing.headers(endpoint.secret, event.delivery_id, timestamp, payload)
         attempt = client.send(
             endpoint.url,
@@ -152,6 +153,7 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
         prepare=prepare,
         record_every=RECORD_EVERY,
         flush=flush,
+        concurrency=client.CONNECTIONS_PER_ENDPOINT,
     )
 
 

@@ -1,6 +1,8 @@
 """Webhook deliveries end to end: a publish event POSTed to a loopback endpoint, every
 attempt recorded, retried with the same delivery id, given up and disabled, sent again."""
 
+import json
+import threading
 from datetime import timedelta
 
 import pytest
@@ -145,3 +147,42 @@ def test_an_endpoint_that_is_down_costs_a_few_timeouts_a_run_and_its_other_deliv
     statuses = list(Delivery.objects.order_by("event_id").values_list("status", "attempts"))
     assert statuses == [("pending", 1)] * 3 + [("pending", 0)] * 5  # not attempted: released
     assert not Delivery.objects.filter(run__isnull=False).exists()
+
+
+@pytest.mark.django_db
+@loopback
+def test_an_endpoint_that_answers_gets_several_posts_at_once_each_posts_events_in_order():
+    posts = [make_post(status="published") for _ in range(4)]
+    for kind in ("published", "unpublished", "published"):
+        for post in posts:
+            PublishEvent.objects.create(post=post, kind=kind)
+    lock, two_at_once = threading.Lock(), threading.Event()
+    seen = {"requests": 0, "in_flight": 0, "most": 0}
+
+    def answer(received):
+        with lock:
+            seen["requests"] += 1
+            first = seen["requests"] == 1  # the batch's first attempt goes alone
+            seen["in_flight"] += 1
+            seen["most"] = max(seen["most"], seen["in_flight"])
+            if seen["in_flight"] >= 2:
+                two_at_once.set()
+        if not first:
+            two_at_once.wait(5)  # one at a time, this would wait out its 5 s every time
+        with lock:
+            seen["in_flight"] -= 1
+        return Behaviour(body=b"ok")
+
+    with WebhookReceiver(answer) as hook:
+        endpoint = endpoint_for(hook.url())
+        endpoint.events = ["published", "unpublished"]
+        endpoint.save()
+        dispatch_and_send(endpoint)
+        requests = hook.requests
+    assert seen["most"] >= 2, "several requests were in flight at once"
+    assert Delivery.objects.filter(status="succeeded").count() == 12
+    sent = [json.loads(r.body) for r in requests]
+    for post in posts:
+        ids = [body["event_id"] for body in sent if body["post_id"] == post.pk]
+        assert ids == sorted(ids) and len(ids) == 3, "a post's events in order"
+    assert WebhookAttempt.objects.filter(ok=True).count() == 12
