@@ -93,7 +93,7 @@ class _HTTPSPool(urllib3.HTTPSConnectionPool):
 
 #: Requests sent to one endpoint at once (outbox.delivering sends that many posts' deliveries
 #: side by side), and the connections kept open to it.
-CONNECTIONS_PER_ENDPOINT = 8
+CONNECTIONS_PER_ENDPOINT = 4
 
 _pools: OrderedDict[tuple, urllib3.HTTPConnectionPool] = OrderedDict()
 _pools_lock = threading.Lock()
