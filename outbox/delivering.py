@@ -272,21 +272,29 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
         unrecorded.clear()
 
     in_a_row = 0
-    for row, exc in _attempts(subscriber, ctx, rows, event_of, stop):
-        attempted.add(row.pk)
-        if exc is not None:
-            in_a_row += 1
-            if in_a_row == subscriber.stop_after_failures:
-                halt.set()
-            attempt = row.attempts + 1  # a claim-first claim counted it in the row already
-            failed.append(_record_failure(subscriber, row, attempt, _one_line(exc), now=now))
-            continue
-        in_a_row = 0
-        delivered.append(row.pk)
-        if not subscriber.transactional:
-            unrecorded.append(row.pk)
-            if len(unrecorded) >= subscriber.record_every:
-                record()
+    outcomes = _attempts(subscriber, ctx, rows, event_of, stop)
+    try:
+        for row, exc in outcomes:
+            attempted.add(row.pk)
+            if exc is not None:
+                in_a_row += 1
+                if in_a_row == subscriber.stop_after_failures:
+                    halt.set()
+                attempt = row.attempts + 1  # a claim-first claim counted it in the row already
+                failed.append(_record_failure(subscriber, row, attempt, _one_line(exc), now=now))
+                if not subscriber.transactional:
+                    record()  # a failure's attempt is written with it (failures are rare)
+                continue
+            in_a_row = 0
+            delivered.append(row.pk)
+            if not subscriber.transactional:
+                unrecorded.append(row.pk)
+                if len(unrecorded) >= subscriber.record_every:
+                    record()
+    finally:
+        # Recording failed (the database went away): no further attempt starts.
+        halt.set()
+        outcomes.close()
     if subscriber.transactional and delivered:
         _record_success(delivered, now=now, counted=False)
     if not subscriber.transactional:
@@ -371,7 +379,7 @@ def _side_by_side(subscriber, ctx, rows: list[Open], event_of, stop) -> Iterator
     def run(group: list[Open]) -> None:
         try:
             for row in group:
-                if stop():
+                if stop():  # the caller's halt is set when it stops taking outcomes
                     return
                 exc = _attempt(subscriber, ctx, row, event_of(row))
                 outcomes.put((row, exc))

@@ -91,11 +91,17 @@ def plan_deliveries(
 def find_audiences(events: list[Undispatched], to: list[Target]) -> dict[str, frozenset[int]]:
     """Ask each target told about some posts only which posts of ``events`` it wants."""
     posts = {post_of(e.kind, e.post_id, e.data) for e in events} - {None}
-    return {
-        target.name: frozenset(target.audience(posts) if posts else ())
-        for target in to
-        if target.audience is not None
-    }
+    found = {}
+    for target in to:
+        if target.audience is None:
+            continue
+        try:
+            found[target.name] = frozenset(target.audience(posts) if posts else ())
+        except Exception:
+            # Told about every post rather than none: nothing is lost, and the subscriber
+            # decides again when it delivers.
+            logger.exception("the audience of %s failed; it is told about every post", target.name)
+    return found
 
 
 def undispatched(limit: int) -> list[Undispatched]:

@@ -39,9 +39,6 @@ from publishing.public_events import announce_events
 
 logger = logging.getLogger(__name__)
 
-#: How many late posts one run of the late job records.
-LATE_BATCH = 1000
-
 #: How soon the job looks again at due posts it had to skip because their rows were locked.
 LOCKED_RETRY = timedelta(seconds=1)
 
@@ -131,16 +128,14 @@ def tell_late_posts(ctx: JobContext) -> datetime | None:
     The fallback bounds how long a post scheduled since the last run waits to be told.
     """
     now = database_now()
-    found = late.record_late_posts(now=now, node=ctx.node, limit=LATE_BATCH)
-    if found.told:
+    told = late.record_late_posts(now=now, node=ctx.node)
+    if told:
         announce_events()
         logger.warning(
             "[publish-scheduler] %d scheduled post(s) still not live %s past their time",
-            found.told,
+            told,
             duration_text(late.late_after().total_seconds()),
         )
-    if found.more:
-        return now
     return late.next_late_at(now)
 
 

@@ -10,7 +10,6 @@ and a post found again after a failed run, from being told twice; a post resched
 is told again if it is late again.
 """
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db.models import Exists, OuterRef
@@ -55,16 +54,13 @@ def last_look() -> datetime | None:
     )
 
 
-@dataclass(frozen=True)
-class Found:
-    """What a run recorded: how many posts were told late, and whether more are waiting."""
+def record_late_posts(*, now: datetime, node: str) -> int:
+    """Record a ``late`` event for every late post of this run's window not told yet;
+    return how many.
 
-    told: int
-    more: bool
-
-
-def record_late_posts(*, now: datetime, node: str, limit: int) -> Found:
-    """Record a ``late`` event for up to ``limit`` late posts not told yet; say how many."""
+    All of the window in one run: a run that stopped part-way would leave the rest below
+    the next run's window, never told.
+    """
     after = late_after()
     low, high = window(last_look(), now, after)
     told = PublishEvent.objects.filter(
@@ -76,23 +72,26 @@ def record_late_posts(*, now: datetime, node: str, limit: int) -> Found:
     rows = list(
         posts.filter(~Exists(told))
         .order_by("publish_at", "id")
-        .values_list("id", "publish_at", "version")[: limit + 1]
+        .values_list("id", "publish_at", "version")
     )
     PublishEvent.objects.bulk_create(
-        PublishEvent(
-            post_id=pk,
-            kind=PublishEvent.Kind.LATE,
-            node=node,
-            lateness=(now - due).total_seconds(),
-            data={
-                "was_due_at": stored_time(due),
-                "late_after": after.total_seconds(),
-                "version": version,
-            },
-        )
-        for pk, due, version in rows[:limit]
+        [
+            PublishEvent(
+                post_id=pk,
+                kind=PublishEvent.Kind.LATE,
+                node=node,
+                lateness=(now - due).total_seconds(),
+                data={
+                    "was_due_at": stored_time(due),
+                    "late_after": after.total_seconds(),
+                    "version": version,
+                },
+            )
+            for pk, due, version in rows
+        ],
+        batch_size=1000,
     )
-    return Found(told=len(rows[:limit]), more=len(rows) > limit)
+    return len(rows)
 
 
 def next_late_at(now: datetime) -> datetime | None:

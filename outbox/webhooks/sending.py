@@ -115,8 +115,10 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
         delivery_pks.update((str(uid), pk) for uid, pk in rows.values_list("delivery_id", "pk"))
 
     def flush() -> None:
-        WebhookAttempt.objects.bulk_create(attempts)
-        attempts.clear()
+        # The sending threads may add attempts meanwhile: only those written are removed.
+        written = attempts[:]
+        WebhookAttempt.objects.bulk_create(written)
+        del attempts[: len(written)]
 
     def send(event: PostEvent, ctx) -> None:
         # On a thread of its own (Subscriber.concurrency): no database here.
