@@ -10,7 +10,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from devtools.chaos.clock import clock_text
 from devtools.chaos.config import (
@@ -259,20 +259,23 @@ def few_claimed_elsewhere(soak: Soak, end_db) -> tuple[bool, str]:
 def no_self_overlap(soak: Soak, end_db) -> tuple[bool, str]:
     """No run starts before an earlier-started run of the same job has finished.
 
-    Abandoned rows are left out: their finish time is when another node noticed, not when the
-    run ended.
+    A run ends at its start plus the duration its runner measured: ``finished_at`` is when
+    the outcome was written, which a worker cut off by a partition writes only once it is
+    back, seconds after its run ended. Abandoned rows are left out: their finish time is when
+    another node noticed, not when the run ended.
     """
     overlaps = []
     prev_end: dict[str, datetime] = {}
-    for job, slot, started_at, finished_at in soak.query(
-        "SELECT job, slot, started_at, finished_at FROM coordination_jobrun WHERE"
+    for job, slot, started_at, finished_at, duration in soak.query(
+        "SELECT job, slot, started_at, finished_at, duration FROM coordination_jobrun WHERE"
         f" {CHAOS_OR_PUBLISH} AND started_at IS NOT NULL AND finished_at IS NOT NULL"
         " AND status NOT IN ('missed', 'abandoned') ORDER BY job, started_at, id",
         {"publish": soak.publish_job},
     ):
         if job in prev_end and started_at < prev_end[job]:
             overlaps.append((job, slot, prev_end[job] - started_at))
-        prev_end[job] = max(finished_at, prev_end.get(job, finished_at))
+        ended = finished_at if duration is None else started_at + timedelta(seconds=duration)
+        prev_end[job] = max(ended, prev_end.get(job, ended))
     detail = f"{len(overlaps)} overlapping runs" + "".join(
         f"; {job} {slot:%H:%M:%S} by {gap.total_seconds():.1f} s" for job, slot, gap in overlaps[:3]
     )
