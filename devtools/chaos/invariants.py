@@ -259,10 +259,10 @@ def few_claimed_elsewhere(soak: Soak, end_db) -> tuple[bool, str]:
 def no_self_overlap(soak: Soak, end_db) -> tuple[bool, str]:
     """No run starts before an earlier-started run of the same job has finished.
 
-    A run ends at its start plus the duration its runner measured: ``finished_at`` is when
-    the outcome was written, which a worker cut off by a partition writes only once it is
-    back, seconds after its run ended. Abandoned rows are left out: their finish time is when
-    another node noticed, not when the run ended.
+    A run ends at its ``finished_at``, or sooner at its start plus the duration its runner
+    measured: ``finished_at`` is when the outcome was written, which a worker cut off by a
+    partition writes only once it is back, seconds after its run ended. Abandoned rows are
+    left out: their finish time is when another node noticed, not when the run ended.
     """
     overlaps = []
     prev_end: dict[str, datetime] = {}
@@ -274,7 +274,9 @@ def no_self_overlap(soak: Soak, end_db) -> tuple[bool, str]:
     ):
         if job in prev_end and started_at < prev_end[job]:
             overlaps.append((job, slot, prev_end[job] - started_at))
-        ended = finished_at if duration is None else started_at + timedelta(seconds=duration)
+        ended = finished_at
+        if duration is not None:
+            ended = min(finished_at, started_at + timedelta(seconds=duration))
         prev_end[job] = max(ended, prev_end.get(job, ended))
     detail = f"{len(overlaps)} overlapping runs" + "".join(
         f"; {job} {slot:%H:%M:%S} by {gap.total_seconds():.1f} s" for job, slot, gap in overlaps[:3]
