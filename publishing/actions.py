@@ -38,6 +38,7 @@ from publishing.exceptions import EditConflict, InvalidTransition
 from publishing.job_names import PUBLISH_JOB
 from publishing.models import Post, PublishEvent
 from publishing.public_events import OUTBOX_KINDS, announce_events
+from publishing.release_checks import stop_releases_holding
 
 PUBLISH_PERMISSION = "publishing.publish_post"
 
@@ -111,6 +112,7 @@ class EditorAction:
 
     current: Post
     user: Any
+    changed: bool = False
 
     def change(
         self,
@@ -140,6 +142,7 @@ class EditorAction:
         if not updated:
             # Unreachable while the row lock is held; kept so a change can never be blind.
             raise InvalidTransition(f"“{current}” changed while being saved; reload and try again.")
+        self.changed = True
         if kind is not None:
             record_event(current, kind, user=self.user, data=data)
         if wake_at is not None:
@@ -160,6 +163,13 @@ def lock(post: Post, expected_version: int | None = None) -> Post:
 
 @contextmanager
 def editor_action(post: Post, *, user, expected_version: int | None) -> Iterator[EditorAction]:
-    """Open a transaction, lock ``post``'s row (see :func:`lock`) and yield the action on it."""
+    """Open a transaction, lock ``post``'s row (see :func:`lock`) and yield the action on it.
+
+    A change stops the scheduled releases whose item of the post no longer applies, in the
+    same transaction (:mod:`publishing.release_checks`).
+    """
     with transaction.atomic():
-        yield EditorAction(current=lock(post, expected_version), user=user)
+        action = EditorAction(current=lock(post, expected_version), user=user)
+        yield action
+        if action.changed:
+            stop_releases_holding([action.current.pk])

@@ -25,7 +25,12 @@ from coordination.admin import ReadOnlyAdminMixin
 from coordination.admin_paging import CappedCountPaginator
 from coordination.clock import database_now
 from coordination.wording import lateness_text
-from publishing import actions, posts, selectors
+from publishing import (
+    actions,
+    admin_releases,  # noqa: F401  (registers the releases' admin)
+    posts,
+    selectors,
+)
 from publishing.admin_calendar import calendar_view
 from publishing.admin_panel import PostState, is_late, outcome_text, state_text
 from publishing.admin_revisions import (
@@ -202,7 +207,12 @@ class PostAdmin(admin.ModelAdmin):
     show_full_result_count = False
     prepopulated_fields = {"slug": ["title"]}
     inlines = [PublishEventInline]
-    actions = ["publish_now_action", "cancel_schedule_action", "unpublish_action"]
+    actions = [
+        "publish_now_action",
+        "cancel_schedule_action",
+        "unpublish_action",
+        "add_to_release_action",
+    ]
     system_fields = [
         "publishing_state",
         "published_at_local",
@@ -622,6 +632,12 @@ class PostAdmin(admin.ModelAdmin):
     @admin.action(description=_("Unpublish selected posts"), permissions=["publish"])
     def unpublish_action(self, request, queryset):
         self._run_action(request, queryset, posts.unpublish_now, "unpublished")
+
+    @admin.action(description=_("Add selected posts to a release"), permissions=["publish"])
+    def add_to_release_action(self, request, queryset):
+        """Ask which release the selected posts join (a page of its own)."""
+        ids = ",".join(str(pk) for pk in queryset.values_list("pk", flat=True)[:1000])
+        return HttpResponseRedirect(f"{reverse('admin:publishing_release_add_posts')}?ids={ids}")
 
 
 @admin.register(PublishEvent)

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import NamedTuple
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Length, Trim
 
@@ -29,6 +29,7 @@ from publishing import setbased
 from publishing.conf import settings
 from publishing.models import Post, PostRevision, PublishEvent
 from publishing.revisions import PENDING
+from publishing.row_locks import skip_locked
 from publishing.setbased import DueChange, SetAside, change_due_posts
 from publishing.validation import publish_problems
 
@@ -46,21 +47,9 @@ EXPIRED_NOTE = "the post was taken down at its unpublish time"
 NOT_LIVE_NOTE = "the post was not live at the revision's time, or a newer revision was due"
 
 
-def _scheduler_name(node: str) -> str:
+def scheduler_name(node: str) -> str:
+    """Return how the scheduler of ``node`` is named as a post's editor (``updated_by``)."""
     return (scheduler_text(node) if node else "Scheduler")[:200]
-
-
-def _skip_locked(queryset: QuerySet) -> QuerySet:
-    """Lock the selected rows and skip rows other transactions hold, where the database can.
-
-    PostgreSQL and MySQL support ``FOR UPDATE SKIP LOCKED``, so two replicas (or a replica and
-    an editor) never wait on each other's rows. SQLite has no row locks: a write transaction
-    holds the whole database, so the selection and the update cannot interleave with another
-    writer there anyway.
-    """
-    if connection.features.has_select_for_update_skip_locked:
-        return queryset.select_for_update(skip_locked=True)
-    return queryset
 
 
 class DueRow(NamedTuple):
@@ -124,7 +113,7 @@ def select_due_publications(
         .annotate(body_length=Length(Trim("body")))
         .values_list("pk", "publish_at", "title", "slug", "body_length")
     )
-    return [DueRow(*row) for row in _skip_locked(queryset)[:batch_size]]
+    return [DueRow(*row) for row in skip_locked(queryset)[:batch_size]]
 
 
 def publish_selected(
@@ -191,7 +180,7 @@ def _change_as_scheduler(
     change = DueChange(
         condition=condition,
         planned=planned,
-        values={**values, "updated_at": now, "updated_by": _scheduler_name(node)},
+        values={**values, "updated_at": now, "updated_by": scheduler_name(node)},
         kind=kind,
         node=node,
         now=now,
@@ -210,7 +199,7 @@ def _record_failure(row: DueRow, message: str, *, node: str, now: datetime) -> b
     marked = Post.objects.filter(pk=row.pk, status=S.SCHEDULED, last_error="").update(
         last_error=message,
         updated_at=now,
-        updated_by=_scheduler_name(node),
+        updated_by=scheduler_name(node),
         version=F("version") + 1,
     )
     if not marked:
@@ -277,7 +266,7 @@ def select_due_unpublications(*, now: datetime, batch_size: int) -> list[DueRow]
         .order_by("-unpublish_at", "-id")
         .values_list("pk", "unpublish_at")
     )
-    return [DueRow(*row) for row in _skip_locked(queryset)[:batch_size]]
+    return [DueRow(*row) for row in skip_locked(queryset)[:batch_size]]
 
 
 def unpublish_selected(
@@ -341,11 +330,11 @@ def select_due_revisions(*, now: datetime, batch_size: int) -> tuple[list[DueRev
         .order_by("publish_at", "id")
         .values_list("pk", "post_id", "publish_at", "number")
     )
-    rows = [DueRevision(*row) for row in _skip_locked(queryset)[:batch_size]]
+    rows = [DueRevision(*row) for row in skip_locked(queryset)[:batch_size]]
     if not rows:
         return [], {}
     posts = Post.objects.filter(pk__in={row.post_id for row in rows}).values_list("pk", "status")
-    statuses = dict(_skip_locked(posts))
+    statuses = dict(skip_locked(posts))
     return [row for row in rows if row.post_id in statuses], statuses
 
 
@@ -368,7 +357,7 @@ def switch_selected_revisions(
     goes live. ``now`` is the database time read in this transaction.
     """
     winners, losers = _newest_of_live_posts(rows, post_statuses)
-    scheduler = _scheduler_name(node)
+    scheduler = scheduler_name(node)
     switched = _close_still_due(
         winners, now=now, status=R.PUBLISHED, published_at=now, closed_at=now, closed_by=scheduler
     )

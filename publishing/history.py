@@ -22,7 +22,9 @@ Keys (each optional; which ones an event has depends on its kind):
 ``error``
     why a publish failed;
 ``late_after``
-    for a late post, the seconds past ``was_due_at`` after which it was told late.
+    for a late post, the seconds past ``was_due_at`` after which it was told late;
+``release``, ``release_name``
+    the release the change went out with (or a revision was taken into).
 """
 
 from datetime import UTC, datetime
@@ -78,6 +80,15 @@ def _status_label(choices, value: str) -> str:
 
 def describe(event: PublishEvent) -> str:
     """Return the event's details in words, times in the current time zone to the second."""
+    text = _describe(event)
+    name = (event.data or {}).get("release_name")
+    if not name:
+        return text
+    release = _("with the release “%(name)s”") % {"name": name}
+    return f"{text}, {release}" if text else release
+
+
+def _describe(event: PublishEvent) -> str:
     data = event.data or {}
     if not data and event.detail:
         return event.detail  # written before events had data, and not readable as data
@@ -117,6 +128,8 @@ def describe(event: PublishEvent) -> str:
 
 def _describe_revision(kind: str, data: dict) -> str:
     text = _("revision %(number)s") % {"number": data["revision"]}
+    if kind == K.REVISION_SCHEDULED and data.get("release_name"):
+        return text
     if kind == K.REVISION_SCHEDULED:
         return _("%(revision)s at %(when)s") % {"revision": text, "when": _when(data, "publish_at")}
     status = data.get("revision_status")

@@ -4,7 +4,8 @@ Three jobs of the ``publishing`` group (one leader lock and loop, one job thread
 they run side by side), each inside one transaction with its run-ledger row:
 
 - ``publishing.publish_due`` publishes posts due within ``INSTATIC_PUBLISH_ON_TIME_WINDOW``
-  (10 s) of now, unpublishes and switches revisions. It runs whenever something is due: it
+  (10 s) of now, unpublishes, switches revisions and sends out due releases (each whole, in
+  the run's transaction: :mod:`publishing.release_apply`). It runs whenever something is due: it
   returns the next ``publish_at``, ``unpublish_at`` or revision time and the scheduler sleeps
   until then, woken earlier by :func:`coordination.services.request_wakeup` when an editor
   schedules something sooner.
@@ -32,7 +33,7 @@ from coordination.models import JobState
 from coordination.registry import JobContext, job
 from coordination.schedules import WhenDue
 from coordination.wording import duration_text
-from publishing import batches, late, selectors
+from publishing import batches, late, release_apply, release_checks, selectors
 from publishing.conf import settings
 from publishing.job_names import BACKLOG_JOB, LATE_JOB, PUBLISH_JOB
 from publishing.public_events import announce_events
@@ -41,6 +42,9 @@ logger = logging.getLogger(__name__)
 
 #: How soon the job looks again at due posts it had to skip because their rows were locked.
 LOCKED_RETRY = timedelta(seconds=1)
+#: Releases sent out per run (each in full, however many items it has); a run that finds more
+#: due runs again at once.
+RELEASES_PER_RUN = 3
 
 
 def on_time_window() -> timedelta:
@@ -63,6 +67,9 @@ def publish_due(ctx: JobContext) -> datetime | None:
     published = batches.publish_due(batch_size=batch_size, node=ctx.node, recent=window, now=now)
     unpublished = batches.unpublish_due(batch_size=batch_size, node=ctx.node, now=now)
     revised = batches.switch_due_revisions(batch_size=batch_size, node=ctx.node, now=now)
+    gone = release_apply.go_out_due(now=now, node=ctx.node, limit=RELEASES_PER_RUN)
+    if unpublished.done:
+        release_checks.stop_releases_holding(unpublished.done)
     if published.selected or unpublished.selected:
         logger.info(
             "[publish-scheduler] published %d post(s), unpublished %d, %d failed to publish",
@@ -80,10 +87,10 @@ def publish_due(ctx: JobContext) -> datetime | None:
         announce_events()
     if selectors.has_backlog(due_by=now - window):
         _wake_backlog_job(now)
-    if published.more or unpublished.more or revised.more:
+    if published.more or unpublished.more or revised.more or gone.more:
         return now
     next_due = selectors.next_due_at(publishes_after=now - window)
-    if next_due is not None and next_due <= now:
+    if gone.held or (next_due is not None and next_due <= now):
         return now + LOCKED_RETRY  # still due, so skipped: locked by someone else
     return next_due
 

@@ -365,3 +365,19 @@ class PostRevision(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status in (RevisionStatus.DRAFT, RevisionStatus.SCHEDULED)
+
+
+# Releases live in their own module; Django finds models through this one.
+from publishing.release_models import ItemAction, Release, ReleaseItem, ReleaseStatus  # noqa: E402
+
+__all__ = [
+    "ItemAction",
+    "Post",
+    "PostRevision",
+    "PostStatus",
+    "PublishEvent",
+    "Release",
+    "ReleaseItem",
+    "ReleaseStatus",
+    "RevisionStatus",
+]

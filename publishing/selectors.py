@@ -10,7 +10,7 @@ from django.db.models.functions import Now
 from publishing import paging
 from publishing.conf import settings
 from publishing.live_spans import live_spans
-from publishing.models import Post, PostRevision, PublishEvent
+from publishing.models import Post, PostRevision, PublishEvent, Release
 from publishing.slugs import IsURLSlug
 
 
@@ -211,7 +211,8 @@ def live_post_version(slug: str) -> datetime | None:
 
 
 def next_due_at(*, publishes_after: datetime | None = None) -> datetime | None:
-    """Return the next instant the publish job has work: a publish, unpublish or revision time.
+    """Return the next instant the publish job has work: a publish, unpublish, revision or
+    release time.
 
     Posts whose publish failed are skipped until an editor changes them, and so are posts due
     at or before ``publishes_after`` (the backlog job's share) when it is given.
@@ -232,7 +233,15 @@ def next_due_at(*, publishes_after: datetime | None = None) -> datetime | None:
         .values_list("publish_at", flat=True)
         .first()
     )
-    candidates = [t for t in (next_publish, next_unpublish, next_revision) if t is not None]
+    next_release = (
+        Release.objects.filter(status=Release.Status.SCHEDULED, problem="")
+        .order_by("release_at")
+        .values_list("release_at", flat=True)
+        .first()
+    )
+    candidates = [
+        t for t in (next_publish, next_unpublish, next_revision, next_release) if t is not None
+    ]
     return min(candidates) if candidates else None
 
 

@@ -217,20 +217,27 @@ def _generic(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
 
 
 def _set_aside_generic(change: DueChange, post_ids: list[int]) -> None:
-    """Supersede the changed posts' revisions in ``change.set_aside`` and record each.
+    set_aside_revisions(
+        post_ids, change.set_aside, now=change.now, node=change.node, closed_by=change.closed_by
+    )
+
+
+def set_aside_revisions(
+    post_ids: list[int], set_aside: SetAside, *, now: datetime, node: str, closed_by: str
+) -> None:
+    """Supersede the revisions of ``post_ids`` in ``set_aside.statuses`` and record each.
 
     Their posts' rows are locked (every revision write locks its post first), so the
     revisions read here are the ones updated.
     """
-    set_aside = change.set_aside
     pending = PostRevision.objects.filter(post_id__in=post_ids, status__in=set_aside.statuses)
     rows = list(pending.values_list("pk", "post_id", "number", "status"))
     if not rows:
         return
     PostRevision.objects.filter(pk__in=[pk for pk, *_ in rows]).update(
         status=PostRevision.Status.SUPERSEDED,
-        closed_at=change.now,
-        closed_by=change.closed_by,
+        closed_at=now,
+        closed_by=closed_by,
         note=set_aside.note[:300],
     )
     PublishEvent.objects.bulk_create(
@@ -238,8 +245,8 @@ def _set_aside_generic(change: DueChange, post_ids: list[int]) -> None:
             PublishEvent(
                 post_id=post_id,
                 kind=PublishEvent.Kind.REVISION_SUPERSEDED,
-                node=change.node,
-                at=change.now,
+                node=node,
+                at=now,
                 data={"revision": number, "revision_status": status, "note": set_aside.note},
             )
             for _, post_id, number, status in rows

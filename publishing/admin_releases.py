@@ -1,0 +1,319 @@
+"""The releases' admin: put a launch together, check its items, schedule it or send it now.
+
+Nothing here changes a release by itself: every button calls :mod:`publishing.releases`, with
+the release's version the page was loaded with, so a colleague's change made meanwhile is
+never undone (the page says who made it and nothing is written). Posts join a release from
+the post list (select them, then "Add to a release") or from a post's page; the release's page
+lists its items, says of each whether it can still go out and why not, and offers to refresh
+(release the post as it is now) or remove it. Times are in the editor's zone.
+"""
+
+from functools import partial
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from coordination.wording import local_time
+from publishing import actions, release_checks, releases
+from publishing.exceptions import EditConflict, PublishingError
+from publishing.models import ItemAction, Post, Release, ReleaseItem
+from publishing.wall_time import WallTimeField
+
+RS = Release.Status
+
+BADGE_COLOURS = {
+    RS.DRAFT: "#6c757d",
+    RS.SCHEDULED: "#1f6feb",
+    RS.RELEASED: "#1a7f37",
+    RS.CANCELLED: "#57606a",
+    "stopped": "#cf222e",
+}
+
+#: The release page's buttons: the name posted, and what the editor reads.
+VERBS = {
+    "schedule": _("Schedule"),
+    "unschedule": _("Unschedule"),
+    "release_now": _("Release now"),
+    "cancel": _("Cancel the release"),
+    "refresh": _("Refresh"),
+    "remove": _("Remove"),
+}
+
+
+class ReleaseForm(forms.ModelForm):
+    """A release's name and time (in the editor's zone), with the version the page showed."""
+
+    version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+
+    class Meta:
+        model = Release
+        fields = ["name", "release_at"]
+        field_classes = {"release_at": WallTimeField}
+        labels = {"release_at": _("Goes out at")}
+        help_texts = {
+            "release_at": _(
+                "Every item goes live together at this time, in your time zone. A draft "
+                "release waits until you schedule it."
+            )
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["release_at"].required = False
+        if self.instance.pk:
+            self.fields["version"].initial = self.instance.version
+
+
+class AddToReleaseForm(forms.Form):
+    """Which pending release the chosen posts join, and what it does to them."""
+
+    release = forms.ModelChoiceField(
+        queryset=Release.objects.none(), label=_("Release"), empty_label=None
+    )
+    action = forms.ChoiceField(
+        label=_("What the release does"),
+        choices=[("", _("Publish drafts, put live posts' new revisions live"))]
+        + [(ItemAction.UNPUBLISH, ItemAction.UNPUBLISH.label)],
+        required=False,
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["release"].queryset = Release.objects.filter(
+            status__in=releases.PENDING
+        ).order_by("release_at", "name")
+
+
+def _version(request) -> int | None:
+    try:
+        return int(request.POST.get("version", ""))
+    except ValueError:
+        return None
+
+
+def _release_state(release: Release) -> tuple[str, str]:
+    """Return the badge key and words for ``release``'s state."""
+    if release.status == RS.SCHEDULED and release.problem:
+        return "stopped", str(_("Stopped: needs you"))
+    return release.status, release.get_status_display()
+
+
+class ReleaseAdmin(admin.ModelAdmin):
+    """Releases, for editors who may publish."""
+
+    form = ReleaseForm
+    list_display = ["name", "state_badge", "goes_out", "item_count", "owner"]
+    list_filter = ["status"]
+    search_fields = ["name"]
+    fields = ["name", "release_at", "version"]
+    change_form_template = "admin/publishing/release/change_form.html"
+
+    # --- who may do what ----------------------------------------------------------------
+    def _may_publish(self, request) -> bool:
+        return actions.can_publish(request.user)
+
+    def has_module_permission(self, request):
+        return self._may_publish(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self._may_publish(request)
+
+    def has_add_permission(self, request):
+        return self._may_publish(request)
+
+    def has_change_permission(self, request, obj=None):
+        return self._may_publish(request) and (obj is None or obj.is_pending)
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # a release is cancelled, and its record kept
+
+    # --- the list -----------------------------------------------------------------------
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("owner").annotate(n=Count("items"))
+
+    @admin.display(description=_("State"), ordering="status")
+    def state_badge(self, release: Release) -> str:
+        key, label = _release_state(release)
+        return format_html(
+            '<span class="release-state release-state-{}" style="display:inline-block;'
+            'padding:1px 7px;border-radius:10px;color:#fff;background:{}" title="{}">{}</span>',
+            key,
+            BADGE_COLOURS[key],
+            release.problem,
+            label,
+        )
+
+    @admin.display(description=_("Goes out at"), ordering="release_at")
+    def goes_out(self, release: Release) -> str:
+        if release.status == RS.RELEASED:
+            return local_time(release.released_at, seconds=False)
+        if release.release_at is None:
+            return "—"
+        return local_time(release.release_at, seconds=False)
+
+    @admin.display(description=_("Posts"))
+    def item_count(self, release: Release) -> int:
+        return release.n
+
+    # --- the page -----------------------------------------------------------------------
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        if not change:
+            created = releases.create_release(
+                name=data["name"], release_at=data.get("release_at"), user=request.user
+            )
+            obj.pk = created.pk
+            return
+        releases.edit_release(
+            release=obj,
+            name=data["name"],
+            release_at=data.get("release_at"),
+            user=request.user,
+            expected_version=data.get("version"),
+        )
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        """Show what the actions refuse (a colleague's change, a time that cannot be) as the
+        page's message, with nothing written."""
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except (EditConflict, PublishingError) as refused:
+            messages.error(request, _("%(why)s Nothing was changed.") % {"why": refused})
+            target = (
+                reverse("admin:publishing_release_change", args=[object_id])
+                if object_id
+                else reverse("admin:publishing_release_add")
+            )
+            return HttpResponseRedirect(target)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        release = self.get_object(request, object_id)
+        extra = {}
+        if release is not None:
+            extra = {
+                "items": releases.item_states(release),
+                "release_state": _release_state(release)[1],
+                "verbs": self._verbs(release),
+                "act_url": reverse("admin:publishing_release_act", args=[release.pk]),
+                "posts_url": reverse("admin:publishing_post_changelist"),
+                "time_zone_name": timezone.get_current_timezone_name(),
+            }
+        return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
+
+    def _verbs(self, release: Release) -> list[tuple[str, str]]:
+        if release.status == RS.DRAFT:
+            names = ["schedule", "release_now", "cancel"]
+        elif release.status == RS.SCHEDULED:
+            names = ["release_now", "unschedule", "cancel"]
+        else:
+            names = []
+        return [(name, VERBS[name]) for name in names]
+
+    def get_urls(self):
+        def view(func):
+            return self.admin_site.admin_view(partial(func, self))
+
+        return [
+            path("<int:object_id>/act/", view(act_view), name="publishing_release_act"),
+            path("add-posts/", view(add_posts_view), name="publishing_release_add_posts"),
+            *super().get_urls(),
+        ]
+
+
+def act_view(model_admin, request, object_id: int):
+    """Carry out one of the release page's buttons (POST), then show the page again."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    release = get_object_or_404(Release, pk=object_id)
+    verb = request.POST.get("verb", "")
+    version = _version(request)
+    user = request.user
+    page = reverse("admin:publishing_release_change", args=[release.pk])
+    try:
+        if verb in ("refresh", "remove"):
+            item = get_object_or_404(ReleaseItem, pk=request.GET.get("item", ""), release=release)
+            if verb == "refresh":
+                releases.refresh_item(item=item, user=user, expected_version=version)
+                done = _("“%(title)s” will go out as it is now.") % {"title": item.post_title}
+            else:
+                releases.remove_item(item=item, user=user, expected_version=version)
+                done = _("“%(title)s” was taken out of the release.") % {"title": item.post_title}
+        elif verb == "schedule":
+            if release.release_at is None:
+                raise PublishingError(_("Set the time it goes out at, save, then schedule it."))
+            releases.schedule_release(
+                release=release, release_at=release.release_at, user=user, expected_version=version
+            )
+            done = _("Scheduled: every item goes out together at %(when)s.") % {
+                "when": local_time(release.release_at)
+            }
+        elif verb == "unschedule":
+            releases.unschedule_release(release=release, user=user, expected_version=version)
+            done = _("Unscheduled: the release waits as a draft.")
+        elif verb == "release_now":
+            releases.release_now(release=release, user=user, expected_version=version)
+            done = _("Released: every item went out together.")
+        elif verb == "cancel":
+            releases.cancel_release(release=release, user=user, expected_version=version)
+            done = _("Cancelled: none of its items goes out, and its posts are free again.")
+        else:
+            return HttpResponseRedirect(page)
+    except (EditConflict, PublishingError, PermissionDenied) as refused:
+        messages.error(request, _("%(why)s Nothing was changed.") % {"why": refused})
+    else:
+        messages.success(request, done)
+    return HttpResponseRedirect(page)
+
+
+def add_posts_view(model_admin, request):
+    """Ask which release the posts in ``?ids=`` join (GET), then add each of them (POST)."""
+    source = request.POST if request.method == "POST" else request.GET
+    ids = [int(pk) for pk in source.get("ids", "").split(",") if pk.strip().isdigit()]
+    chosen = list(Post.objects.filter(pk__in=ids).order_by("title"))
+    form = AddToReleaseForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid() and chosen:
+        release = form.cleaned_data["release"]
+        action = form.cleaned_data["action"] or None
+        added, refused = 0, []
+        for post in chosen:
+            try:
+                releases.add_item(release=release, post=post, action=action, user=request.user)
+                added += 1
+            except (PublishingError, PermissionDenied) as why:
+                refused.append(str(why))
+        if added:
+            messages.success(
+                request,
+                ngettext(
+                    "%(n)d post added to “%(release)s”.",
+                    "%(n)d posts added to “%(release)s”.",
+                    added,
+                )
+                % {"n": added, "release": release},
+            )
+        for why in refused:
+            messages.error(request, why)
+        return HttpResponseRedirect(reverse("admin:publishing_release_change", args=[release.pk]))
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": Release._meta,
+        "title": _("Add to a release"),
+        "rows": [(post, release_checks.pending_release_of(post)) for post in chosen],
+        "ids": ",".join(str(post.pk) for post in chosen),
+        "form": form,
+        "add_url": reverse("admin:publishing_release_add"),
+    }
+    return TemplateResponse(request, "admin/publishing/release/add_posts.html", context)
+
+
+admin.site.register(Release, ReleaseAdmin)

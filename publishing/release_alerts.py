@@ -1,0 +1,67 @@
+"""Tell a release's owner, by email, that it stopped and why (in the owner's time zone).
+
+Sent after the commit that stopped the release (:func:`publishing.releases._stop` makes that
+change once, under a condition, on whichever replica finds the problem), so it is sent at most
+once: a process that dies between the commit and the send tells nobody, and the release's
+page, the release list and the calendar still show the problem.
+"""
+
+import logging
+
+from django.conf import settings as django_settings
+from django.core.mail import send_mail
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from coordination.wording import local_time
+from editors.models import EditorProfile
+from editors.zones import zone_or_none
+from publishing.models import Release
+
+logger = logging.getLogger(__name__)
+
+
+def _absolute(path: str) -> str:
+    base = getattr(django_settings, "INSTATIC_SITE_URL", "")
+    return base.rstrip("/") + path if base else path
+
+
+def words(release: Release) -> tuple[str, str]:
+    """Return the email's subject and body for stopped ``release``, in the active zone."""
+    when = local_time(release.release_at) if release.release_at else _("its time")
+    subject = _("Release “%(name)s” is stopped") % {"name": release.name}
+    url = _absolute(reverse("admin:publishing_release_change", args=[release.pk]))
+    body = "\n\n".join(
+        [
+            _("Your release “%(name)s”, due at %(when)s, will not go out until this is resolved:")
+            % {"name": release.name, "when": when},
+            release.problem,
+            _(
+                "Nothing of it has gone out. Refresh or remove the items named above on the "
+                "release's page: %(url)s"
+            )
+            % {"url": url},
+        ]
+    )
+    return subject, body + "\n"
+
+
+def tell_owner(release_id: int) -> bool:
+    """Email the owner of stopped release ``release_id``; return True if an email was sent."""
+    release = Release.objects.select_related("owner").filter(pk=release_id).first()
+    owner = release.owner if release is not None else None
+    if release is None or not release.problem or owner is None:
+        return False
+    if not owner.is_active or not owner.email:
+        return False
+    profile = EditorProfile.objects.filter(user=owner).first()
+    zone = zone_or_none(profile.time_zone) if profile and profile.time_zone else None
+    with timezone.override(zone or timezone.get_default_timezone()):
+        subject, body = words(release)
+    try:
+        send_mail(subject, body, None, [owner.email])
+    except Exception:
+        logger.exception("could not email %s that release %s is stopped", owner, release_id)
+        return False
+    return True

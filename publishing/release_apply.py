@@ -1,0 +1,221 @@
+"""A release going out: every item's change in one transaction, exactly once, never early.
+
+:func:`go_out_due` is the publish job's share (:mod:`publishing.jobs`), run in the job's
+transaction with its run-ledger row; :func:`apply` is the one code path for a release going
+out, whoever sends it (the job at its time, an editor's "release now").
+
+It locks the release (``SKIP LOCKED``: two replicas never wait on each other) and every
+item's post, checks every item against what it pinned (:mod:`publishing.release_checks`), and
+then changes the posts with one conditional ``UPDATE`` per kind of change, whose row count
+must be every item's or the whole transaction rolls back. The posts' events are one
+multi-row ``INSERT``, and the release is marked ``released`` only if it is still scheduled and
+due by the database clock. A public reader on another connection sees all of it or none; a
+second replica, a stale leader or a racing editor finds it released and changes nothing.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import F, Q
+from django.utils.translation import gettext as _
+
+from coordination.services import request_wakeup
+from publishing import release_checks as checks
+from publishing.actions import editor_name, user_or_none
+from publishing.batches import scheduler_name
+from publishing.job_names import PUBLISH_JOB
+from publishing.models import ItemAction, Post, PostRevision, PublishEvent, Release, ReleaseStatus
+from publishing.public_events import announce_events
+from publishing.release_rules import PENDING_REVISION
+from publishing.row_locks import skip_locked
+from publishing.setbased import (
+    ConcurrentChange,
+    SetAside,
+    copy_revisions_onto_posts,
+    set_aside_revisions,
+)
+
+logger = logging.getLogger(__name__)
+
+A = ItemAction
+S = Post.Status
+R = PostRevision.Status
+RS = ReleaseStatus
+K = PublishEvent.Kind
+PENDING = (RS.DRAFT, RS.SCHEDULED)
+#: Why a release's takedown sets the post's pending revisions aside.
+TAKEN_DOWN_NOTE = "the post was taken down by a release"
+
+
+@dataclass(frozen=True)
+class GoneOut:
+    """What :func:`go_out_due` did in one run: releases applied, stopped, or left for later."""
+
+    released: list[int]
+    stopped: list[int]
+    held: list[int]
+    more: bool
+
+
+def go_out_due(*, now: datetime, node: str, limit: int) -> GoneOut:
+    """Apply up to ``limit`` scheduled releases due at ``now`` (in the caller's transaction).
+
+    A release whose posts another transaction holds (an editor saving one) is left for the
+    next run; one whose items can no longer apply is stopped and its owner told.
+    """
+    due = (
+        Release.objects.filter(status=RS.SCHEDULED, problem="", release_at__lte=now)
+        .order_by("release_at", "id")
+        .values_list("pk", "name", "release_at")
+    )
+    rows = list(skip_locked(due)[: limit + 1])
+    more = len(rows) > limit
+    rows = rows[:limit]
+    items = checks.item_rows([pk for pk, _, _ in rows])
+    released, stopped, held = [], [], []
+    for pk, name, planned in rows:
+        checked = checks.check_items(items[pk], now=now, lock=True)
+        if checked.held:
+            held.append(pk)
+            continue
+        release = Release(pk=pk, name=name, release_at=planned)
+        if checked.problem or not checked.items:
+            problem = checked.problem or _("The release has no items.")
+            if checks.stop(pk, problem, at=planned):
+                stopped.append(pk)
+            continue
+        apply(release, checked, now=now, planned=planned, node=node, user=None)
+        released.append(pk)
+    return GoneOut(released=released, stopped=stopped, held=held, more=more)
+
+
+def apply(
+    release: Release,
+    checked: checks.Checked,
+    *,
+    now: datetime,
+    planned: datetime | None,
+    node: str,
+    user,
+) -> None:
+    """Make every change of ``checked`` (its posts locked and checked) and mark it released.
+
+    ``planned`` is the release's time when the job sends it (its lateness is recorded),
+    ``None`` for an editor's "release now".
+    """
+    by = editor_name(user) if user is not None else scheduler_name(node)
+    by_action: dict[str, list[checks.ItemRow]] = {action: [] for action in A.values}
+    for item in checked.items:
+        by_action[item.action].append(item)
+    lateness = (now - planned).total_seconds() if planned is not None else None
+    context = {
+        "release": release.pk,
+        "release_name": release.name,
+        **({} if planned is not None else {"by_hand": True}),
+    }
+    common = {"updated_at": now, "updated_by": by[:200], "version": F("version") + 1}
+    events: list[PublishEvent] = []
+
+    def record(kind: str, rows: list[checks.ItemRow], **data) -> None:
+        for item in rows:
+            events.append(
+                PublishEvent(
+                    post_id=item.post_id,
+                    kind=kind,
+                    user=user_or_none(user),
+                    node=node,
+                    at=now,
+                    lateness=lateness,
+                    data={"version": item.pinned_version + 1, **context, **data},
+                )
+            )
+
+    publish = by_action[A.PUBLISH]
+    _update(
+        Post.objects.filter(status__in=(S.DRAFT, S.UNPUBLISHED)),
+        publish,
+        status=S.PUBLISHED,
+        published_at=now,
+        publish_at=planned or now,
+        last_error="",
+        **common,
+    )
+    record(K.PUBLISHED, publish)
+    down = by_action[A.UNPUBLISH]
+    _update(Post.objects.filter(status=S.PUBLISHED), down, status=S.UNPUBLISHED, **common)
+    record(K.UNPUBLISHED, down)
+    if down:
+        set_aside_revisions(
+            [item.post_id for item in down],
+            SetAside(statuses=PENDING_REVISION, note=TAKEN_DOWN_NOTE),
+            now=now,
+            node=node,
+            closed_by=by[:200],
+        )
+    revised = by_action[A.REVISION]
+    if revised:
+        _switch_revisions(revised, now=now, by=by)
+        numbers = dict(
+            PostRevision.objects.filter(pk__in=[i.revision_id for i in revised]).values_list(
+                "pk", "number"
+            )
+        )
+        for item in revised:
+            record(K.REVISION_PUBLISHED, [item], revision=numbers[item.revision_id])
+    PublishEvent.objects.bulk_create(events, batch_size=2000)
+    marked = Release.objects.filter(
+        Q(release_at__lte=now) if planned is not None else Q(),
+        pk=release.pk,
+        status__in=(RS.SCHEDULED,) if planned is not None else PENDING,
+    ).update(
+        status=RS.RELEASED,
+        released_at=now,
+        release_at=planned or now,
+        problem="",
+        updated_at=now,
+        updated_by=by[:200],
+        version=F("version") + 1,
+    )
+    if marked != 1:
+        raise ConcurrentChange(f"release {release.pk} changed while going out; rolling back")
+    announce_events()
+    takedowns = [
+        at
+        for at in Post.objects.filter(
+            pk__in=[item.post_id for item in publish], unpublish_at__isnull=False
+        ).values_list("unpublish_at", flat=True)
+    ]
+    if takedowns:
+        request_wakeup(PUBLISH_JOB, at=min(takedowns))
+    logger.info(
+        "[publish-scheduler] release %s (%r) went out: %d published, %d revision(s), %d taken down",
+        release.pk,
+        release.name,
+        len(publish),
+        len(revised),
+        len(down),
+    )
+
+
+def _update(condition, items: list[checks.ItemRow], **values) -> None:
+    """Change the posts of ``items`` that still match ``condition``: all of them, or roll back."""
+    if not items:
+        return
+    ids = [item.post_id for item in items]
+    updated = condition.filter(pk__in=ids).update(**values)
+    if updated != len(ids):
+        raise ConcurrentChange(f"{len(ids)} posts to change but {updated} changed; rolling back")
+
+
+def _switch_revisions(items: list[checks.ItemRow], *, now: datetime, by: str) -> None:
+    """Put the items' pinned revisions live on their (locked, live) posts."""
+    revision_ids = [item.revision_id for item in items]
+    updated = PostRevision.objects.filter(pk__in=revision_ids, status__in=PENDING_REVISION).update(
+        status=R.PUBLISHED, published_at=now, closed_at=now, closed_by=by[:200]
+    )
+    if updated != len(revision_ids):
+        raise ConcurrentChange("a release's revisions changed while it went out; rolling back")
+    copy_revisions_onto_posts(
+        revision_ids, [item.post_id for item in items], now=now, updated_by=by[:200]
+    )

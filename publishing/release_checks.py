@@ -1,0 +1,214 @@
+"""Whether a release's items still apply, read from the database, and stopping one that can't.
+
+The rules are pure (:mod:`publishing.release_rules`); this reads their facts (the items, their
+posts and revisions, locked when the caller is about to write) and records a release's
+problem. A scheduled release is stopped as soon as one of its posts changes: every editor
+action on a post calls :func:`stop_releases_holding` in its transaction, so the owner hears of
+it before the release's time, not at it. At its time the release is checked again under its
+posts' locks (:mod:`publishing.release_apply`), so a change no action reported (a post taken
+down at its own unpublish time) stops it there.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Length, Trim
+
+from publishing import release_alerts
+from publishing.models import Post, PostRevision, Release, ReleaseItem, ReleaseStatus
+from publishing.release_rules import (
+    ItemFacts,
+    PostFacts,
+    RevisionFacts,
+    item_problem,
+    release_problem,
+)
+from publishing.row_locks import skip_locked
+from publishing.validation import publish_problems
+
+logger = logging.getLogger(__name__)
+
+RS = ReleaseStatus
+PENDING = (RS.DRAFT, RS.SCHEDULED)
+
+
+def post_facts(post_ids: list[int], *, lock: bool) -> dict[int, PostFacts]:
+    """Return the facts of the posts in ``post_ids`` (locked, skipping rows others hold)."""
+    rows = (
+        Post.objects.filter(pk__in=post_ids)
+        .annotate(body_length=Length(Trim("body")))
+        .values_list("pk", "status", "version", "unpublish_at", "title", "slug", "body_length")
+        .order_by("pk")
+    )
+    if lock:
+        rows = skip_locked(rows)
+    return {
+        pk: PostFacts(
+            status=status,
+            version=version,
+            unpublish_at=unpublish_at,
+            content_problems=tuple(
+                publish_problems(title=title, slug=slug, body_length=body_length)
+            ),
+        )
+        for pk, status, version, unpublish_at, title, slug, body_length in rows
+    }
+
+
+def revision_facts(revision_ids: list[int]) -> dict[int, RevisionFacts]:
+    """Return the facts of the revisions in ``revision_ids`` (their posts hold the locks)."""
+    rows = (
+        PostRevision.objects.filter(pk__in=revision_ids)
+        .annotate(body_length=Length(Trim("body")))
+        .values_list("pk", "status", "post_id", "title", "post__slug", "body_length")
+    )
+    return {
+        pk: RevisionFacts(
+            status=status,
+            post_id=post_id,
+            content_problems=tuple(
+                publish_problems(title=title, slug=slug, body_length=body_length)
+            ),
+        )
+        for pk, status, post_id, title, slug, body_length in rows
+    }
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    """A release item as read for checking and going out."""
+
+    pk: int
+    post_id: int | None
+    post_title: str
+    action: str
+    revision_id: int | None
+    pinned_version: int
+
+
+def item_rows(release_ids) -> dict[int, list[ItemRow]]:
+    rows = ReleaseItem.objects.filter(release_id__in=release_ids).order_by("id")
+    items: dict[int, list[ItemRow]] = {pk: [] for pk in release_ids}
+    for release_id, *values in rows.values_list(
+        "release_id", "pk", "post_id", "post_title", "action", "revision_id", "pinned_version"
+    ):
+        items[release_id].append(ItemRow(*values))
+    return items
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A release's items with their facts and problems; ``held`` counts posts others lock."""
+
+    items: list[ItemRow]
+    facts: list[ItemFacts]
+    problems: list[str]
+    held: int
+
+    @property
+    def problem(self) -> str:
+        pairs = zip(self.items, self.problems, strict=True)
+        return release_problem([(item.post_title, problem) for item, problem in pairs])
+
+
+def check_items(items: list[ItemRow], *, now: datetime | None, lock: bool) -> Checked:
+    """Read the facts of ``items`` and what the rules say of each (see :func:`item_problem`)."""
+    post_ids = [item.post_id for item in items if item.post_id is not None]
+    posts = post_facts(post_ids, lock=lock)
+    revisions = revision_facts([item.revision_id for item in items if item.revision_id])
+    facts = [
+        ItemFacts(
+            action=item.action,
+            pinned_version=item.pinned_version,
+            post_id=item.post_id,
+            post=posts.get(item.post_id) if item.post_id is not None else None,
+            revision=revisions.get(item.revision_id) if item.revision_id else None,
+        )
+        for item in items
+    ]
+    held = len(set(post_ids) - set(posts))
+    problems = [
+        item_problem(fact, now=now) if fact.post is not None or fact.post_id is None else ""
+        for fact in facts
+    ]
+    return Checked(items=items, facts=facts, problems=problems, held=held)
+
+
+def item_states(release: Release) -> list[tuple[ReleaseItem, str]]:
+    """Return the release's items, each with its problem now (empty when it can go out)."""
+    items = list(release.items.select_related("post", "revision").order_by("id"))
+    rows = [
+        ItemRow(i.pk, i.post_id, i.post_title, i.action, i.revision_id, i.pinned_version)
+        for i in items
+    ]
+    checked = check_items(rows, now=None, lock=False)
+    return list(zip(items, checked.problems, strict=True))
+
+
+def pending_release_of(post: Post) -> Release | None:
+    """Return the pending release (draft or scheduled) that holds ``post``, if any."""
+    item = (
+        ReleaseItem.objects.filter(post=post, release__status__in=PENDING)
+        .select_related("release")
+        .first()
+    )
+    return item.release if item is not None else None
+
+
+def stop(pk: int, problem: str, *, at: datetime) -> bool:
+    """Record ``problem`` on a scheduled release not stopped yet; tell its owner on commit."""
+    stopped = Release.objects.filter(pk=pk, status=RS.SCHEDULED, problem="").update(
+        problem=problem, version=F("version") + 1
+    )
+    if stopped:
+        logger.warning("[publish-scheduler] release %s due at %s is stopped: %s", pk, at, problem)
+        transaction.on_commit(lambda: release_alerts.tell_owner(pk), robust=True)
+    return bool(stopped)
+
+
+def stop_releases_holding(post_ids: list[int]) -> list[int]:
+    """Stop the scheduled releases whose items of ``post_ids`` no longer apply; return them.
+
+    Only those posts' items are read, so an edit of one post in a release of 10,000 costs
+    one item, not the release.
+    """
+    rows = [
+        ItemRow(pk, post_id, title, action, revision_id, pinned)
+        for pk, post_id, title, action, revision_id, pinned in ReleaseItem.objects.filter(
+            post_id__in=post_ids, release__status=RS.SCHEDULED, release__problem=""
+        ).values_list("pk", "post_id", "post_title", "action", "revision_id", "pinned_version")
+    ]
+    if not rows:
+        return []
+    release_of = dict(
+        ReleaseItem.objects.filter(pk__in=[row.pk for row in rows]).values_list("pk", "release_id")
+    )
+    checked = check_items(rows, now=None, lock=False)
+    by_release: dict[int, list[tuple[str, str]]] = {}
+    for row, problem in zip(rows, checked.problems, strict=True):
+        if problem:
+            by_release.setdefault(release_of[row.pk], []).append((row.post_title, problem))
+    times = dict(Release.objects.filter(pk__in=by_release).values_list("pk", "release_at"))
+    return [
+        pk
+        for pk, problems in by_release.items()
+        if stop(pk, release_problem(problems), at=times[pk])
+    ]
+
+
+def stop_releases_losing(post_ids: list[int]) -> list[int]:
+    """Stop the scheduled releases holding ``post_ids``, which are about to be deleted."""
+    rows = ReleaseItem.objects.filter(
+        post_id__in=post_ids, release__status=RS.SCHEDULED, release__problem=""
+    ).values_list("release_id", "post_title", "release__release_at")
+    by_release: dict[int, tuple[list, datetime]] = {}
+    for release_id, title, at in rows:
+        by_release.setdefault(release_id, ([], at))[0].append((title, "The post was deleted."))
+    return [
+        pk
+        for pk, (problems, at) in by_release.items()
+        if stop(pk, release_problem(problems), at=at)
+    ]
