@@ -49,6 +49,8 @@ def more_url(kind: Kind, start: datetime | None, end: datetime) -> str | None:
             unpublish_at__gte=_iso(start),
             unpublish_at__lt=_iso(end),
         )
+    if kind == Kind.RELEASE:
+        return f"{reverse('admin:publishing_release_changelist')}?status__exact=scheduled"
     return None
 
 
@@ -56,11 +58,13 @@ MORE_LABELS = {
     Kind.PUBLISH: lambda n: ngettext("+%d more publish", "+%d more publishes", n) % n,
     Kind.UNPUBLISH: lambda n: ngettext("+%d more unpublish", "+%d more unpublishes", n) % n,
     Kind.REVISION: lambda n: ngettext("+%d more revision", "+%d more revisions", n) % n,
+    Kind.RELEASE: lambda n: ngettext("+%d more release", "+%d more releases", n) % n,
 }
 KIND_LABELS = {
     Kind.PUBLISH: _("publish"),
     Kind.UNPUBLISH: _("unpublish"),
     Kind.REVISION: _("revision"),
+    Kind.RELEASE: _("release"),
 }
 
 
@@ -78,11 +82,19 @@ def _item(entry: calendar.Entry, zone, with_date: bool = False) -> dict:
         "iso": local.isoformat(),
         "kind": KIND_LABELS[entry.kind],
         "title": entry.title or _("(untitled)"),
-        "url": reverse("admin:publishing_post_change", args=[entry.post_id]),
+        "url": _entry_url(entry),
+        "items": entry.items,
+        "more_items": entry.more_items,
         "failed": entry.failed,
         "late": entry.late and not entry.failed,
         "error": entry.error,
     }
+
+
+def _entry_url(entry: calendar.Entry) -> str:
+    if entry.kind == Kind.RELEASE:
+        return reverse("admin:publishing_release_change", args=[entry.post_id])
+    return reverse("admin:publishing_post_change", args=[entry.post_id])
 
 
 def _more(more: dict[Kind, int], start, end) -> list[dict]:

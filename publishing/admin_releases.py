@@ -115,7 +115,9 @@ class ReleaseAdmin(admin.ModelAdmin):
     list_display = ["name", "state_badge", "goes_out", "item_count", "owner"]
     list_filter = ["status"]
     search_fields = ["name"]
-    fields = ["name", "release_at", "version"]
+    # The form's own hidden ``version``; the model's version is never edited.
+    exclude = ["version"]
+    fieldsets = [(None, {"fields": ["name", "release_at", "version"]})]
     change_form_template = "admin/publishing/release/change_form.html"
 
     # --- who may do what ----------------------------------------------------------------
@@ -201,7 +203,7 @@ class ReleaseAdmin(admin.ModelAdmin):
         extra = {}
         if release is not None:
             extra = {
-                "items": releases.item_states(release),
+                "items": release_checks.item_states(release),
                 "release_state": _release_state(release)[1],
                 "verbs": self._verbs(release),
                 "act_url": reverse("admin:publishing_release_act", args=[release.pk]),
@@ -243,10 +245,13 @@ def act_view(model_admin, request, object_id: int):
         if verb in ("refresh", "remove"):
             item = get_object_or_404(ReleaseItem, pk=request.GET.get("item", ""), release=release)
             if verb == "refresh":
-                releases.refresh_item(item=item, user=user, expected_version=version)
+                seen = request.GET.get("seen", "")
+                releases.refresh_item(
+                    item=item, user=user, seen_post_version=int(seen) if seen.isdigit() else None
+                )
                 done = _("“%(title)s” will go out as it is now.") % {"title": item.post_title}
             else:
-                releases.remove_item(item=item, user=user, expected_version=version)
+                releases.remove_item(item=item, user=user)
                 done = _("“%(title)s” was taken out of the release.") % {"title": item.post_title}
         elif verb == "schedule":
             if release.release_at is None:

@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class PublishingConfig(AppConfig):
     name = "publishing"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from publishing.admin_sections import add_post_section
+        from publishing.release_section import release_section
+
+        add_post_section(release_section)

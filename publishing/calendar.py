@@ -1,5 +1,5 @@
-"""The calendar of what goes out: publishes, unpublishes and revisions by day, in the editor's
-zone.
+"""The calendar of what goes out: publishes, unpublishes, revisions and releases by day, in the
+editor's zone.
 
 Deciding is separate from reading: :func:`build` asks the selectors for the window's items
 (three queries on the posts' ``(status, publish_at)`` and ``(status, unpublish_at)`` indexes
@@ -21,6 +21,8 @@ class Kind(enum.StrEnum):
     UNPUBLISH = "unpublish"
     # Scheduled revisions of live posts: see revision_switches().
     REVISION = "revision"
+    # Scheduled releases, one entry each with its items' titles: see release_entries().
+    RELEASE = "release"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +35,10 @@ class Entry:
     at: datetime
     error: str = ""
     late: bool = False
+    # A release's entry: ``post_id`` is the release's id, ``items`` its first posts' titles
+    # and ``more_items`` how many others go out with it.
+    items: tuple[str, ...] = ()
+    more_items: int = 0
 
     @property
     def failed(self) -> bool:
@@ -107,6 +113,33 @@ def revision_switches(start: datetime, end: datetime, now: datetime) -> list[Ent
     ]
 
 
+#: How many of a release's posts its calendar entry names.
+RELEASE_ITEMS_SHOWN = 5
+
+
+def release_entries(start: datetime, end: datetime, now: datetime) -> list[Entry]:
+    """Return the scheduled releases before ``end``, one entry each with its posts (two queries).
+
+    A stopped release is flagged with its problem, as a failed publish is; one past its time
+    that has not gone out is late and listed, like the publishes.
+    """
+    rows = selectors.calendar_releases(start, end)
+    titles = selectors.release_item_titles([pk for pk, *_ in rows], RELEASE_ITEMS_SHOWN)
+    return [
+        Entry(
+            Kind.RELEASE,
+            pk,
+            name,
+            at,
+            problem,
+            at <= now,
+            items=tuple(titles.get(pk, ([], 0))[0]),
+            more_items=titles.get(pk, ([], 0))[1],
+        )
+        for pk, name, at, problem in rows
+    ]
+
+
 def build(*, start: date, weeks: int, zone: tzinfo, now: datetime, day_limit: int) -> Calendar:
     """Return ``weeks`` weeks from the Monday of ``start``'s week, in ``zone``.
 
@@ -129,6 +162,7 @@ def build(*, start: date, weeks: int, zone: tzinfo, now: datetime, day_limit: in
         for pk, title, at, published in selectors.calendar_unpublishes(window_start, window_end)
     ]
     entries += revision_switches(window_start, window_end, now)
+    entries += release_entries(window_start, window_end, now)
     entries.sort(key=lambda e: (e.at, e.post_id))
     return lay_out(entries, days[:-1], bounds, zone, day_limit)
 

@@ -25,7 +25,13 @@ from coordination.clock import database_now
 from coordination.services import request_wakeup
 from publishing import release_apply
 from publishing import release_checks as checks
-from publishing.actions import EditorAction, editor_name, require_permission, user_or_none
+from publishing.actions import (
+    EditorAction,
+    edit_conflict,
+    editor_name,
+    require_permission,
+    user_or_none,
+)
 from publishing.exceptions import EditConflict, InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.job_names import PUBLISH_JOB
 from publishing.models import (
@@ -216,20 +222,29 @@ def add_item(
     return item
 
 
-def remove_item(*, item: ReleaseItem, user, expected_version: int | None = None) -> None:
-    """Take ``item`` out of its release; a release it stopped can go out again."""
+def remove_item(*, item: ReleaseItem, user) -> None:
+    """Take ``item`` out of its release; a release it stopped can go out again.
+
+    A change of that item only: it never conflicts with a colleague's change of another.
+    """
     require_permission(user, "change releases")
-    with release_action(item.release, user=user, expected_version=expected_version) as act:
+    with release_action(item.release, user=user, expected_version=None) as act:
         act.require_pending("remove items from")
         ReleaseItem.objects.filter(pk=item.pk, release=act.current).delete()
         act.change()
         act.recheck()
 
 
-def refresh_item(*, item: ReleaseItem, user, expected_version: int | None = None) -> ReleaseItem:
-    """Pin ``item`` to its post as it is now (after an editor checked the change)."""
+def refresh_item(*, item: ReleaseItem, user, seen_post_version: int | None = None) -> ReleaseItem:
+    """Pin ``item`` to its post as it is now, after an editor checked the change.
+
+    ``seen_post_version`` is the post's version the editor's page showed: if the post changed
+    again since, nothing is pinned (:class:`EditConflict`), so no version the editor did not
+    see goes out. Refreshing one item is a change of that item only, so it never conflicts
+    with a colleague's change of another item.
+    """
     require_permission(user, "change releases")
-    with release_action(item.release, user=user, expected_version=expected_version) as act:
+    with release_action(item.release, user=user, expected_version=None) as act:
         act.require_pending("refresh items of")
         current = ReleaseItem.objects.get(pk=item.pk, release=act.current)
         if current.post_id is None:
@@ -237,6 +252,9 @@ def refresh_item(*, item: ReleaseItem, user, expected_version: int | None = None
                 f"The post of “{current.post_title}” was deleted: remove the item instead."
             )
         locked = Post.objects.select_for_update().get(pk=current.post_id)
+        conflict = edit_conflict(locked, seen_post_version)
+        if conflict is not None:
+            raise conflict
         pinned = _pin(act.current, locked, current.action, user=user)
         ReleaseItem.objects.filter(pk=current.pk).update(
             pinned_version=pinned["pinned_version"],

@@ -1,8 +1,10 @@
-"""The calendar of what goes out: publishes and unpublishes by day, in the editor's zone.
+"""The calendar of what goes out: publishes, unpublishes, revisions and releases by day, in the
+editor's zone.
 
 An admin page (``admin:publishing_post_calendar``) for anyone who may view posts; late and
 failed items stand out; a busy day shows a few items and a "+N more" link to the post list
-filtered to that day; the items come from two queries however many there are.
+filtered to that day; the items come from four queries however many there are (and two
+more for the posts of the releases shown).
 """
 
 import re
@@ -142,7 +144,7 @@ def test_a_busy_day_shows_a_few_items_and_links_to_the_rest(tokyo):
     assert "12 posts" in listing.content.decode()
 
 
-def test_items_come_from_three_queries_however_many_there_are(django_assert_num_queries, db):
+def test_items_come_from_four_queries_however_many_there_are(django_assert_num_queries, db):
     start = datetime(2099, 1, 12, tzinfo=UTC)
     for n in range(40):
         make_post(
@@ -151,7 +153,7 @@ def test_items_come_from_three_queries_however_many_there_are(django_assert_num_
             unpublish_at=start + timedelta(hours=7 * n + 30),
         )
     now = database_now()
-    with django_assert_num_queries(3):  # publishes, unpublishes, revisions
+    with django_assert_num_queries(4):  # publishes, unpublishes, revisions, releases
         built = calendar.build(start=date(2099, 1, 12), weeks=4, zone=TOKYO, now=now, day_limit=3)
     assert sum(d.total for week in built.weeks for d in week) == 80
     assert all(len(d.entries) <= 3 for week in built.weeks for d in week)
@@ -193,3 +195,31 @@ def test_weeks_can_be_paged_with_links(tokyo):
     html = tokyo.get(CALENDAR_URL + "?start=2099-01-15").content.decode()
     assert 'id="day-2099-01-12"' in html
     assert tokyo.get(CALENDAR_URL + "?start=garbage").status_code == 200
+
+
+def test_a_release_is_one_entry_with_its_posts_on_its_day_and_a_stopped_one_says_why(
+    tokyo, editor, django_assert_max_num_queries
+):
+    from publishing import releases
+    from publishing.models import Release
+
+    launch = releases.create_release(name="Spring launch", user=editor)
+    for n in range(7):
+        releases.add_item(release=launch, post=make_post(title=f"Launch post {n}"), user=editor)
+    releases.schedule_release(
+        release=launch, release_at=database_now() + timedelta(days=1), user=editor
+    )
+    at = datetime(2099, 1, 13, 1, 0, tzinfo=UTC)  # 10:00 JST on the 13th
+    Release.objects.filter(pk=launch.pk).update(release_at=at, problem="“Launch post 3”: gone")
+
+    html = tokyo.get(CALENDAR_URL + WEEK).content.decode()
+    cell = day(html, "2099-01-13")
+    url = reverse("admin:publishing_release_change", args=[launch.pk])
+    assert cell.count(url) == 1
+    assert "10:00 JST" in cell and "Spring launch" in cell
+    assert all(f"Launch post {n}" in cell for n in range(5))
+    assert "Launch post 5" not in cell and "and 2 more posts" in cell
+    assert "stopped" in cell and "“Launch post 3”: gone" in cell
+    now = database_now()
+    with django_assert_max_num_queries(6):  # 4 kinds of entry, the release's count and posts
+        calendar.build(start=date(2099, 1, 12), weeks=4, zone=TOKYO, now=now, day_limit=3)

@@ -43,9 +43,7 @@ def make_due(release: Release, seconds_ago: float = 1) -> Release:
 
 def went_out(release: Release):
     """Return the events of the changes ``release`` made to its posts."""
-    return PublishEvent.objects.filter(data__release=release.pk).exclude(
-        kind=K.REVISION_SCHEDULED
-    )
+    return PublishEvent.objects.filter(data__release=release.pk).exclude(kind=K.REVISION_SCHEDULED)
 
 
 def launch(editor, *, name="Launch") -> tuple[Release, Post, Post, PostRevision, Post]:

@@ -1,0 +1,37 @@
+"""The post page's "Release" section: the pending release that will send the post out.
+
+Added to the post's admin page through :mod:`publishing.admin_sections`. It names the
+release, what it does to the post and when, and whether it is stopped (and why); a post in
+no release gets a link to add it to one, for editors who may publish.
+"""
+
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from publishing.actions import can_publish
+from publishing.models import Release, ReleaseItem
+from publishing.release_checks import PENDING
+
+
+def release_section(request, post):
+    """Return the section's HTML, or ``None`` for a user who may not publish."""
+    if not can_publish(request.user):
+        return None
+    item = (
+        ReleaseItem.objects.filter(post=post, release__status__in=PENDING)
+        .select_related("release")
+        .first()
+    )
+    last = (
+        ReleaseItem.objects.filter(post=post, release__status=Release.Status.RELEASED)
+        .select_related("release")
+        .order_by("-release__released_at")
+        .first()
+    )
+    context = {
+        "item": item,
+        "release": item.release if item else None,
+        "last": last.release if last else None,
+        "add_url": f"{reverse('admin:publishing_release_add_posts')}?ids={post.pk}",
+    }
+    return render_to_string("admin/publishing/release/post_section.html", context, request=request)
