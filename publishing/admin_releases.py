@@ -3,9 +3,10 @@
 Nothing here changes a release by itself: every button calls :mod:`publishing.releases`, with
 the release's version the page was loaded with, so a colleague's change made meanwhile is
 never undone (the page says who made it and nothing is written). Posts join a release from
-the post list (select them, then "Add to a release") or from a post's page; the release's page
-lists its items, says of each whether it can still go out and why not, and offers to refresh
-(release the post as it is now) or remove it. Times are in the editor's zone.
+the post list (select them, then "Add selected posts to a release") or from a post's page;
+the release's page lists its items, says of each whether it can still go out and why not,
+and offers to refresh (release the post as it is now) or remove it. Times are in the
+editor's zone.
 """
 
 from functools import partial
@@ -69,8 +70,10 @@ class ReleaseForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["release_at"].required = False
-        if self.instance.pk:
+        # A release that went out or was called off shows its fields read-only.
+        if "release_at" in self.fields:
+            self.fields["release_at"].required = False
+        if self.instance.pk and "version" in self.fields:
             self.fields["version"].initial = self.instance.version
 
 
@@ -197,6 +200,10 @@ class ReleaseAdmin(admin.ModelAdmin):
                 else reverse("admin:publishing_release_add")
             )
             return HttpResponseRedirect(target)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context["show_save_and_add_another"] = False
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         release = self.get_object(request, object_id)
