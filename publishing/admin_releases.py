@@ -28,6 +28,7 @@ from coordination.wording import local_time
 from publishing import actions, release_checks, releases
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.models import ItemAction, Post, Release, ReleaseItem
+from publishing.stale_forms import MergingFormMixin
 from publishing.wall_time import WallTimeField
 
 RS = Release.Status
@@ -51,10 +52,28 @@ VERBS = {
 }
 
 
-class ReleaseForm(forms.ModelForm):
-    """A release's name and time (in the editor's zone), with the version the page showed."""
+def release_values(release: Release) -> dict:
+    """Return what the release form edits, as stored: the base of a three-way merge."""
+    return {"name": release.name, "release_at": release.release_at}
+
+
+class ReleaseForm(MergingFormMixin, forms.ModelForm):
+    """A release's name and time (in the editor's zone), with the version the page showed.
+
+    A form saved after a colleague changed the release saves nothing: it comes back merged with
+    their change, as a post's form does (:mod:`publishing.stale_forms`), so neither editor's
+    change is lost and nothing is saved that the editor did not see.
+    """
 
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    opened = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    merge_fields = ("name", "release_at")
+    time_fields = ("release_at",)
+    opened_salt = "publishing.admin_releases.opened"
+    stale = None
+    opened_base = None
+    merge_report = None
 
     class Meta:
         model = Release
@@ -73,14 +92,57 @@ class ReleaseForm(forms.ModelForm):
         # A release that went out or was called off shows its fields read-only.
         if "release_at" in self.fields:
             self.fields["release_at"].required = False
-        if self.instance.pk and "version" in self.fields:
-            self.fields["version"].initial = self.instance.version
+        if not self.instance.pk or "version" not in self.fields:
+            return
+        self.fields["version"].initial = self.instance.version
+        submitted = _version(self.data) if self.is_bound else None
+        self.stale = (
+            releases.release_conflict(self.instance, submitted)
+            if self.is_bound and submitted is not None
+            else None
+        )
+        self.start_merge(
+            post=self.instance.pk,
+            version=self.instance.version,
+            current=release_values(self.instance),
+            stale=self.stale,
+            submitted=submitted,
+        )
+
+    def full_clean(self):
+        """Validate; a stale submission is merged instead and reports only the conflict."""
+        super().full_clean()
+        if self.stale is not None:
+            message = _(
+                "%(conflict)s Nothing was saved. Their change and yours are merged in the form "
+                "below: check it, then save to keep it."
+            )
+            self.merge_stale(str(message % {"conflict": self.stale}))
+            for name, value in self.merge_current.items():
+                setattr(self.instance, name, value)
+
+    def clean(self):
+        cleaned = super().clean()
+        self.apply_picks(cleaned)
+        return cleaned
+
+
+class ReleaseChoiceField(forms.ModelChoiceField):
+    """A pending release, named with when it goes out (in the editor's zone)."""
+
+    def label_from_instance(self, release: Release) -> str:
+        if release.status == RS.SCHEDULED:
+            return _("%(name)s (goes out at %(when)s)") % {
+                "name": release.name,
+                "when": local_time(release.release_at, seconds=False),
+            }
+        return _("%(name)s (draft)") % {"name": release.name}
 
 
 class AddToReleaseForm(forms.Form):
     """Which pending release the chosen posts join, and what it does to them."""
 
-    release = forms.ModelChoiceField(
+    release = ReleaseChoiceField(
         queryset=Release.objects.none(), label=_("Release"), empty_label=None
     )
     action = forms.ChoiceField(
@@ -97,11 +159,10 @@ class AddToReleaseForm(forms.Form):
         ).order_by("release_at", "name")
 
 
-def _version(request) -> int | None:
-    try:
-        return int(request.POST.get("version", ""))
-    except ValueError:
-        return None
+def _version(data) -> int | None:
+    """Return the version a page or form was loaded with (``None``: it carries none)."""
+    value = data.get("version", "")
+    return int(value) if str(value).isdigit() else None
 
 
 def _release_state(release: Release) -> tuple[str, str]:
@@ -120,7 +181,7 @@ class ReleaseAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     # The form's own hidden ``version``; the model's version is never edited.
     exclude = ["version"]
-    fieldsets = [(None, {"fields": ["name", "release_at", "version"]})]
+    fieldsets = [(None, {"fields": ["name", "release_at", "version", "opened"]})]
     change_form_template = "admin/publishing/release/change_form.html"
 
     # --- who may do what ----------------------------------------------------------------
@@ -245,7 +306,7 @@ def act_view(model_admin, request, object_id: int):
         return HttpResponseNotAllowed(["POST"])
     release = get_object_or_404(Release, pk=object_id)
     verb = request.POST.get("verb", "")
-    version = _version(request)
+    version = _version(request.POST)
     user = request.user
     page = reverse("admin:publishing_release_change", args=[release.pk])
     try:

@@ -98,7 +98,14 @@ class ReleaseAction:
                 request_wakeup(PUBLISH_JOB, at=current.release_at)
 
 
-def _conflict(current: Release) -> EditConflict:
+def release_conflict(current: Release, expected_version: int | None) -> EditConflict | None:
+    """Return the conflict of a change made against ``expected_version`` of ``current``.
+
+    ``None`` as the expected version means "whatever is there now". The release form calls
+    this to merge a stale submission; the actions call it under the row lock.
+    """
+    if expected_version is None or expected_version == current.version:
+        return None
     return EditConflict(
         title=current.name,
         changed_by=current.updated_by,
@@ -115,8 +122,9 @@ def release_action(
     """Open a transaction, lock the release's row (checking its version) and yield the action."""
     with transaction.atomic():
         current = Release.objects.select_for_update().get(pk=release.pk)
-        if expected_version is not None and expected_version != current.version:
-            raise _conflict(current)
+        conflict = release_conflict(current, expected_version)
+        if conflict is not None:
+            raise conflict
         yield ReleaseAction(current=current, user=user)
 
 

@@ -41,8 +41,14 @@ class Opened:
     pending: tuple[str, ...]
 
 
-def sign_opened(*, post: int, version: int, values: dict, pending=()) -> str:
-    """Return the signed ``opened`` field for ``values`` of ``post`` at ``version``."""
+def sign_opened(
+    *, post: int, version: int, values: dict, pending=(), salt: str = OPENED_SALT
+) -> str:
+    """Return the signed ``opened`` field for ``values`` of ``post`` at ``version``.
+
+    ``post`` is the id of the object edited; each kind of object signs with its own ``salt``,
+    so a base signed for one can never be read as another's.
+    """
     payload = {
         "post": post,
         "version": version,
@@ -52,19 +58,26 @@ def sign_opened(*, post: int, version: int, values: dict, pending=()) -> str:
         },
         "pending": list(pending),
     }
-    return signing.dumps(payload, salt=OPENED_SALT, compress=True)
+    return signing.dumps(payload, salt=salt, compress=True)
 
 
-def read_opened(text, *, post: int, version: int | None) -> Opened | None:
+def read_opened(
+    text,
+    *,
+    post: int,
+    version: int | None,
+    time_fields: tuple[str, ...] = TIME_FIELDS,
+    salt: str = OPENED_SALT,
+) -> Opened | None:
     """Return the base signed in ``text`` for ``post`` at ``version`` (None if it is not one)."""
     try:
-        payload = signing.loads(text or "", salt=OPENED_SALT)
+        payload = signing.loads(text or "", salt=salt)
     except signing.BadSignature:
         return None
     if payload.get("post") != post or payload.get("version") != version:
         return None
     values = dict(payload["values"])
-    for name in TIME_FIELDS:
+    for name in time_fields:
         if values.get(name):
             values[name] = datetime.fromisoformat(values[name])
     return Opened(values=values, pending=tuple(payload.get("pending", ())))
@@ -101,21 +114,33 @@ class MergingFormMixin:
 
     merge_fields: tuple[str, ...] = ()
     status_labels: dict = {}
+    #: The merged fields that hold times (shown in the editor's zone), and the signing salt
+    #: of the kind of object the form edits.
+    time_fields: tuple[str, ...] = TIME_FIELDS
+    opened_salt: str = OPENED_SALT
 
     def start_merge(self, *, post: int, version: int, current: dict, stale, submitted):
         self.merge_post, self.merge_version, self.merge_current = post, version, current
         self.stale = stale
         self.merge_report: dict | None = None
         self.opened_base = (
-            read_opened(self.data.get("opened"), post=post, version=submitted)
+            read_opened(
+                self.data.get("opened"),
+                post=post,
+                version=submitted,
+                time_fields=self.time_fields,
+                salt=self.opened_salt,
+            )
             if self.is_bound
             else None
         )
         # What an unbound form shows; a bound one shows the base it was submitted with, and a
         # stale one is given a new base by merge_stale().
-        self.fields["opened"].initial = sign_opened(post=post, version=version, values=current)
+        self.fields["opened"].initial = sign_opened(
+            post=post, version=version, values=current, salt=self.opened_salt
+        )
         base = self.opened_base.values if self.opened_base else current
-        for name in TIME_FIELDS:
+        for name in self.time_fields:
             if name in self.fields:
                 self.fields[name].stored = base.get(name)
         if self.opened_base and self.opened_base.pending and stale is None:
@@ -226,7 +251,11 @@ class MergingFormMixin:
         data["version"] = str(self.merge_version)
         pending = [name for name in conflicts if name != "status"]
         data["opened"] = sign_opened(
-            post=self.merge_post, version=self.merge_version, values=current, pending=pending
+            post=self.merge_post,
+            version=self.merge_version,
+            values=current,
+            pending=pending,
+            salt=self.opened_salt,
         )
         for name in names:
             data.pop(f"keep_{name}", None)
@@ -264,7 +293,7 @@ class MergingFormMixin:
 
     def _put(self, data, name: str, value) -> None:
         """Set the submitted data of field ``name`` to show ``value``."""
-        if name in TIME_FIELDS:
+        if name in self.time_fields:
             local = timezone.localtime(value) if value is not None else None
             parts = [
                 f"{local:%Y-%m-%d}" if local else "",

@@ -130,3 +130,43 @@ def test_editors_who_may_not_publish_do_not_see_releases(as_drafter, editor):
     response = as_drafter.post(act_url(release), {"verb": "release_now"})
     assert response.status_code == 302
     assert Release.objects.get(pk=release.pk).status == RS.DRAFT
+
+
+def test_two_editors_changing_a_release_at_once_keep_both_changes(as_editor, editor):
+    release = releases.create_release(name="Launch", user=editor)
+    opened = form_data(as_editor.get(page_url(release)), "release_form")
+    # A colleague renames it after this page was shown.
+    releases.edit_release(release=release, name="Spring launch", release_at=None, user=editor)
+
+    mine = {**opened, "release_at_0": "2099-03-01", "release_at_1": "09:00:00"}
+    merged = as_editor.post(page_url(release), mine)
+    assert merged.status_code == 200
+    html = merged.content.decode()
+    assert "Nothing was saved. Their change and yours are merged" in html
+    assert "Taken from the change by editor" in html
+    release.refresh_from_db()
+    assert (release.name, release.release_at) == ("Spring launch", None)
+
+    again = form_data(merged, "release_form")
+    assert (again["name"], again["release_at_0"]) == ("Spring launch", "2099-03-01")
+    saved = as_editor.post(page_url(release), again)
+    assert saved.status_code == 302
+    release.refresh_from_db()
+    assert release.name == "Spring launch"
+    assert release.release_at.isoformat() == "2099-03-01T09:00:00+00:00"
+
+
+def test_both_editors_renaming_a_release_choose_which_name_to_keep(as_editor, editor):
+    release = releases.create_release(name="Launch", user=editor)
+    opened = form_data(as_editor.get(page_url(release)), "release_form")
+    releases.edit_release(release=release, name="Their name", release_at=None, user=editor)
+
+    merged = as_editor.post(page_url(release), {**opened, "name": "My name"})
+    html = merged.content.decode()
+    assert "both changed one thing: choose which to keep" in html
+    data = form_data(merged, "release_form")
+    refused = as_editor.post(page_url(release), data)
+    assert refused.status_code == 200 and "Choose which name to keep" in refused.content.decode()
+    kept = as_editor.post(page_url(release), {**data, "keep_name": "mine"})
+    assert kept.status_code == 302
+    assert Release.objects.get(pk=release.pk).name == "My name"
