@@ -27,6 +27,7 @@ from coordination.clock import database_now
 from coordination.wording import lateness_text
 from publishing import (
     actions,
+    admin_bulk,
     admin_releases,  # noqa: F401  (registers the releases' admin)
     posts,
     selectors,
@@ -211,6 +212,7 @@ class PostAdmin(admin.ModelAdmin):
         "publish_now_action",
         "cancel_schedule_action",
         "unpublish_action",
+        "bulk_schedule_action",
         "add_to_release_action",
     ]
     system_fields = [
@@ -463,6 +465,11 @@ class PostAdmin(admin.ModelAdmin):
             self.admin_site.admin_view(partial(calendar_view, self)),
             name="publishing_post_calendar",
         )
+        bulk = path(
+            "schedule/",
+            self.admin_site.admin_view(partial(admin_bulk.bulk_schedule_view, self)),
+            name="publishing_post_bulk_schedule",
+        )
 
         def view(func, **kwargs):
             return self.admin_site.admin_view(partial(func, self, **kwargs))
@@ -499,7 +506,7 @@ class PostAdmin(admin.ModelAdmin):
                 name="publishing_post_preview_revoke",
             ),
         ]
-        return [calendar, *revisions, *super().get_urls()]
+        return [calendar, bulk, *revisions, *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """Name the post's scheduled revision, which a direct edit of the text supersedes, and
@@ -633,11 +640,19 @@ class PostAdmin(admin.ModelAdmin):
     def unpublish_action(self, request, queryset):
         self._run_action(request, queryset, posts.unpublish_now, "unpublished")
 
+    @admin.action(description=_("Schedule or reschedule selected posts"), permissions=["publish"])
+    def bulk_schedule_action(self, request, queryset):
+        """Ask for the time the selected posts go live at (a page of its own)."""
+        ids = queryset.values_list("pk", flat=True)[: admin_bulk.MOST]
+        url = admin_bulk.selection_url(request, "admin:publishing_post_bulk_schedule", ids)
+        return HttpResponseRedirect(url)
+
     @admin.action(description=_("Add selected posts to a release"), permissions=["publish"])
     def add_to_release_action(self, request, queryset):
         """Ask which release the selected posts join (a page of its own)."""
-        ids = ",".join(str(pk) for pk in queryset.values_list("pk", flat=True)[:1000])
-        return HttpResponseRedirect(f"{reverse('admin:publishing_release_add_posts')}?ids={ids}")
+        ids = queryset.values_list("pk", flat=True)[: admin_bulk.MOST]
+        url = admin_bulk.selection_url(request, "admin:publishing_release_add_posts", ids)
+        return HttpResponseRedirect(url)
 
 
 @admin.register(PublishEvent)

@@ -26,6 +26,7 @@ from django.utils.translation import ngettext
 
 from coordination.wording import local_time
 from publishing import actions, release_checks, releases
+from publishing.admin_bulk import remember_selection, selected_ids
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.models import ItemAction, Post, Release, ReleaseItem
 from publishing.stale_forms import MergingFormMixin
@@ -349,9 +350,10 @@ def act_view(model_admin, request, object_id: int):
 
 
 def add_posts_view(model_admin, request):
-    """Ask which release the posts in ``?ids=`` join (GET), then add each of them (POST)."""
-    source = request.POST if request.method == "POST" else request.GET
-    ids = [int(pk) for pk in source.get("ids", "").split(",") if pk.strip().isdigit()]
+    """Ask which release the chosen posts join (GET), then add each of them (POST)."""
+    if not actions.can_publish(request.user):
+        raise PermissionDenied
+    ids = selected_ids(request)
     chosen = list(Post.objects.filter(pk__in=ids).order_by("title"))
     form = AddToReleaseForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid() and chosen:
@@ -382,7 +384,7 @@ def add_posts_view(model_admin, request):
         "opts": Release._meta,
         "title": _("Add to a release"),
         "rows": [(post, release_checks.pending_release_of(post)) for post in chosen],
-        "ids": ",".join(str(post.pk) for post in chosen),
+        "selection": remember_selection(request, ids),
         "form": form,
         "add_url": reverse("admin:publishing_release_add"),
     }
