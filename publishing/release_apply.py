@@ -31,7 +31,9 @@ from publishing.release_rules import PENDING_REVISION
 from publishing.row_locks import skip_locked
 from publishing.setbased import (
     ConcurrentChange,
+    ReleaseChange,
     SetAside,
+    change_release_posts,
     copy_revisions_onto_posts,
     set_aside_revisions,
 )
@@ -75,7 +77,7 @@ def go_out_due(*, now: datetime, node: str, limit: int) -> GoneOut:
     items = checks.item_rows([pk for pk, _, _ in rows])
     released, stopped, held = [], [], []
     for pk, name, planned in rows:
-        checked = checks.check_items(items[pk], now=now, lock=True)
+        checked = checks.check_items(items[pk], now=now, lock=True, release_id=pk)
         if checked.held:
             held.append(pk)
             continue
@@ -114,37 +116,40 @@ def apply(
         "release_name": release.name,
         **({} if planned is not None else {"by_hand": True}),
     }
-    common = {"updated_at": now, "updated_by": by[:200], "version": F("version") + 1}
-    events: list[PublishEvent] = []
+    common = {"updated_at": now, "updated_by": by[:200]}
 
-    def record(kind: str, rows: list[checks.ItemRow], **data) -> None:
-        for item in rows:
-            events.append(
-                PublishEvent(
-                    post_id=item.post_id,
-                    kind=kind,
-                    user=user_or_none(user),
-                    node=node,
-                    at=now,
-                    lateness=lateness,
-                    data={"version": item.pinned_version + 1, **context, **data},
-                )
+    def change(kind: str, items: list[checks.ItemRow], from_statuses, **values) -> None:
+        ids = [item.post_id for item in items]
+        changed = change_release_posts(
+            ReleaseChange(
+                post_ids=ids,
+                from_statuses=tuple(from_statuses),
+                values={**values, **common},
+                kind=kind,
+                node=node,
+                user_id=user_or_none(user).pk if user_or_none(user) else None,
+                now=now,
+                lateness=lateness,
+                data=context,
+            )
+        )
+        if changed != len(ids):
+            raise ConcurrentChange(
+                f"{len(ids)} posts to change but {changed} changed; rolling back"
             )
 
     publish = by_action[A.PUBLISH]
-    _update(
-        Post.objects.filter(status__in=(S.DRAFT, S.UNPUBLISHED)),
+    change(
+        K.PUBLISHED,
         publish,
+        (S.DRAFT, S.UNPUBLISHED),
         status=S.PUBLISHED,
         published_at=now,
         publish_at=planned or now,
         last_error="",
-        **common,
     )
-    record(K.PUBLISHED, publish)
     down = by_action[A.UNPUBLISH]
-    _update(Post.objects.filter(status=S.PUBLISHED), down, status=S.UNPUBLISHED, **common)
-    record(K.UNPUBLISHED, down)
+    change(K.UNPUBLISHED, down, (S.PUBLISHED,), status=S.UNPUBLISHED)
     if down:
         set_aside_revisions(
             [item.post_id for item in down],
@@ -161,9 +166,25 @@ def apply(
                 "pk", "number"
             )
         )
-        for item in revised:
-            record(K.REVISION_PUBLISHED, [item], revision=numbers[item.revision_id])
-    PublishEvent.objects.bulk_create(events, batch_size=2000)
+        PublishEvent.objects.bulk_create(
+            [
+                PublishEvent(
+                    post_id=item.post_id,
+                    kind=K.REVISION_PUBLISHED,
+                    user=user_or_none(user),
+                    node=node,
+                    at=now,
+                    lateness=lateness,
+                    data={
+                        "version": item.pinned_version + 1,
+                        "revision": numbers[item.revision_id],
+                        **context,
+                    },
+                )
+                for item in revised
+            ],
+            batch_size=2000,
+        )
     marked = Release.objects.filter(
         Q(release_at__lte=now) if planned is not None else Q(),
         pk=release.pk,
@@ -196,16 +217,6 @@ def apply(
         len(revised),
         len(down),
     )
-
-
-def _update(condition, items: list[checks.ItemRow], **values) -> None:
-    """Change the posts of ``items`` that still match ``condition``: all of them, or roll back."""
-    if not items:
-        return
-    ids = [item.post_id for item in items]
-    updated = condition.filter(pk__in=ids).update(**values)
-    if updated != len(ids):
-        raise ConcurrentChange(f"{len(ids)} posts to change but {updated} changed; rolling back")
 
 
 def _switch_revisions(items: list[checks.ItemRow], *, now: datetime, by: str) -> None:

@@ -35,8 +35,12 @@ RS = ReleaseStatus
 PENDING = (RS.DRAFT, RS.SCHEDULED)
 
 
-def post_facts(post_ids: list[int], *, lock: bool) -> dict[int, PostFacts]:
-    """Return the facts of the posts in ``post_ids`` (locked, skipping rows others hold)."""
+def post_facts(post_ids, *, lock: bool) -> dict[int, PostFacts]:
+    """Return the facts of the posts in ``post_ids`` (locked, skipping rows others hold).
+
+    ``post_ids`` is a list, or a query of ids (a release's: sent as a subquery, not as
+    10,000 parameters).
+    """
     rows = (
         Post.objects.filter(pk__in=post_ids)
         .annotate(body_length=Length(Trim("body")))
@@ -114,10 +118,20 @@ class Checked:
         return release_problem([(item.post_title, problem) for item, problem in pairs])
 
 
-def check_items(items: list[ItemRow], *, now: datetime | None, lock: bool) -> Checked:
-    """Read the facts of ``items`` and what the rules say of each (see :func:`item_problem`)."""
+def check_items(
+    items: list[ItemRow], *, now: datetime | None, lock: bool, release_id: int | None = None
+) -> Checked:
+    """Read the facts of ``items`` and what the rules say of each (see :func:`item_problem`).
+
+    ``release_id`` says ``items`` are all of that release's, read by a subquery.
+    """
     post_ids = [item.post_id for item in items if item.post_id is not None]
-    posts = post_facts(post_ids, lock=lock)
+    wanted = (
+        ReleaseItem.objects.filter(release_id=release_id).values("post_id")
+        if release_id is not None
+        else post_ids
+    )
+    posts = post_facts(wanted, lock=lock)
     revisions = revision_facts([item.revision_id for item in items if item.revision_id])
     facts = [
         ItemFacts(

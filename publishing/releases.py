@@ -384,7 +384,7 @@ def release_now(*, release: Release, user, expected_version: int | None = None) 
         items = checks.item_rows([act.current.pk])[act.current.pk]
         if not items:
             raise InvalidTransition(f"“{act.current}” has no items yet: add posts to it first.")
-        checked = checks.check_items(items, now=now, lock=True)
+        checked = checks.check_items(items, now=now, lock=True, release_id=act.current.pk)
         if checked.held:
             raise InvalidTransition(
                 f"Someone is saving a post of “{act.current}” right now; try again in a moment."

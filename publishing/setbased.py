@@ -26,6 +26,7 @@ onto their posts (:func:`copy_revisions_onto_posts`) and one multi-row ``INSERT`
 events (:func:`record_revision_events`).
 """
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -311,3 +312,100 @@ def record_revision_events(
             for row in rows
         ]
     )
+
+
+@dataclass(frozen=True)
+class ReleaseChange:
+    """One kind of change of a release's posts (all locked and checked already).
+
+    ``post_ids`` change from one of ``from_statuses`` by ``values`` (``version`` is always
+    added one to); each gets one ``kind`` event by ``node`` or ``user_id`` at ``now``, with
+    ``lateness`` and ``data`` (the event's ``version`` is the one the change wrote).
+    """
+
+    post_ids: list[int]
+    from_statuses: tuple[str, ...]
+    values: dict
+    kind: str
+    node: str
+    user_id: int | None
+    now: datetime
+    lateness: float | None
+    data: dict
+
+
+def change_release_posts(change: ReleaseChange) -> int:
+    """Apply ``change`` and record its events; return how many posts it changed.
+
+    A release's caller compares the count with its items: any post not changed rolls the
+    whole release back. PostgreSQL: one statement, the posts' ``UPDATE ... RETURNING``
+    feeding the events' ``INSERT`` (a release of 10,000 sends no row back). The others: the
+    rows' versions read, one ``UPDATE``, one multi-row ``INSERT``.
+    """
+    if not change.post_ids:
+        return 0
+    if connection.vendor == "postgresql":
+        return _release_postgresql(change)
+    return _release_generic(change)
+
+
+def _release_postgresql(change: ReleaseChange) -> int:
+    quote = connection.ops.quote_name
+    table = quote(Post._meta.db_table)
+    events = quote(PublishEvent._meta.db_table)
+    assignments = [f"{quote(Post._meta.get_field(name).column)} = %s" for name in change.values]
+    sql = f"""
+        WITH changed AS (
+            UPDATE {table}
+            SET {", ".join(assignments)}, "version" = "version" + 1
+            WHERE "id" = ANY(%s::bigint[]) AND "status" = ANY(%s::varchar[])
+            RETURNING "id", "version"
+        ), recorded AS (
+            INSERT INTO {events}
+                ("post_id", "post_title", "kind", "node", "user_id", "at", "lateness", "detail",
+                 "data")
+            SELECT "id", '', %s, %s, %s::integer, %s::timestamptz, %s::float8, '',
+                   %s::jsonb || jsonb_build_object('version', "version")
+            FROM changed
+            RETURNING 1
+        )
+        SELECT count(*) FROM recorded
+    """
+    params = [
+        *change.values.values(),
+        list(change.post_ids),
+        list(change.from_statuses),
+        change.kind,
+        change.node,
+        change.user_id,
+        change.now,
+        change.lateness,
+        json.dumps(change.data),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()[0]
+
+
+def _release_generic(change: ReleaseChange) -> int:
+    matching = Post.objects.filter(pk__in=change.post_ids, status__in=change.from_statuses)
+    versions = dict(matching.values_list("pk", "version"))
+    updated = matching.filter(pk__in=list(versions)).update(
+        **change.values, version=F("version") + 1
+    )
+    PublishEvent.objects.bulk_create(
+        [
+            PublishEvent(
+                post_id=pk,
+                kind=change.kind,
+                node=change.node,
+                user_id=change.user_id,
+                at=change.now,
+                lateness=change.lateness,
+                data={**change.data, "version": version + 1},
+            )
+            for pk, version in versions.items()
+        ],
+        batch_size=2000,
+    )
+    return updated
