@@ -25,7 +25,15 @@ from publishing import release_checks as checks
 from publishing.actions import editor_name, user_or_none
 from publishing.batches import scheduler_name
 from publishing.job_names import PUBLISH_JOB
-from publishing.models import ItemAction, Post, PostRevision, PublishEvent, Release, ReleaseStatus
+from publishing.models import (
+    ItemAction,
+    Post,
+    PostRevision,
+    PublishEvent,
+    Release,
+    ReleaseItem,
+    ReleaseStatus,
+)
 from publishing.public_events import announce_events
 from publishing.release_rules import PENDING_REVISION
 from publishing.row_locks import skip_locked
@@ -119,10 +127,13 @@ def apply(
     common = {"updated_at": now, "updated_by": by[:200]}
 
     def change(kind: str, items: list[checks.ItemRow], from_statuses, **values) -> None:
+        if not items:
+            return
         ids = [item.post_id for item in items]
         changed = change_release_posts(
             ReleaseChange(
-                post_ids=ids,
+                release_id=release.pk,
+                action=items[0].action,
                 from_statuses=tuple(from_statuses),
                 values={**values, **common},
                 kind=kind,
@@ -201,14 +212,15 @@ def apply(
     if marked != 1:
         raise ConcurrentChange(f"release {release.pk} changed while going out; rolling back")
     announce_events()
-    takedowns = [
-        at
-        for at in Post.objects.filter(
-            pk__in=[item.post_id for item in publish], unpublish_at__isnull=False
-        ).values_list("unpublish_at", flat=True)
-    ]
-    if takedowns:
-        request_wakeup(PUBLISH_JOB, at=min(takedowns))
+    published = ReleaseItem.objects.filter(release_id=release.pk, action=A.PUBLISH)
+    takedown = (
+        Post.objects.filter(pk__in=published.values("post_id"), unpublish_at__isnull=False)
+        .order_by("unpublish_at")
+        .values_list("unpublish_at", flat=True)
+        .first()
+    )
+    if takedown is not None:
+        request_wakeup(PUBLISH_JOB, at=takedown)
     logger.info(
         "[publish-scheduler] release %s (%r) went out: %d published, %d revision(s), %d taken down",
         release.pk,

@@ -18,6 +18,7 @@ from django.db.models import F
 from django.db.models.functions import Length, Trim
 
 from publishing import release_alerts
+from publishing.conf import settings
 from publishing.models import Post, PostRevision, Release, ReleaseItem, ReleaseStatus
 from publishing.release_rules import (
     ItemFacts,
@@ -49,13 +50,17 @@ def post_facts(post_ids, *, lock: bool) -> dict[int, PostFacts]:
     )
     if lock:
         rows = skip_locked(rows)
+    # Read once: per post, the setting cost more than the checks (as in publishing.batches).
+    max_chars = int(settings.POST_BODY_MAX_CHARS)
     return {
         pk: PostFacts(
             status=status,
             version=version,
             unpublish_at=unpublish_at,
             content_problems=tuple(
-                publish_problems(title=title, slug=slug, body_length=body_length)
+                publish_problems(
+                    title=title, slug=slug, body_length=body_length, max_chars=max_chars
+                )
             ),
         )
         for pk, status, version, unpublish_at, title, slug, body_length in rows

@@ -33,7 +33,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
-from publishing.models import Post, PostRevision, PublishEvent
+from publishing.models import Post, PostRevision, PublishEvent, ReleaseItem
 
 
 class ConcurrentChange(RuntimeError):
@@ -318,12 +318,14 @@ def record_revision_events(
 class ReleaseChange:
     """One kind of change of a release's posts (all locked and checked already).
 
-    ``post_ids`` change from one of ``from_statuses`` by ``values`` (``version`` is always
-    added one to); each gets one ``kind`` event by ``node`` or ``user_id`` at ``now``, with
-    ``lateness`` and ``data`` (the event's ``version`` is the one the change wrote).
+    The posts of release ``release_id``'s items of ``action`` change from one of
+    ``from_statuses`` by ``values`` (``version`` is always added one to); each gets one
+    ``kind`` event by ``node`` or ``user_id`` at ``now``, with ``lateness`` and ``data`` (the
+    event's ``version`` is the one the change wrote).
     """
 
-    post_ids: list[int]
+    release_id: int
+    action: str
     from_statuses: tuple[str, ...]
     values: dict
     kind: str
@@ -338,12 +340,11 @@ def change_release_posts(change: ReleaseChange) -> int:
     """Apply ``change`` and record its events; return how many posts it changed.
 
     A release's caller compares the count with its items: any post not changed rolls the
-    whole release back. PostgreSQL: one statement, the posts' ``UPDATE ... RETURNING``
-    feeding the events' ``INSERT`` (a release of 10,000 sends no row back). The others: the
-    rows' versions read, one ``UPDATE``, one multi-row ``INSERT``.
+    whole release back. The posts are named by a subquery of the release's items, never sent
+    as 10,000 parameters. PostgreSQL: one statement, the posts' ``UPDATE ... RETURNING``
+    feeding the events' ``INSERT`` (a release sends no row back). The others: the rows'
+    versions read, one ``UPDATE``, one multi-row ``INSERT``.
     """
-    if not change.post_ids:
-        return 0
     if connection.vendor == "postgresql":
         return _release_postgresql(change)
     return _release_generic(change)
@@ -353,12 +354,17 @@ def _release_postgresql(change: ReleaseChange) -> int:
     quote = connection.ops.quote_name
     table = quote(Post._meta.db_table)
     events = quote(PublishEvent._meta.db_table)
+    items = quote(ReleaseItem._meta.db_table)
     assignments = [f"{quote(Post._meta.get_field(name).column)} = %s" for name in change.values]
+    # The status is a filter on the items' posts (IS TRUE), never an index condition: see
+    # _postgresql on the status index a drained backlog leaves behind.
     sql = f"""
         WITH changed AS (
             UPDATE {table}
             SET {", ".join(assignments)}, "version" = "version" + 1
-            WHERE "id" = ANY(%s::bigint[]) AND "status" = ANY(%s::varchar[])
+            WHERE "id" IN (
+                SELECT "post_id" FROM {items} WHERE "release_id" = %s AND "action" = %s
+            ) AND ("status" = ANY(%s::varchar[])) IS TRUE
             RETURNING "id", "version"
         ), recorded AS (
             INSERT INTO {events}
@@ -373,7 +379,8 @@ def _release_postgresql(change: ReleaseChange) -> int:
     """
     params = [
         *change.values.values(),
-        list(change.post_ids),
+        change.release_id,
+        change.action,
         list(change.from_statuses),
         change.kind,
         change.node,
@@ -388,7 +395,8 @@ def _release_postgresql(change: ReleaseChange) -> int:
 
 
 def _release_generic(change: ReleaseChange) -> int:
-    matching = Post.objects.filter(pk__in=change.post_ids, status__in=change.from_statuses)
+    items = ReleaseItem.objects.filter(release_id=change.release_id, action=change.action)
+    matching = Post.objects.filter(pk__in=items.values("post_id"), status__in=change.from_statuses)
     versions = dict(matching.values_list("pk", "version"))
     updated = matching.filter(pk__in=list(versions)).update(
         **change.values, version=F("version") + 1
