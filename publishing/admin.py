@@ -29,6 +29,7 @@ from publishing import (
     actions,
     admin_bulk,
     admin_releases,  # noqa: F401  (registers the releases' admin)
+    admin_reviews,  # noqa: F401  (registers the reviews' admin)
     posts,
     selectors,
 )

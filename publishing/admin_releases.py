@@ -25,7 +25,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from coordination.wording import local_time
-from publishing import actions, release_checks, releases
+from publishing import actions, release_checks, releases, reviews
 from publishing.admin_bulk import remember_selection, selected_ids
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.models import ItemAction, Post, Release, ReleaseItem
@@ -48,6 +48,7 @@ VERBS = {
     "unschedule": _("Unschedule"),
     "release_now": _("Release now"),
     "cancel": _("Cancel the release"),
+    "submit_review": _("Submit for review"),
     "refresh": _("Refresh"),
     "remove": _("Remove"),
 }
@@ -278,12 +279,16 @@ class ReleaseAdmin(admin.ModelAdmin):
                 "act_url": reverse("admin:publishing_release_act", args=[release.pk]),
                 "posts_url": reverse("admin:publishing_post_changelist"),
                 "time_zone_name": timezone.get_current_timezone_name(),
+                "review": reviews.latest(release=release) if reviews.required() else None,
+                "approved": reviews.is_release_approved(release),
             }
         return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
 
     def _verbs(self, release: Release) -> list[tuple[str, str]]:
         if release.status == RS.DRAFT:
             names = ["schedule", "release_now", "cancel"]
+            if reviews.required() and not reviews.is_release_approved(release):
+                names = ["submit_review", *names]
         elif release.status == RS.SCHEDULED:
             names = ["release_now", "unschedule", "cancel"]
         else:
@@ -331,6 +336,9 @@ def act_view(model_admin, request, object_id: int):
             done = _("Scheduled: every item goes out together at %(when)s.") % {
                 "when": local_time(release.release_at)
             }
+        elif verb == "submit_review":
+            reviews.submit_release(release=release, user=user)
+            done = _("Submitted for review: the reviewers have been told.")
         elif verb == "unschedule":
             releases.unschedule_release(release=release, user=user, expected_version=version)
             done = _("Unscheduled: the release waits as a draft.")

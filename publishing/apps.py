@@ -6,7 +6,9 @@ class PublishingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from publishing.admin_reviews import review_section
         from publishing.admin_sections import add_post_section
         from publishing.release_section import release_section
 
+        add_post_section(review_section)
         add_post_section(release_section)

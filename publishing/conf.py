@@ -36,6 +36,9 @@ _DEFAULTS = {
     # one ``late`` event each (publishing.late), which emails its author and goes to the
     # webhooks and subscribers that asked for it.
     "LATE_ALERT_AFTER": 300,
+    # Nothing goes live unreviewed: posts, revisions and releases are submitted for review,
+    # and only an approved content can be scheduled or published (publishing.reviews).
+    "REQUIRE_REVIEW": False,
 }
 
 

@@ -24,7 +24,10 @@ Keys (each optional; which ones an event has depends on its kind):
 ``late_after``
     for a late post, the seconds past ``was_due_at`` after which it was told late;
 ``release``, ``release_name``
-    the release the change went out with (or a revision was taken into).
+    the release the change went out with (or a revision was taken into);
+``review``, ``target``, ``note``, ``comment``
+    a review: its id, what was submitted (post or revision), the submitter's note and the
+    reviewer's comment.
 """
 
 from datetime import UTC, datetime
@@ -121,9 +124,22 @@ def _describe(event: PublishEvent) -> str:
         return _("slug %(slug)s, was %(was)s") % {"slug": data.get("slug", ""), "was": was}
     if kind == K.PREVIEWS_REVOKED:
         return _("every earlier preview link")
+    if kind in (K.REVIEW_REQUESTED, K.REVIEW_APPROVED, K.REVIEW_REJECTED, K.REVIEW_RESET):
+        return _describe_review(kind, data)
     if "revision" in data:
         return _describe_revision(kind, data)
     return event.detail
+
+
+def _describe_review(kind: str, data: dict) -> str:
+    what = (
+        _("revision %(number)s") % {"number": data["revision"]}
+        if data.get("revision")
+        else _("this version")
+    )
+    said = data.get("comment") if kind in (K.REVIEW_APPROVED, K.REVIEW_REJECTED) else None
+    said = said or data.get("note")
+    return f"{what}: “{said}”" if said else what
 
 
 def _describe_revision(kind: str, data: dict) -> str:

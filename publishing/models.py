@@ -113,7 +113,10 @@ class Post(models.Model):
         verbose_name = _("post")
         verbose_name_plural = _("posts")
         ordering = ["-created_at", "-id"]
-        permissions = [("publish_post", "Can schedule and publish posts")]
+        permissions = [
+            ("publish_post", "Can schedule and publish posts"),
+            ("review_post", "Can approve or reject posts, revisions and releases for review"),
+        ]
         indexes = [
             # The publish job's "what is due" and "what is next" queries.
             # With the id, so the job's order (newest due first, then id) is the index's own:
@@ -193,6 +196,10 @@ class PublishEvent(models.Model):
         REVISION_SUPERSEDED = "revision_superseded", _("Revision superseded")
         REVISION_PUBLISHED = "revision_published", _("Revision published")
         PREVIEWS_REVOKED = "previews_revoked", _("Preview links revoked")
+        REVIEW_REQUESTED = "review_requested", _("Submitted for review")
+        REVIEW_APPROVED = "review_approved", _("Approved")
+        REVIEW_REJECTED = "review_rejected", _("Rejected")
+        REVIEW_RESET = "review_reset", _("Sent back to review")
 
     # History outlives its post: deleting a post keeps its events, named by post_title.
     # No database constraint, as history tables usually have none: Django sets ``post`` to
@@ -369,6 +376,7 @@ class PostRevision(models.Model):
 
 # Releases live in their own module; Django finds models through this one.
 from publishing.release_models import ItemAction, Release, ReleaseItem, ReleaseStatus  # noqa: E402
+from publishing.review_models import Review, ReviewStatus, ReviewTarget  # noqa: E402
 
 __all__ = [
     "ItemAction",
@@ -379,5 +387,8 @@ __all__ = [
     "Release",
     "ReleaseItem",
     "ReleaseStatus",
+    "Review",
+    "ReviewStatus",
+    "ReviewTarget",
     "RevisionStatus",
 ]

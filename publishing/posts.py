@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
-from publishing import revisions
+from publishing import reviews, revisions
 from publishing.actions import (
     can_publish,
     editor_action,
@@ -52,6 +52,9 @@ K = PublishEvent.Kind
 # is published next.
 UNPUBLISHED_NOTE = "the post was unpublished before the revision went live"
 DELETED_NOTE = "the post was deleted"
+
+#: Why a scheduled post went back to draft (its history says it): changed after its approval.
+SENT_BACK_NOTE = "changed after it was approved; back to draft until it is approved again"
 
 #: What :func:`save_post` writes of the post it is given: its text and the text rendered.
 CONTENT_FIELDS = ("title", "slug", "body", "body_html", "excerpt")
@@ -132,7 +135,12 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
             content.update(publish_at=post.publish_at, unpublish_at=post.unpublish_at)
         # A failed post was skipped while failed; it may be due right now.
         wake_at = current.publish_at if current.is_failed else None
+        sent_back = _review_again(current, post)
+        if sent_back:
+            content["status"] = S.DRAFT
         action.change(wake_at=wake_at, **content, last_error="")
+        if sent_back:
+            reviews.send_back(current, user=user, note=SENT_BACK_NOTE)
         if current.status == S.PUBLISHED and (post.title, post.body) != (
             current.title,
             current.body,
@@ -140,6 +148,25 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
             revisions.record_direct_edit(current, post, user=user)
     post.refresh_from_db()
     return post
+
+
+def _review_again(current: Post, post: Post) -> bool:
+    """Return True if saving ``post`` over ``current`` needs a review again (and so takes a
+    scheduled post back to draft); refuse a reviewed site's direct edit of a live post.
+
+    With review required, what goes live is what a reviewer approved: a scheduled post whose
+    text changes is no longer that, and a live post's text changes only through a revision,
+    which is reviewed before it is scheduled.
+    """
+    if not reviews.required():
+        return False
+    changed = reviews.fingerprint_of_post(post) != reviews.fingerprint_of_post(current)
+    if changed and current.status == S.PUBLISHED:
+        raise InvalidTransition(
+            f"“{current}” is live and reviews are required: change its text through a "
+            "revision (Revisions and preview), which a reviewer approves before it goes live."
+        )
+    return changed and current.status == S.SCHEDULED
 
 
 def _create_draft(post: Post, *, user) -> None:
@@ -178,6 +205,7 @@ def schedule_post(
         if errors:
             raise InvalidSchedule(errors)
         _check_publishable(current)
+        reviews.require_post_approved(current)
         action.change(
             K.SCHEDULED,
             data={"publish_at": stored_time(publish_at), "unpublish_at": stored_time(unpublish_at)},
@@ -261,6 +289,7 @@ def publish_now(*, post: Post, user, expected_version: int | None = None) -> Pos
         if current.status == S.PUBLISHED:
             raise _wrong_state(current, "publish")
         _check_publishable(current)
+        reviews.require_post_approved(current)
         if current.unpublish_at is not None and current.unpublish_at <= database_now():
             raise InvalidSchedule(
                 {"unpublish_at": "The unpublish time has passed; change or clear it first."}

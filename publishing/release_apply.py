@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 
 from coordination.services import request_wakeup
 from publishing import release_checks as checks
+from publishing import reviews
 from publishing.actions import editor_name, user_or_none
 from publishing.batches import scheduler_name
 from publishing.job_names import PUBLISH_JOB
@@ -90,8 +91,12 @@ def go_out_due(*, now: datetime, node: str, limit: int) -> GoneOut:
             held.append(pk)
             continue
         release = Release(pk=pk, name=name, release_at=planned)
-        if checked.problem or not checked.items:
-            problem = checked.problem or _("The release has no items.")
+        if not reviews.is_release_approved(release):
+            checked_problem = _("Its posts as they are now were not approved by a reviewer.")
+        else:
+            checked_problem = checked.problem
+        if checked_problem or not checked.items:
+            problem = checked_problem or _("The release has no items.")
             if checks.stop(pk, problem, at=planned):
                 stopped.append(pk)
             continue

@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 
 from coordination.clock import database_now
 from coordination.services import request_wakeup
-from publishing import release_apply
+from publishing import release_apply, reviews
 from publishing import release_checks as checks
 from publishing.actions import (
     EditorAction,
@@ -84,6 +84,18 @@ class ReleaseAction:
             raise InvalidTransition(
                 f"Cannot {action} “{self.current}”: it is {self.current.get_status_display()}."
             )
+
+    def items_changed(self) -> None:
+        """Send a scheduled release whose items changed back to review, if reviews are on.
+
+        Its new items were not approved: it goes back to draft with a new submission.
+        """
+        current = self.current
+        if current.status != RS.SCHEDULED or reviews.is_release_approved(current):
+            return
+        self.change(status=RS.DRAFT)
+        current.status = RS.DRAFT
+        reviews.submit_items_again(current, user=self.user)
 
     def recheck(self) -> None:
         """Clear (or renew) a stopped release's problem after one of its items changed."""
@@ -227,6 +239,7 @@ def add_item(
             release=act.current, post=locked, added_by=user_or_none(user), **pinned
         )
         act.change()
+        act.items_changed()
     return item
 
 
@@ -240,6 +253,7 @@ def remove_item(*, item: ReleaseItem, user) -> None:
         act.require_pending("remove items from")
         ReleaseItem.objects.filter(pk=item.pk, release=act.current).delete()
         act.change()
+        act.items_changed()
         act.recheck()
 
 
@@ -270,6 +284,7 @@ def refresh_item(*, item: ReleaseItem, user, seen_post_version: int | None = Non
             post_title=pinned["post_title"],
         )
         act.change()
+        act.items_changed()
         act.recheck()
     item.refresh_from_db()
     return item
@@ -295,6 +310,7 @@ def _schedule(act: ReleaseAction, release_at: datetime) -> None:
     problem = checks.check_items(items, now=release_at, lock=False).problem
     if problem:
         raise NotPublishable([problem])
+    reviews.require_release_approved(current)
     act.change(status=RS.SCHEDULED, release_at=release_at, problem="")
     request_wakeup(PUBLISH_JOB, at=release_at)
 
@@ -391,6 +407,7 @@ def release_now(*, release: Release, user, expected_version: int | None = None) 
             )
         if checked.problem:
             raise NotPublishable([checked.problem])
+        reviews.require_release_approved(act.current)
         release_apply.apply(act.current, checked, now=now, planned=None, node="", user=user)
         act.current.refresh_from_db()
     release.refresh_from_db()

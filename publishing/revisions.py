@@ -16,6 +16,7 @@ from django.db.models import Max
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
+from publishing import reviews
 from publishing.actions import (
     editor_action,
     editor_name,
@@ -153,6 +154,7 @@ def schedule_revision(
         problems = revision_problems(post=current, title=title, body=body)
         if problems:
             raise NotPublishable(problems)
+        reviews.require_revision_approved(current, title=title, body=body)
         _ensure_baseline(current)
         number = _next_number(current)
         supersede(current, PENDING, note=f"revision {number} was scheduled", user=user)
@@ -203,6 +205,42 @@ def cancel_revision(
     return revision
 
 
+def write_draft(
+    current: Post,
+    *,
+    title: str,
+    body: str,
+    rendered,
+    user,
+    restored_from: PostRevision | None = None,
+    note: str = "",
+) -> PostRevision:
+    """Write a draft revision of live ``current`` (locked), replacing a pending draft.
+
+    The caller moves the post's version (``action.change(public=False)``) in the same
+    transaction.
+    """
+    number = _next_number(current)
+    reason = (
+        f"revision {number} restores revision {restored_from.number}"
+        if restored_from
+        else f"revision {number} was written"
+    )
+    supersede(current, [R.DRAFT], note=reason, user=user)
+    return PostRevision.objects.create(
+        post=current,
+        number=number,
+        title=title,
+        body=body,
+        body_html=rendered.html,
+        excerpt=rendered.excerpt,
+        status=R.DRAFT,
+        created_by=user_or_none(user),
+        restored_from=restored_from,
+        note=note,
+    )
+
+
 def restore_revision(
     *, revision: PostRevision, user, expected_version: int | None = None
 ) -> PostRevision:
@@ -217,18 +255,12 @@ def restore_revision(
         current = action.current
         _live_post_for_revisions(current, "restore a revision of")
         source = PostRevision.objects.get(pk=revision.pk)
-        number = _next_number(current)
-        note = f"revision {number} restores revision {source.number}"
-        supersede(current, [R.DRAFT], note=note, user=user)
-        draft = PostRevision.objects.create(
-            post=current,
-            number=number,
+        draft = write_draft(
+            current,
             title=source.title,
             body=source.body,
-            body_html=rendered.html,
-            excerpt=rendered.excerpt,
-            status=R.DRAFT,
-            created_by=user_or_none(user),
+            rendered=rendered,
+            user=user,
             restored_from=source,
             note=f"restored from revision {source.number}",
         )

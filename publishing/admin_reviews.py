@@ -1,0 +1,264 @@
+"""The reviews' admin: the queue, a review's page with its content and the decision, and the
+pages that submit a post or a revision for review (shown only when reviews are required).
+
+Nothing here decides by itself: the buttons call :mod:`publishing.reviews`.
+"""
+
+from functools import partial
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+
+from coordination.wording import local_time
+from publishing import reviews
+from publishing.exceptions import PublishingError
+from publishing.models import Post, Review
+from publishing.rendering import render
+
+RV = Review.Status
+BADGE_COLOURS = {
+    RV.PENDING: "#9a6700",
+    RV.APPROVED: "#1a7f37",
+    RV.REJECTED: "#cf222e",
+    RV.WITHDRAWN: "#57606a",
+}
+
+
+class DecisionForm(forms.Form):
+    comment = forms.CharField(
+        label=_("Comment for the author"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+    )
+
+
+class SubmitForm(forms.Form):
+    note = forms.CharField(
+        label=_("Note to the reviewer"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+    )
+
+
+class RevisionSubmitForm(SubmitForm):
+    title = forms.CharField(label=_("Title"), max_length=200)
+    body = forms.CharField(label=_("Body"), widget=forms.Textarea(attrs={"rows": 14}))
+
+
+def _may_see(request) -> bool:
+    user = request.user
+    return reviews.can_review(user) or user.has_perm("publishing.change_post")
+
+
+class ReviewAdmin(admin.ModelAdmin):
+    """The review queue: newest first, pending ones easy to find (filter by status)."""
+
+    list_display = ["title", "target", "status_badge", "submitted_by", "submitted", "decided_by"]
+    list_filter = ["status", "target"]
+    search_fields = ["title"]
+    change_form_template = "admin/publishing/review/change_form.html"
+
+    def has_module_permission(self, request):
+        return reviews.required() and _may_see(request)
+
+    def has_view_permission(self, request, obj=None):
+        return _may_see(request)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("submitted_by", "decided_by")
+
+    @admin.display(description=_("Status"), ordering="status")
+    def status_badge(self, review: Review) -> str:
+        return format_html(
+            '<span class="review-status review-status-{}" style="display:inline-block;'
+            'padding:1px 7px;border-radius:10px;color:#fff;background:{}">{}</span>',
+            review.status,
+            BADGE_COLOURS[review.status],
+            review.get_status_display(),
+        )
+
+    @admin.display(description=_("Submitted"), ordering="submitted_at")
+    def submitted(self, review: Review) -> str:
+        return local_time(review.submitted_at, seconds=False)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        review = self.get_object(request, object_id)
+        extra = {}
+        if review is not None:
+            problem = reviews.decision_problem_for(review, request.user)
+            extra = {
+                "review": review,
+                "content": _content(review),
+                "decide_url": reverse("admin:publishing_review_decide", args=[review.pk]),
+                "may_decide": not problem,
+                "why_not": problem,
+                "decision_form": DecisionForm(),
+                "current": reviews.is_current(review),
+            }
+        return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
+
+    def get_urls(self):
+        def view(func):
+            return self.admin_site.admin_view(partial(func, self))
+
+        return [
+            path("<int:object_id>/decide/", view(decide_view), name="publishing_review_decide"),
+            path(
+                "submit/post/<int:post_id>/",
+                view(submit_post_view),
+                name="publishing_review_submit",
+            ),
+            path(
+                "submit/revision/<int:post_id>/",
+                view(submit_revision_view),
+                name="publishing_review_submit_revision",
+            ),
+            *super().get_urls(),
+        ]
+
+
+def _content(review: Review) -> dict:
+    """Return what the reviewer reads: the title and the body as HTML, or a release's items."""
+    if review.target == Review.Target.RELEASE:
+        items = list(review.release.items.order_by("id")) if review.release else []
+        return {"items": items}
+    source = review.revision if review.revision_id else review.post
+    if source is None:
+        return {}
+    html = source.body_html or render(source.body).html
+    return {"title": source.title, "html": html}
+
+
+def decide_view(model_admin, request, object_id: int):
+    """Approve or reject a review (POST), then show it again."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    review = get_object_or_404(Review, pk=object_id)
+    form = DecisionForm(request.POST)
+    form.is_valid()
+    approve = "_approve" in request.POST
+    try:
+        reviews.decide(
+            review=review,
+            user=request.user,
+            approve=approve,
+            comment=form.cleaned_data.get("comment", ""),
+        )
+    except (PublishingError, PermissionDenied) as refused:
+        messages.error(request, str(refused))
+    else:
+        done = _("Approved: it can be scheduled or published now.") if approve else _("Rejected.")
+        messages.success(request, done)
+    return HttpResponseRedirect(reverse("admin:publishing_review_change", args=[review.pk]))
+
+
+def _submit_page(model_admin, request, post: Post, form, *, title, action_url):
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": Review._meta,
+        "title": title,
+        "post": post,
+        "form": form,
+        "action_url": action_url,
+        "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
+    }
+    return TemplateResponse(request, "admin/publishing/review/submit.html", context)
+
+
+def submit_post_view(model_admin, request, post_id: int):
+    """Ask for a note (GET), then submit the post as it is now for review (POST)."""
+    post = get_object_or_404(Post, pk=post_id)
+    if not request.user.has_perm("publishing.change_post"):
+        raise PermissionDenied
+    form = SubmitForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            reviews.submit_post(post=post, user=request.user, note=form.cleaned_data["note"])
+        except PublishingError as refused:
+            messages.error(request, str(refused))
+        else:
+            messages.success(request, _("Submitted for review: the reviewers have been told."))
+        return HttpResponseRedirect(reverse("admin:publishing_post_change", args=[post.pk]))
+    return _submit_page(
+        model_admin,
+        request,
+        post,
+        form,
+        title=_("Submit “%(title)s” for review") % {"title": post},
+        action_url=reverse("admin:publishing_review_submit", args=[post.pk]),
+    )
+
+
+def submit_revision_view(model_admin, request, post_id: int):
+    """Ask for a live post's new title and body (GET), then submit them for review (POST)."""
+    post = get_object_or_404(Post, pk=post_id)
+    if not request.user.has_perm("publishing.change_post"):
+        raise PermissionDenied
+    initial = {"title": post.title, "body": post.body}
+    form = RevisionSubmitForm(request.POST if request.method == "POST" else None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            reviews.submit_revision(
+                post=post,
+                title=data["title"],
+                body=data["body"],
+                user=request.user,
+                note=data["note"],
+            )
+        except PublishingError as refused:
+            messages.error(request, str(refused))
+        else:
+            messages.success(
+                request, _("Revision submitted for review: the reviewers have been told.")
+            )
+            return HttpResponseRedirect(reverse("admin:publishing_post_revisions", args=[post.pk]))
+    return _submit_page(
+        model_admin,
+        request,
+        post,
+        form,
+        title=_("Submit a revision of “%(title)s” for review") % {"title": post},
+        action_url=reverse("admin:publishing_review_submit_revision", args=[post.pk]),
+    )
+
+
+def review_section(request, post):
+    """The post page's "Review" section, when reviews are required: where the post is."""
+    if not reviews.required() or post is None:
+        return None
+    live = post.status == Post.Status.PUBLISHED
+    latest = reviews.latest(
+        post=post, target=Review.Target.REVISION if live else Review.Target.POST
+    )
+    context = {
+        "post": post,
+        "latest": latest,
+        "current": reviews.is_current(latest) if latest else False,
+        "live": live,
+        "submit_url": reverse(
+            "admin:publishing_review_submit_revision" if live else "admin:publishing_review_submit",
+            args=[post.pk],
+        ),
+    }
+    return render_to_string("admin/publishing/review/post_section.html", context, request=request)
+
+
+admin.site.register(Review, ReviewAdmin)

@@ -1,0 +1,272 @@
+"""Review before publish: submit, approve or reject, and the gates on scheduling and publishing.
+
+Off unless ``INSTATIC_REQUIRE_REVIEW`` is on. Then nothing goes live that a reviewer has not
+approved as it is: scheduling or publishing a post, scheduling a revision and scheduling or
+releasing a release each ask :func:`require_approved` for an approval of the exact content
+(:mod:`publishing.review_rules` fingerprints it). An editor without the publish permission
+submits a post, a revision (written as a draft revision, which the post keeps) or a release;
+a reviewer (the ``publishing.review_post`` permission, never the submitter) approves or
+rejects it with a comment. A change after the approval sends it back: a scheduled post whose
+text changes goes back to draft with a new submission, a live post's text changes only
+through a reviewed revision, and a scheduled release whose items change goes back to draft
+with a new submission. Each step is a history event of the post, and an email to the people
+concerned (:mod:`publishing.review_mail`).
+"""
+
+import logging
+from functools import partial
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models.functions import Now
+
+from publishing import review_mail
+from publishing.actions import editor_action, record_event, user_or_none
+from publishing.conf import settings
+from publishing.exceptions import InvalidTransition, NotPublishable
+from publishing.models import Post, PostRevision, PublishEvent, Release, ReleaseItem, Review
+from publishing.rendering import render
+from publishing.review_rules import (
+    decision_problem,
+    post_fingerprint,
+    release_fingerprint,
+    revision_fingerprint,
+    unapproved_problem,
+)
+
+logger = logging.getLogger(__name__)
+
+S = Post.Status
+K = PublishEvent.Kind
+T = Review.Target
+RS = Review.Status
+REVIEW_PERMISSION = "publishing.review_post"
+#: Why a scheduled release went back to draft: its items changed after the approval.
+RELEASE_SENT_BACK_NOTE = "its posts changed after it was approved; back to draft until approved"
+
+
+def required() -> bool:
+    """Return True if this site requires a review before anything goes live."""
+    return bool(settings.REQUIRE_REVIEW)
+
+
+def can_review(user) -> bool:
+    """Return True if ``user`` may approve or reject reviews (None: the system)."""
+    return user is None or user.has_perm(REVIEW_PERMISSION)
+
+
+def fingerprint_of_post(post: Post) -> str:
+    return post_fingerprint(title=post.title, slug=post.slug, body=post.body)
+
+
+def fingerprint_of_release(release: Release) -> str:
+    items = ReleaseItem.objects.filter(release=release).values_list(
+        "post_id", "action", "pinned_version", "revision_id"
+    )
+    return release_fingerprint(items)
+
+
+def _approved(**lookup) -> bool:
+    return Review.objects.filter(status=RS.APPROVED, **lookup).exists()
+
+
+def require_approved(*, target: str, fingerprint: str, what: str, **lookup) -> None:
+    """Raise :class:`NotPublishable` unless review is off or this content was approved."""
+    if required() and not _approved(target=target, fingerprint=fingerprint, **lookup):
+        raise NotPublishable([unapproved_problem(what)])
+
+
+def require_post_approved(post: Post) -> None:
+    require_approved(
+        target=T.POST, fingerprint=fingerprint_of_post(post), what=f"“{post}”", post=post
+    )
+
+
+def require_revision_approved(post: Post, *, title: str, body: str) -> None:
+    fingerprint = revision_fingerprint(post_id=post.pk, title=title, body=body)
+    require_approved(
+        target=T.REVISION, fingerprint=fingerprint, what=f"This revision of “{post}”", post=post
+    )
+
+
+def require_release_approved(release: Release) -> None:
+    require_approved(
+        target=T.RELEASE,
+        fingerprint=fingerprint_of_release(release),
+        what=f"The release “{release}”",
+        release=release,
+    )
+
+
+def is_release_approved(release: Release) -> bool:
+    """Return True if review is off or ``release``'s items as they are now were approved."""
+    return not required() or _approved(
+        target=T.RELEASE, fingerprint=fingerprint_of_release(release), release=release
+    )
+
+
+def _submit(*, target: str, fingerprint: str, title: str, user, note: str, **lookup) -> Review:
+    """Record a pending review (replacing a pending one of the same thing); tell reviewers."""
+    if _approved(target=target, fingerprint=fingerprint, **lookup):
+        raise InvalidTransition(f"“{title}” is approved as it is already.")
+    Review.objects.filter(target=target, status=RS.PENDING, **lookup).update(
+        status=RS.WITHDRAWN, decided_at=Now()
+    )
+    review = Review.objects.create(
+        target=target,
+        fingerprint=fingerprint,
+        title=title[:200],
+        note=note,
+        submitted_by=user_or_none(user),
+        **lookup,
+    )
+    transaction.on_commit(partial(review_mail.tell_reviewers, review.pk), robust=True)
+    return review
+
+
+def submit_post(*, post: Post, user, note: str = "") -> Review:
+    """Submit ``post``'s content as it is now for review (a draft, unpublished or scheduled)."""
+    with editor_action(post, user=user, expected_version=None) as action:
+        current = action.current
+        if current.status == S.PUBLISHED:
+            raise InvalidTransition(
+                f"“{current}” is live: submit a revision of it for review instead."
+            )
+        review = _submit(
+            target=T.POST,
+            fingerprint=fingerprint_of_post(current),
+            title=str(current),
+            user=user,
+            note=note,
+            post=current,
+        )
+        record_event(current, K.REVIEW_REQUESTED, user=user, data=_data(review))
+    return review
+
+
+def submit_revision(*, post: Post, title: str, body: str, user, note: str = "") -> Review:
+    """Write a new title and body for live ``post`` as a draft revision and submit it.
+
+    The draft replaces a pending draft revision; once approved, an editor who may publish
+    schedules it (the revisions page offers it).
+    """
+    from publishing import revisions
+
+    rendered = render(body)
+    with editor_action(post, user=user, expected_version=None) as action:
+        current = action.current
+        if current.status != S.PUBLISHED:
+            raise InvalidTransition(f"“{current}” is not live: submit the post itself instead.")
+        draft = revisions.write_draft(current, title=title, body=body, rendered=rendered, user=user)
+        action.change(public=False)
+        review = _submit(
+            target=T.REVISION,
+            fingerprint=revision_fingerprint(post_id=current.pk, title=title, body=body),
+            title=f"{title} (revision {draft.number})",
+            user=user,
+            note=note,
+            post=current,
+            revision=draft,
+        )
+        record_event(
+            current, K.REVIEW_REQUESTED, user=user, data={**_data(review), "revision": draft.number}
+        )
+    return review
+
+
+def submit_release(*, release: Release, user, note: str = "") -> Review:
+    """Submit ``release``'s items, as they are pinned now, for review."""
+    from publishing.releases import release_action
+
+    with release_action(release, user=user, expected_version=None) as act:
+        act.require_pending("submit")
+        if not act.current.items.exists():
+            raise InvalidTransition(f"“{act.current}” has no items yet: add posts to it first.")
+        return _submit(
+            target=T.RELEASE,
+            fingerprint=fingerprint_of_release(act.current),
+            title=act.current.name,
+            user=user,
+            note=note,
+            release=act.current,
+        )
+
+
+def submit_items_again(release: Release, *, user) -> Review:
+    """Submit ``release`` (locked by the caller) again after its items changed."""
+    return _submit(
+        target=T.RELEASE,
+        fingerprint=fingerprint_of_release(release),
+        title=release.name,
+        user=user,
+        note=RELEASE_SENT_BACK_NOTE,
+        release=release,
+    )
+
+
+def decide(*, review: Review, user, approve: bool, comment: str = "") -> Review:
+    """Approve or reject ``review`` with ``comment``; tell its submitter."""
+    with transaction.atomic():
+        current = Review.objects.select_for_update().get(pk=review.pk)
+        problem = decision_problem_for(current, user)
+        if problem:
+            raise PermissionDenied(problem) if not can_review(user) else InvalidTransition(problem)
+        status = RS.APPROVED if approve else RS.REJECTED
+        Review.objects.filter(pk=current.pk, status=RS.PENDING).update(
+            status=status, decided_by=user_or_none(user), decided_at=Now(), comment=comment
+        )
+        if current.post_id is not None:
+            post = Post.objects.get(pk=current.post_id)
+            kind = K.REVIEW_APPROVED if approve else K.REVIEW_REJECTED
+            data = {**_data(current), "comment": comment}
+            if current.revision_id:
+                data["revision"] = PostRevision.objects.get(pk=current.revision_id).number
+            record_event(post, kind, user=user, data=data)
+        transaction.on_commit(partial(review_mail.tell_submitter, current.pk), robust=True)
+    review.refresh_from_db()
+    return review
+
+
+def send_back(current: Post, *, user, note: str) -> None:
+    """Record that ``current`` (locked, changed after approval) needs a review again."""
+    review = _submit(
+        target=T.POST,
+        fingerprint=fingerprint_of_post(Post.objects.get(pk=current.pk)),
+        title=str(current),
+        user=user,
+        note=note,
+        post=current,
+    )
+    record_event(current, K.REVIEW_RESET, user=user, data=_data(review))
+
+
+def latest(**lookup) -> Review | None:
+    """Return the newest review of a post, revision or release (not a replaced one)."""
+    return Review.objects.filter(**lookup).exclude(status=RS.WITHDRAWN).first()
+
+
+def decision_problem_for(review: Review, user) -> str:
+    """Return why ``user`` may not decide ``review`` now (empty when they may)."""
+    return decision_problem(
+        may_review=can_review(user),
+        is_submitter=user is not None and review.submitted_by_id == getattr(user, "pk", None),
+        status=review.status,
+    )
+
+
+def is_current(review: Review) -> bool:
+    """Return True if what ``review`` is about is still the content it names."""
+    if review.target == T.RELEASE:
+        return review.release is not None and fingerprint_of_release(review.release) == (
+            review.fingerprint
+        )
+    if review.target == T.REVISION:
+        revision = review.revision
+        return revision is not None and review.fingerprint == revision_fingerprint(
+            post_id=revision.post_id, title=revision.title, body=revision.body
+        )
+    return review.post is not None and fingerprint_of_post(review.post) == review.fingerprint
+
+
+def _data(review: Review) -> dict:
+    return {"review": review.pk, "target": review.target, "note": review.note}
