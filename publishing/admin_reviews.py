@@ -138,7 +138,7 @@ def _content(review: Review) -> dict:
     """Return what the reviewer reads: the title and the body as HTML, or a release's items."""
     if review.target == Review.Target.RELEASE:
         items = list(review.release.items.order_by("id")) if review.release else []
-        return {"items": items}
+        return {"release_items": items}
     source = review.revision if review.revision_id else review.post
     if source is None:
         return {}
