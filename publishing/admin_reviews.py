@@ -115,19 +115,19 @@ class ReviewAdmin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
 
     def get_urls(self):
-        def view(func):
-            return self.admin_site.admin_view(partial(func, self))
+        def view(func, **kwargs):
+            return self.admin_site.admin_view(partial(func, self, **kwargs))
 
         return [
             path("<int:object_id>/decide/", view(decide_view), name="publishing_review_decide"),
             path(
                 "submit/post/<int:post_id>/",
-                view(submit_post_view),
+                view(submit_view, what="post"),
                 name="publishing_review_submit",
             ),
             path(
                 "submit/revision/<int:post_id>/",
-                view(submit_revision_view),
+                view(submit_view, what="revision"),
                 name="publishing_review_submit_revision",
             ),
             *super().get_urls(),
@@ -169,75 +169,54 @@ def decide_view(model_admin, request, object_id: int):
     return HttpResponseRedirect(reverse("admin:publishing_review_change", args=[review.pk]))
 
 
-def _submit_page(model_admin, request, post: Post, form, *, title, action_url):
-    context = {
-        **model_admin.admin_site.each_context(request),
-        "opts": Review._meta,
-        "title": title,
-        "post": post,
-        "form": form,
-        "action_url": action_url,
-        "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
-    }
-    return TemplateResponse(request, "admin/publishing/review/submit.html", context)
+def _submit_post(post: Post, data: dict, user) -> str:
+    reviews.submit_post(post=post, user=user, note=data["note"])
+    return reverse("admin:publishing_post_change", args=[post.pk])
 
 
-def submit_post_view(model_admin, request, post_id: int):
-    """Ask for a note (GET), then submit the post as it is now for review (POST)."""
+def _submit_revision(post: Post, data: dict, user) -> str:
+    reviews.submit_revision(
+        post=post, title=data["title"], body=data["body"], user=user, note=data["note"]
+    )
+    return reverse("admin:publishing_post_revisions", args=[post.pk])
+
+
+#: What each submit page asks for, its title, and what it does with the answer.
+SUBMITS = {
+    "post": (SubmitForm, _("Submit “%(title)s” for review"), _submit_post),
+    "revision": (
+        RevisionSubmitForm,
+        _("Submit a revision of “%(title)s” for review"),
+        _submit_revision,
+    ),
+}
+
+
+def submit_view(model_admin, request, post_id: int, what: str):
+    """Ask for a note (and, for a revision, the new title and body), then submit (POST)."""
     post = get_object_or_404(Post, pk=post_id)
     if not request.user.has_perm("publishing.change_post"):
         raise PermissionDenied
-    form = SubmitForm(request.POST if request.method == "POST" else None)
+    form_class, title, submit = SUBMITS[what]
+    data = request.POST if request.method == "POST" else None
+    form = form_class(data, initial={"title": post.title, "body": post.body})
     if request.method == "POST" and form.is_valid():
         try:
-            reviews.submit_post(post=post, user=request.user, note=form.cleaned_data["note"])
+            done_url = submit(post, form.cleaned_data, request.user)
         except PublishingError as refused:
             messages.error(request, str(refused))
         else:
             messages.success(request, _("Submitted for review: the reviewers have been told."))
-        return HttpResponseRedirect(reverse("admin:publishing_post_change", args=[post.pk]))
-    return _submit_page(
-        model_admin,
-        request,
-        post,
-        form,
-        title=_("Submit “%(title)s” for review") % {"title": post},
-        action_url=reverse("admin:publishing_review_submit", args=[post.pk]),
-    )
-
-
-def submit_revision_view(model_admin, request, post_id: int):
-    """Ask for a live post's new title and body (GET), then submit them for review (POST)."""
-    post = get_object_or_404(Post, pk=post_id)
-    if not request.user.has_perm("publishing.change_post"):
-        raise PermissionDenied
-    initial = {"title": post.title, "body": post.body}
-    form = RevisionSubmitForm(request.POST if request.method == "POST" else None, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            reviews.submit_revision(
-                post=post,
-                title=data["title"],
-                body=data["body"],
-                user=request.user,
-                note=data["note"],
-            )
-        except PublishingError as refused:
-            messages.error(request, str(refused))
-        else:
-            messages.success(
-                request, _("Revision submitted for review: the reviewers have been told.")
-            )
-            return HttpResponseRedirect(reverse("admin:publishing_post_revisions", args=[post.pk]))
-    return _submit_page(
-        model_admin,
-        request,
-        post,
-        form,
-        title=_("Submit a revision of “%(title)s” for review") % {"title": post},
-        action_url=reverse("admin:publishing_review_submit_revision", args=[post.pk]),
-    )
+            return HttpResponseRedirect(done_url)
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": Review._meta,
+        "title": title % {"title": post},
+        "post": post,
+        "form": form,
+        "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
+    }
+    return TemplateResponse(request, "admin/publishing/review/submit.html", context)
 
 
 def review_section(request, post):

@@ -54,7 +54,7 @@ S = Post.Status
 R = PostRevision.Status
 RS = ReleaseStatus
 K = PublishEvent.Kind
-PENDING = (RS.DRAFT, RS.SCHEDULED)
+PENDING = checks.PENDING
 #: Why a release's takedown sets the post's pending revisions aside.
 TAKEN_DOWN_NOTE = "the post was taken down by a release"
 

@@ -158,16 +158,15 @@ def schedule_revision(
         _ensure_baseline(current)
         number = _next_number(current)
         supersede(current, PENDING, note=f"revision {number} was scheduled", user=user)
-        revision = PostRevision.objects.create(
-            post=current,
+        revision = _create(
+            current,
             number=number,
             title=title,
             body=body,
-            body_html=rendered.html,
-            excerpt=rendered.excerpt,
+            rendered=rendered,
+            user=user,
             status=R.SCHEDULED,
             publish_at=publish_at,
-            created_by=user_or_none(user),
         )
         data = {"revision": number, "publish_at": stored_time(publish_at)}
         action.change(K.REVISION_SCHEDULED, data=data, wake_at=publish_at, public=False)
@@ -227,6 +226,21 @@ def write_draft(
         else f"revision {number} was written"
     )
     supersede(current, [R.DRAFT], note=reason, user=user)
+    return _create(
+        current,
+        number=number,
+        title=title,
+        body=body,
+        rendered=rendered,
+        user=user,
+        status=R.DRAFT,
+        restored_from=restored_from,
+        note=note,
+    )
+
+
+def _create(current: Post, *, number: int, title: str, body: str, rendered, user, **values):
+    """Insert revision ``number`` of ``current`` with its rendered body, written by ``user``."""
     return PostRevision.objects.create(
         post=current,
         number=number,
@@ -234,10 +248,8 @@ def write_draft(
         body=body,
         body_html=rendered.html,
         excerpt=rendered.excerpt,
-        status=R.DRAFT,
         created_by=user_or_none(user),
-        restored_from=restored_from,
-        note=note,
+        **values,
     )
 
 

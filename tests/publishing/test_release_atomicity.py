@@ -25,6 +25,12 @@ S = Post.Status
 SIZE = 500
 
 
+def item(release: Release, post: Post, action: str) -> ReleaseItem:
+    return ReleaseItem(
+        release=release, post=post, post_title=post.title, action=action, pinned_version=1
+    )
+
+
 def build_release(editor) -> tuple[Release, set[int], set[int]]:
     """A scheduled release publishing SIZE drafts and taking SIZE live posts down."""
     drafts = Post.objects.bulk_create(
@@ -45,26 +51,8 @@ def build_release(editor) -> tuple[Release, set[int], set[int]]:
     )
     release = releases.create_release(name="Big launch", user=editor)
     ReleaseItem.objects.bulk_create(
-        [
-            ReleaseItem(
-                release=release,
-                post=post,
-                post_title=post.title,
-                action=ItemAction.PUBLISH,
-                pinned_version=1,
-            )
-            for post in drafts
-        ]
-        + [
-            ReleaseItem(
-                release=release,
-                post=post,
-                post_title=post.title,
-                action=ItemAction.UNPUBLISH,
-                pinned_version=1,
-            )
-            for post in live
-        ]
+        [item(release, post, ItemAction.PUBLISH) for post in drafts]
+        + [item(release, post, ItemAction.UNPUBLISH) for post in live]
     )
     releases.schedule_release(
         release=release, release_at=database_now() + timedelta(hours=1), user=editor

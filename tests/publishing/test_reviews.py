@@ -226,3 +226,34 @@ def test_a_release_changed_behind_its_approval_is_stopped_at_its_time(editor, re
     assert release.status == Release.Status.SCHEDULED
     assert "not approved by a reviewer" in release.problem
     assert Post.objects.get(pk=other.pk).status == S.DRAFT
+
+
+# --- the admin pages -------------------------------------------------------------------
+
+
+def test_a_writer_submits_a_new_text_of_a_live_post_from_its_page(as_drafter, drafter):
+    from django.urls import reverse
+
+    post = live_post(title="Pricing", body="Old prices.")
+    url = reverse("admin:publishing_review_submit_revision", args=[post.pk])
+    page = as_drafter.get(url)
+    assert page.status_code == 200 and "Old prices." in page.content.decode()
+    done = as_drafter.post(url, {"title": "Pricing", "body": "New prices.", "note": "Q3"})
+    assert done.status_code == 302
+    review = Review.objects.get(post=post, target=Review.Target.REVISION)
+    assert (review.revision.body, review.revision.status, review.note) == (
+        "New prices.",
+        "draft",
+        "Q3",
+    )
+    assert Post.objects.get(pk=post.pk).body == "Old prices."
+
+
+def test_the_review_queue_is_offered_only_when_reviews_are_required(as_editor):
+    from django.urls import reverse
+
+    index = as_editor.get(reverse("admin:index")).content.decode()
+    assert reverse("admin:publishing_review_changelist") in index
+    with override_settings(INSTATIC_REQUIRE_REVIEW=False):
+        index = as_editor.get(reverse("admin:index")).content.decode()
+    assert reverse("admin:publishing_review_changelist") not in index
