@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils.translation import gettext as _
 
@@ -91,18 +92,43 @@ def go_out_due(*, now: datetime, node: str, limit: int) -> GoneOut:
             held.append(pk)
             continue
         release = Release(pk=pk, name=name, release_at=planned)
-        if not reviews.is_release_approved(release):
-            checked_problem = _("Its posts as they are now were not approved by a reviewer.")
-        else:
-            checked_problem = checked.problem
-        if checked_problem or not checked.items:
-            problem = checked_problem or _("The release has no items.")
-            if checks.stop(pk, problem, at=planned):
-                stopped.append(pk)
-            continue
-        apply(release, checked, now=now, planned=planned, node=node, user=None)
-        released.append(pk)
+        problem = _problem(release, checked)
+        if not problem:
+            problem = _apply_or_why_not(release, checked, now=now, planned=planned, node=node)
+            if not problem:
+                released.append(pk)
+                continue
+        if checks.stop(pk, problem, at=planned):
+            stopped.append(pk)
     return GoneOut(released=released, stopped=stopped, held=held, more=more)
+
+
+def _problem(release: Release, checked: checks.Checked) -> str:
+    """Return why ``release`` cannot go out now (empty when it can)."""
+    if not checked.items:
+        return _("The release has no items.")
+    if not reviews.is_release_approved(release):
+        return _("Its posts as they are now were not approved by a reviewer.")
+    return checked.problem
+
+
+def _apply_or_why_not(
+    release: Release, checked: checks.Checked, *, now: datetime, planned: datetime, node: str
+) -> str:
+    """Apply ``release`` in a savepoint; return why it could not go out (empty when it did).
+
+    A release whose change the database refuses (a constraint, a row count that does not
+    match) rolls back alone and is stopped with the reason: it must not fail the publish
+    job's run, or every post due after it would wait behind it. A lost connection still
+    fails the run, which the engine runs again.
+    """
+    try:
+        with transaction.atomic():
+            apply(release, checked, now=now, planned=planned, node=node, user=None)
+    except (ConcurrentChange, IntegrityError) as refused:
+        logger.exception("[publish-scheduler] release %s could not go out", release.pk)
+        return _("It could not go out, and nothing of it did: %(why)s") % {"why": refused}
+    return ""
 
 
 def apply(

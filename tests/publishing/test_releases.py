@@ -287,3 +287,37 @@ def test_only_editors_who_may_publish_put_releases_together(drafter, editor):
         releases.add_item(release=release, post=make_post(), user=drafter)
     with pytest.raises(PermissionDenied):
         releases.release_now(release=release, user=drafter)
+
+
+def test_a_release_the_database_refuses_is_stopped_alone_and_the_publish_job_goes_on(
+    editor, monkeypatch
+):
+    from publishing import release_apply
+    from publishing.setbased import ConcurrentChange
+
+    refused = releases.create_release(name="Refused", user=editor)
+    kept = releases.create_release(name="Kept", user=editor)
+    first, second = make_post(title="In refused"), make_post(title="In kept")
+    releases.add_item(release=refused, post=first, user=editor)
+    releases.add_item(release=kept, post=second, user=editor)
+    for release in (refused, kept):
+        releases.schedule_release(release=release, release_at=soon(), user=editor)
+        make_due(release)
+    due = make_post(title="Due on its own", status=S.SCHEDULED, publish_at=database_now())
+    real = release_apply.change_release_posts
+
+    def refuse_one(change):
+        if change.release_id == refused.pk:
+            raise ConcurrentChange("1 posts to change, 0 changed; rolling back")
+        return real(change)
+
+    monkeypatch.setattr(release_apply, "change_release_posts", refuse_one)
+    run_publish_job()
+
+    refused.refresh_from_db()
+    assert refused.status == RS.SCHEDULED
+    assert "It could not go out, and nothing of it did" in refused.problem
+    assert Post.objects.get(pk=first.pk).status == S.DRAFT
+    assert Release.objects.get(pk=kept.pk).status == RS.RELEASED
+    assert Post.objects.get(pk=second.pk).status == S.PUBLISHED
+    assert Post.objects.get(pk=due.pk).status == S.PUBLISHED
