@@ -5,9 +5,10 @@ throwaway PostgreSQL in the PostgreSQL pass and on a throwaway MariaDB in the Ma
 CI guards the invariants on both on every change. On PostgreSQL its lease-mode replicas run
 behind a real PgBouncer, and its first faults (see devtools/chaos/faults/__init__.py) freeze
 their lease holder between a run's fence and its ``COMMIT`` and restart the PgBouncer; the next
-ones (on MariaDB the first) SIGKILL, freeze and cut off a worker process. It needs root for the
-network namespaces of the partition fault; under ``CI=true`` a missing ``ip netns`` is a
-failure.
+ones (on MariaDB the first) SIGKILL, freeze and cut off a worker process. Its release stream
+puts releases together beside the editors, which must go out whole, once, never early. It needs
+root for the network namespaces of the partition fault; under ``CI=true`` a missing ``ip netns``
+is a failure.
 """
 
 import os
@@ -58,6 +59,9 @@ def test_short_chaos_soak_holds_every_invariant():
     assert "ALL INVARIANTS HELD" in result.stdout
     if partitions:
         assert "skipped: no network namespaces" not in result.stdout
+    # The release stream made releases, and some went out, for the release invariants to check.
+    releases = re.search(r"releases: \d+ made, (\d+) scheduled .*?, (\d+) released;", result.stdout)
+    assert releases and int(releases[1]) >= 1 and int(releases[2]) >= 1, "no release went out"
     for kind in ("workerkill", "workerfreeze", "workersession"):
         # A fault aimed at a worker process logs its node name; a skipped one logs "-".
         assert re.search(rf"fault {kind} -> chaos-[^ ]+/worker-1", result.stdout), kind

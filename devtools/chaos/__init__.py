@@ -2,19 +2,21 @@
 
 ``make chaos`` (or ``python -m devtools.chaos --duration 600 --seed 1``) starts a throwaway
 PostgreSQL (``--vendor postgresql-replicated``, what ``make chaos`` uses: a primary with a
-synchronous hot standby; ``--vendor mariadb``: MariaDB), several ``runscheduler`` replicas, a web
-process, a stream of editors scheduling, rescheduling and cancelling posts (with quiet spells:
-everything postponed, then one lone post that only a wake-up of the leader gets out on time),
-and jobs at several cadences (transactional, claim-first, one that sometimes fails, one that
-sometimes hangs, one that works 3 s per run, one kept for catch-ups, a probe that runs
-every 10 s in the publishing group beside the publish jobs, and two that run on worker
+synchronous hot standby; ``--vendor mariadb``: MariaDB), several ``runscheduler`` replicas, a
+web process, a stream of editors scheduling, rescheduling and cancelling posts (with quiet
+spells: everything postponed, then one lone post that only a wake-up of the leader gets out on
+time), a stream of releases (every few seconds a few to a few dozen new drafts, sometimes with
+takedowns of live posts, scheduled 2-10 s ahead; a quiet spell moves those due around its lone
+post past it), and jobs at several cadences (transactional, claim-first, one that sometimes
+fails, one that sometimes hangs, one that works 3 s per run, one kept for catch-ups, a probe
+that runs every 10 s in the publishing group beside the publish jobs, and two that run on worker
 processes: a transactional one every second and a claim-first one every 2 s that retries
 abandoned runs). Each scheduler replica runs one worker process (``--workers 1``) and the soak
-runs a worker-only node (``runworker --processes 1``). Two more replicas run a group of
-their own in lease lock mode (``INSTATIC_LOCK_MODE=transaction``), which must never share a group
-with session locks; on PostgreSQL they reach it only through a real PgBouncer in transaction
-pooling mode (a pool of 4, ``server_round_robin``), which follows the primary after a failover
-(on MariaDB, which has no lease mode, they run it with ``GET_LOCK`` like the others, and their
+runs a worker-only node (``runworker --processes 1``). Two more replicas run a group of their
+own in lease lock mode (``INSTATIC_LOCK_MODE=transaction``), which must never share a group with
+session locks; on PostgreSQL they reach it only through a real PgBouncer in transaction pooling
+mode (a pool of 4, ``server_round_robin``), which follows the primary after a failover (on
+MariaDB, which has no lease mode, they run it with ``GET_LOCK`` like the others, and their
 SIGTERM fault times a MariaDB follower's and leader's exit).
 
 Meanwhile it injects faults at random: SIGKILL, SIGSTOP then SIGCONT, SIGTERM and restart,
@@ -42,16 +44,18 @@ Traffic only ever goes to loopback or to those namespaces. Without root (or ``ip
 partition fault is left out and reported as such.
 
 Afterwards it checks the invariants (``devtools/chaos/invariants.py``, one function each, from
-the database, the logs and the faults' records; for the workers: every queued slot settled,
-no transactional slot's effect twice, no attempt started twice, abandoned runs retried, no
-task row left running, the queue wait bounded outside fault windows, every pool full),
-prints a table of faults (with the time until work resumed per fault kind: a new leader, a
-served run-now request, a finished catch-up, a published post) and invariants, and exits
-non-zero if any invariant broke. The same seed gives the same fault plan.
+the database, the logs and the faults' records; for the workers: every queued slot settled, no
+transactional slot's effect twice, no attempt started twice, abandoned runs retried, no task row
+left running, the queue wait bounded outside fault windows, every pool full; for the releases:
+every one due before the settle phase ended went out, all of its posts' changes or none, each
+post's one event at the release's ``released_at``, never before its time, no post changed twice
+by one release), prints a table of faults (with the time until work resumed per fault kind: a
+new leader, a served run-now request, a finished catch-up, a published post) and invariants, and
+exits non-zero if any invariant broke. The same seed gives the same fault plan.
 
 Modules: ``config`` (the soak's jobs, lease and bounds), ``databases`` (the server it runs on),
 ``network`` (the replicas' namespaces), ``records`` and ``soak`` (what it started and saw),
-``editors`` (the editors' stream), ``faults`` (one function per fault kind), ``evidence`` and
-``invariants`` (the checks), ``report`` (the tables), ``run`` (the command line and the soak's
-phases).
+``editors`` (the editors' stream), ``releases`` (the release stream, and what the checks read of
+releases), ``faults`` (one function per fault kind), ``evidence`` and ``invariants`` (the
+checks), ``report`` (the tables), ``run`` (the command line and the soak's phases).
 """

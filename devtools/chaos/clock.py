@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 def db_epoch(value: datetime) -> float:
     """Epoch seconds of a database time (MariaDB's are naive, in UTC like Django stores them)."""
-    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    return utc(value).timestamp()
 
 
 def clock_text(epoch: float) -> str:
@@ -16,3 +16,8 @@ def clock_text(epoch: float) -> str:
 
 def log(message: str) -> None:
     print(f"[chaos {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def utc(value: datetime) -> datetime:
+    """A database time as an aware UTC datetime (MariaDB's are naive, in UTC), to compare."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -147,6 +147,21 @@ LONE_LEAD = 2.0  # a lone post goes to PROBE_JOB's first slot at least this far 
 SCHEDULE_AHEAD = 0.1  # a lone post's schedule starts this long (s) before its timed commit
 POSTPONE_STEP = 0.05  # seconds between the posts a quiet spell postpones past the probe's slot
 
+# The release stream (devtools/chaos/releases.py): every RELEASE_EVERY seconds a release of
+# RELEASE_POSTS new drafts and, one time in RELEASE_TAKEDOWN_CHANCE, RELEASE_TAKEDOWNS of the
+# live posts (in no pending release) taken down, scheduled RELEASE_AHEAD seconds ahead by the
+# database clock. A quiet spell keeps releases off its probe's slot as it keeps posts off it:
+# none is due from QUIET_RELEASE_BEFORE seconds before the slot until the postponed posts are
+# (a release going out after the lone post's commit would get it out without its wake-up).
+RELEASE_EVERY = (2.0, 5.0)
+RELEASE_POSTS = (3, 30)
+RELEASE_TAKEDOWN_CHANCE = 0.3
+RELEASE_TAKEDOWNS = (1, 3)
+RELEASE_AHEAD = (2.0, 10.0)
+QUIET_RELEASE_BEFORE = 1.0
+RELEASE_PAUSE = 0.4  # the release stream waits this long (s) before a lone post's commit
+RELEASE_SLUG = "-rel-"  # in the slug of every post the release stream makes (and no other)
+
 # Bounds of the no-spin invariants.
 SPIN_SLACK = 5  # runs per minute above 1.2 x the schedule (catch-up and retried runs)
 PUBLISH_MAX_PER_MINUTE = 240  # the editors make the publish job due about 3 times a second
@@ -172,6 +187,9 @@ LOG_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 # short so that a receiver's failures and a partitioned sender cost seconds, and every
 # delivery succeeds within the settle phase.
 EVENT_SUBSCRIBER = "chaosevents.record"
+# The outbox dispatcher looks for undispatched events on its own this often (s) (its
+# fallback schedule): a wake-up it missed delays an event at most that long.
+DISPATCH_FALLBACK = 17.0  # its 15 s fallback schedule, and a run
 WEBHOOK_READ_TIMEOUT = 1.0
 WEBHOOK_ENV = {
     "INSTATIC_WEBHOOK_ALLOW_PRIVATE": "1",

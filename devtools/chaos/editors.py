@@ -1,7 +1,7 @@
 """The editors' stream: posts scheduled, rescheduled and cancelled through the editor actions.
 
-Between busy spells, quiet spells postpone everything and schedule one lone post that only
-a wake-up of the leader gets out on time.
+Between busy spells, quiet spells postpone everything (the release stream's releases too) and
+schedule one lone post that only a wake-up of the leader gets out on time.
 """
 
 import random
@@ -14,8 +14,11 @@ from devtools.chaos.config import (
     POSTPONE_STEP,
     PROBE_JOB,
     QUIET_EVERY,
+    QUIET_RELEASE_BEFORE,
+    RELEASE_PAUSE,
     SCHEDULE_AHEAD,
 )
+from devtools.chaos.releases import postpone_releases, releases_paused
 from devtools.chaos.soak import Soak
 
 
@@ -84,8 +87,9 @@ def quiet_spell(soak: Soak, rng: random.Random, slug: str) -> float:
 
     In the busy stream a new post is never the next one due (dozens are due sooner), so a lost
     wake-up costs a fraction of a second and nothing notices. Here nothing else is due before
-    the probe's next slot (the other posts are postponed to just after it): the lone post goes
-    live 0.5-1.5 s after a slot of PROBE_JOB, and its schedule commits (with its wake-up) as
+    the probe's next slot (the other posts, and the releases due from a second before the
+    slot, are postponed to just after it): the lone post goes live 0.5-1.5 s after a slot
+    of PROBE_JOB, and its schedule commits (with its wake-up) as
     the probe's run starts: the leader has just read its jobs' state and checks its
     lock, and the run checks it again before it commits. A ``NOTIFY`` another query on the lock
     session read must still wake the leader: the probe's run ends as planned, which does not
@@ -106,17 +110,29 @@ def quiet_spell(soak: Soak, rng: random.Random, slug: str) -> float:
         close_old_connections()
         post = Post.objects.create(title=f"Chaos lone post {slug}", slug=slug, body="Body.")
         slot, ready = next_probe_slot()
-        count = postpone_all(soak, slot + timedelta(seconds=period + 0.5))
+        until = slot + timedelta(seconds=period + 0.5)
+        count = postpone_all(soak, until)
+        # Releases too: one going out after the lone post's commit would get it out without
+        # its wake-up. They go after the postponed posts.
+        count += postpone_releases(
+            soak, slot - timedelta(seconds=QUIET_RELEASE_BEFORE), until, first=count
+        )
         postponed_until = ready + period + 0.5 + POSTPONE_STEP * count
         # Commit as the probe's run starts (its recent runs' lag behind their slots): within
         # about 15 ms of that a wake-up went missing (measured). Scheduling takes 10-80 ms on
         # a busy machine, so it is done just before, and only the commit is timed.
         commit_at = ready + probe_start_lag() + jitter
-        if soak.stop_stream.wait(max(0.0, commit_at - SCHEDULE_AHEAD - time.monotonic())):
+        start_at = commit_at - SCHEDULE_AHEAD
+        # The release stream's work in this process (its Python holds the GIL) waits
+        # meanwhile, so it cannot shift the commit.
+        if soak.stop_stream.wait(max(0.0, start_at - RELEASE_PAUSE - time.monotonic())):
             return postponed_until
-        with transaction.atomic():
-            posts.schedule_post(post=post, publish_at=slot + live_after, user=None)
-            soak.stop_stream.wait(max(0.0, commit_at - time.monotonic()))
+        with releases_paused(soak):
+            if soak.stop_stream.wait(max(0.0, start_at - time.monotonic())):
+                return postponed_until
+            with transaction.atomic():
+                posts.schedule_post(post=post, publish_at=slot + live_after, user=None)
+                soak.stop_stream.wait(max(0.0, commit_at - time.monotonic()))
         soak.lone_commits.append((slug, slot, time.monotonic() - ready))
         soak.editor_ops["lone post"] += 1
         deadline = time.monotonic() + live_after.total_seconds() + period + 3

@@ -47,3 +47,8 @@ def undelivered_events_sql() -> str:
         "SELECT (SELECT count(*) FROM publishing_publishevent WHERE dispatched_at IS NULL)"
         " + (SELECT count(*) FROM outbox_delivery WHERE finished_at IS NULL)"
     )
+
+
+def pending_releases_sql() -> str:
+    """Count the scheduled releases not gone out yet, but for stopped ones (a problem)."""
+    return "SELECT count(*) FROM publishing_release WHERE status = 'scheduled' AND problem = ''"

@@ -83,6 +83,18 @@ class OnceRun:
     log_path: Path
 
 
+@dataclass
+class ReleaseRecord:
+    """A release the release stream made: its items as they were added (post id -> change)
+    and its time as last scheduled (database clock; None: never scheduled, left a draft)."""
+
+    pk: int
+    name: str
+    posts: dict[int, str] = field(default_factory=dict)
+    release_at: datetime | None = None
+    postponed: int = 0  # times a quiet spell moved it
+
+
 class WorkerTarget(NamedTuple):
     """A worker process a worker fault aims at: its node name, pid, the replica (its parent),
     and the run it has in hand (None: idle)."""

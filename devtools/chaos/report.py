@@ -3,9 +3,11 @@
 from collections import defaultdict
 from pathlib import Path
 
-from devtools.chaos.config import LEASE_REPLICAS
+from devtools.chaos.config import LATE_BOUND, LEASE_REPLICAS
+from devtools.chaos.evidence import disturbances
 from devtools.chaos.faults import fault_kinds
 from devtools.chaos.records import Fault
+from devtools.chaos.releases import release_rows
 from devtools.chaos.soak import Soak
 
 
@@ -22,12 +24,42 @@ def fault_notes(faults: list[Fault]) -> str:
     return "; ".join(notes[:2]) + more
 
 
+def release_summary(soak: Soak) -> str:
+    """How many releases the release stream made and how many went out, and how late."""
+    made = soak.releases.values()
+    scheduled = sum(1 for record in made if record.release_at is not None)
+    released = [row for row in release_rows(soak).values() if row.status == "released"]
+    late = [(row.lateness, row.release_at) for row in released if row.lateness is not None]
+    spans = disturbances(soak)
+    unexplained = sum(
+        1
+        for lateness, due in late
+        if lateness > LATE_BOUND
+        and not any(span.explains(None, soak.local_time(due), lateness) for span in spans)
+    )
+    times = [lateness for lateness, _ in late]
+    lateness = (
+        f"lateness max {max(times):.2f} s, p99 {percentile(times, 99):.2f} s"
+        f" ({unexplained} over {LATE_BOUND:.0f} s with no fault near)"
+        if times
+        else "no lateness"
+    )
+    return (
+        f"releases: {len(made)} made, {scheduled} scheduled"
+        f" ({sum(len(record.posts) for record in made)} items,"
+        f" {soak.release_ops['takedown']} takedowns,"
+        f" {soak.release_ops['postpone']} postponed by a quiet spell),"
+        f" {len(released)} released; {lateness}; {soak.release_errors} release errors"
+    )
+
+
 def report(soak: Soak, results, duration: float) -> bool:
     print(
         f"\nChaos soak: {duration:.0f} s, seed {soak.args.seed}, {soak.args.replicas} replicas"
         f" (+{len(LEASE_REPLICAS)} lease-mode), {len(soak.faults)} faults, editor ops"
         f" {dict(soak.editor_ops)} ({soak.editor_errors} editor errors)"
     )
+    print(f"  {release_summary(soak)}")
     print(f"\n  {'fault':<17} {'count':>5} {'takeover max':>13} {'p95':>7}  notes")
     by_kind = defaultdict(list)
     for fault in soak.faults:

@@ -18,6 +18,7 @@ from devtools.chaos.clock import log
 from devtools.chaos.config import (
     BASE_DIR,
     COMMIT_GATE_KEY,
+    DISPATCH_FALLBACK,
     JOBS,
     LEASE,
     LEASE_GROUP,
@@ -33,9 +34,11 @@ from devtools.chaos.invariants import check_invariants, worker_pools_running
 from devtools.chaos.network import Network
 from devtools.chaos.queries import (
     dead_running_sql,
+    pending_releases_sql,
     undelivered_events_sql,
     unsettled_worker_runs_sql,
 )
+from devtools.chaos.releases import release_stream
 from devtools.chaos.report import print_trouble, report
 from devtools.chaos.soak import Soak
 
@@ -83,37 +86,50 @@ def inject_faults(soak: Soak, started: float) -> None:
         soak.faults.append(inject(soak, plan.pop()))
 
 
+def healed(soak: Soak, end_db) -> bool:
+    """Whether everything the settle phase waits for is done (see :func:`settle`)."""
+    due = soak.scalar(
+        "SELECT count(*) FROM publishing_post WHERE status = 'scheduled'"
+        " AND publish_at < %s AND last_error = ''",
+        (end_db,),
+    )
+    return bool(
+        not due
+        and not soak.scalar(pending_releases_sql())
+        and not soak.scalar(undelivered_events_sql())
+        and not soak.scalar(dead_running_sql(soak.db))
+        and not soak.scalar(unsettled_worker_runs_sql(), (end_db, *WORKER_JOBS))
+        and worker_pools_running(soak, end_db)[0]
+    )
+
+
+def wait_healed(soak: Soak, end_db, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not healed(soak, end_db):
+        time.sleep(0.5)
+
+
 def settle(soak: Soak, end_db) -> None:
     """Let the system heal before the checks.
 
-    Everything due before the end gets published, every publish event delivered to the
+    Everything due before the end gets published, every release the release stream scheduled
+    goes out (the last is due seconds after the end), every publish event delivered to the
     subscriber and the webhook, every workers run queued before it ends,
     every worker pool has started its killed or fenced workers again, leases of killed nodes
     expire, ``--once``
     processes finish, and at least ``lease + 2 x period`` (the slowest job's) passes after the
-    last fault, the time the progress invariant allows.
+    last fault, the time the progress invariant allows. Posts due after the end (the editors'
+    last, a quiet spell's postponed ones) go live during that wait: their events are waited
+    for too, as long as the dispatcher's own look for undispatched events may take.
     """
     log("settling")
     reap_once(soak, wait=30)
-    deadline = time.monotonic() + 30 + 2 * LEASE
-    while time.monotonic() < deadline:
-        due = soak.scalar(
-            "SELECT count(*) FROM publishing_post WHERE status = 'scheduled'"
-            " AND publish_at < %s AND last_error = ''",
-            (end_db,),
-        )
-        if (
-            not due
-            and not soak.scalar(undelivered_events_sql())
-            and not soak.scalar(dead_running_sql(soak.db))
-            and not soak.scalar(unsettled_worker_runs_sql(), (end_db, *WORKER_JOBS))
-            and worker_pools_running(soak, end_db)[0]
-        ):
-            break
-        time.sleep(0.5)
+    wait_healed(soak, end_db, 30 + 2 * LEASE)
     last_fault = max((f.ended for f in soak.faults if f.ended), default=time.monotonic())
     progress_at = last_fault + LEASE + 2 * max(job.period for job in JOBS.values())
     time.sleep(max(0.0, progress_at - time.monotonic()))
+    wait_healed(soak, end_db, DISPATCH_FALLBACK)
+    soak.settled_db = soak.db_now()
 
 
 #: Soaks share machine-wide resources (the 10.231.0.0/16 addresses of their namespaces'
@@ -175,12 +191,17 @@ def run_alone(args: argparse.Namespace) -> bool:
             stderr=subprocess.STDOUT,
         )
         wait_for_leaders(soak)
-        stream = threading.Thread(target=editor_stream, args=(soak, args.seed), daemon=True)
-        stream.start()
+        streams = [
+            threading.Thread(target=target, args=(soak, args.seed), daemon=True)
+            for target in (editor_stream, release_stream)
+        ]
+        for stream in streams:
+            stream.start()
         started = time.monotonic()
         inject_faults(soak, started)
         soak.stop_stream.set()
-        stream.join(30)
+        for stream in streams:
+            stream.join(30)
         end_db = soak.db_now()
         settle(soak, end_db)
         results = check_invariants(soak, end_db)

@@ -33,7 +33,15 @@ from devtools.chaos.config import (
 from devtools.chaos.databases import SoakDatabase
 from devtools.chaos.network import Network
 from devtools.chaos.queries import placeholders
-from devtools.chaos.records import Fault, OnceRun, Replica, SlowRun, WorkerTarget, replica_name
+from devtools.chaos.records import (
+    Fault,
+    OnceRun,
+    ReleaseRecord,
+    Replica,
+    SlowRun,
+    WorkerTarget,
+    replica_name,
+)
 from devtools.pgbouncer import PgBouncer
 
 
@@ -67,6 +75,18 @@ class Soak:
     # The soak's webhook receiver (devtools/chaos/webhooks.py) and its endpoint's ledger name.
     webhooks: object = None
     webhook_name: str = ""
+    # The release stream (devtools/chaos/releases.py): what it made, by release id.
+    releases: dict[int, ReleaseRecord] = field(default_factory=dict)
+    release_errors: int = 0
+    release_ops: Counter = field(default_factory=Counter)
+    # The latest quiet spell's (from, until), database clock: no release is due in it. The
+    # lock makes setting it (and moving the releases due in it) and scheduling a release
+    # one after the other, so no release slips in.
+    quiet_window: tuple[datetime, datetime] | None = None
+    release_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Set while a quiet spell times its lone post's commit: the release stream waits.
+    release_pause: threading.Event = field(default_factory=threading.Event)
+    settled_db: datetime | None = None  # when the settle phase ended (database clock)
 
     def env(self, host: str = "127.0.0.1", *, lease: bool = False) -> dict:
         env = dict(os.environ)
