@@ -265,6 +265,8 @@ INSTATIC_PUBLISH_CALENDAR_DAY_LIMIT = _env(
     parse_int, "INSTATIC_PUBLISH_CALENDAR_DAY_LIMIT", 8, minimum=1
 )
 INSTATIC_POST_BODY_MAX_CHARS = _env(parse_int, "INSTATIC_POST_BODY_MAX_CHARS", 200_000, minimum=1)
+# On: nothing goes live before a reviewer approved it (publishing.reviews).
+INSTATIC_REQUIRE_REVIEW = _env(parse_bool, "INSTATIC_REQUIRE_REVIEW", False)
 # --- Plugins app (plugins.conf.settings). ---
 INSTATIC_EXPORT_ROOT = _env(parse_optional_path, "INSTATIC_EXPORT_ROOT")
 INSTATIC_EXPORT_BASE_URL = _env(parse_url, "INSTATIC_EXPORT_BASE_URL")
