@@ -87,12 +87,12 @@ class Subscriber:
     #: Told a batch's events before any is delivered (a webhook reads their posts at once).
     prepare: Callable[[list[PostEvent]], None] | None = None
     #: Claim-first: how many successes are recorded together, in one transaction with
-    #: ``flush()`` (a webhook writes its attempts there): one commit per group, not two per
-    #: delivery. Deliveries made by a node lost before their group is recorded stay claimed
-    #: by a run that is over, so each is attempted again: at least once, as any claim-first
-    #: attempt lost with its node.
+    #: ``flush(settled)`` (a webhook writes the attempts of those deliveries there): one
+    #: commit per group, not two per delivery. Deliveries made by a node lost before their
+    #: group is recorded stay claimed by a run that is over, so each is attempted again: at
+    #: least once, as any claim-first attempt lost with its node.
     record_every: int = 1
-    flush: Callable[[], None] | None = None
+    flush: Callable[[set[int]], None] | None = None
     #: Claim-first: how many posts' deliveries are made at once (see :func:`_attempts`).
     concurrency: int = 1
 
@@ -259,17 +259,22 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
     failed: list[datetime | None] = []
     attempted: set[int] = set()
     unrecorded: list[int] = []  # claim-first successes not recorded yet
+    failed_now: set[int] = set()  # failures recorded since the last record()
     halt = threading.Event()
 
     def stop() -> bool:
         return halt.is_set() or ctx.should_stop()
 
     def record() -> None:
+        # Only the attempts of outcomes recorded here are flushed: a success a sending thread
+        # has made but this loop has not taken yet is written with its success, later, or
+        # not at all if the node dies first (then it is sent again, and recorded once).
         with transaction.atomic():
             if subscriber.flush is not None:
-                subscriber.flush()
+                subscriber.flush({*unrecorded, *failed_now})
             _record_success(unrecorded, now=now, counted=True)
         unrecorded.clear()
+        failed_now.clear()
 
     in_a_row = 0
     outcomes = _attempts(subscriber, ctx, rows, event_of, stop)
@@ -282,6 +287,7 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
                     halt.set()
                 attempt = row.attempts + 1  # a claim-first claim counted it in the row already
                 failed.append(_record_failure(subscriber, row, attempt, _one_line(exc), now=now))
+                failed_now.add(row.pk)
                 if not subscriber.transactional:
                     record()  # a failure's attempt is written with it (failures are rare)
                 continue

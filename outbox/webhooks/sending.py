@@ -114,11 +114,15 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
         rows = Delivery.objects.filter(delivery_id__in=[e.delivery_id for e in events])
         delivery_pks.update((str(uid), pk) for uid, pk in rows.values_list("delivery_id", "pk"))
 
-    def flush() -> None:
-        # The sending threads may add attempts meanwhile: only those written are removed.
-        written = attempts[:]
+    def flush(settled: set[int]) -> None:
+        # Only the attempts of the deliveries whose outcomes are being recorded: a success
+        # the run has not taken yet is written with its success (or, if the node dies first,
+        # not at all, and the delivery is sent again and recorded once). The sending threads
+        # may add attempts meanwhile: they are kept for a later flush.
+        written = [row for row in attempts[:] if row.delivery_id in settled]
         WebhookAttempt.objects.bulk_create(written)
-        del attempts[: len(written)]
+        for row in written:
+            attempts.remove(row)
 
     def send(event: PostEvent, ctx) -> None:
         # On a thread of its own (Subscriber.concurrency): no database here.
