@@ -36,6 +36,7 @@ from coordination.wording import duration_text
 from publishing import batches, late, release_apply, release_checks, selectors
 from publishing.conf import settings
 from publishing.job_names import BACKLOG_JOB, LATE_JOB, PUBLISH_JOB
+from publishing.models import PostRevision
 from publishing.public_events import announce_events
 
 logger = logging.getLogger(__name__)
@@ -68,8 +69,13 @@ def publish_due(ctx: JobContext) -> datetime | None:
     unpublished = batches.unpublish_due(batch_size=batch_size, node=ctx.node, now=now)
     revised = batches.switch_due_revisions(batch_size=batch_size, node=ctx.node, now=now)
     gone = release_apply.go_out_due(now=now, node=ctx.node, limit=RELEASES_PER_RUN)
-    if unpublished.done:
-        release_checks.stop_releases_holding(unpublished.done)
+    changed = list(unpublished.done)
+    if revised.done:
+        changed += PostRevision.objects.filter(pk__in=revised.done).values_list(
+            "post_id", flat=True
+        )
+    if changed:
+        release_checks.stop_releases_holding(changed, wait=False)
     if published.selected or unpublished.selected:
         logger.info(
             "[publish-scheduler] published %d post(s), unpublished %d, %d failed to publish",

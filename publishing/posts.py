@@ -30,7 +30,7 @@ from publishing.actions import (
 )
 from publishing.exceptions import InvalidContent, InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.history import local_time, stored_time
-from publishing.models import Post, PublishEvent
+from publishing.models import Post, PublishEvent, Review
 from publishing.public_events import announce_events
 from publishing.release_checks import stop_releases_losing
 from publishing.rendering import render
@@ -160,7 +160,10 @@ def _review_again(current: Post, post: Post) -> bool:
     """
     if not reviews.required():
         return False
-    changed = reviews.fingerprint_of_post(post) != reviews.fingerprint_of_post(current)
+    new = reviews.fingerprint_of_post(post)
+    changed = new != reviews.fingerprint_of_post(current)
+    if changed and reviews.is_approved(target=Review.Target.POST, fingerprint=new, post=current):
+        return False  # back to a text that was approved
     if changed and current.status == S.PUBLISHED:
         raise InvalidTransition(
             f"“{current}” is live and reviews are required: change its text through a "

@@ -1,15 +1,17 @@
 """Tell a release's owner, by email, that it stopped and why (in the owner's time zone).
 
-Sent after the commit that stopped the release (:func:`publishing.releases._stop` makes that
+Sent after the commit that stopped the release (:func:`publishing.release_checks.stop` makes that
 change once, under a condition, on whichever replica finds the problem), so it is sent at most
 once: a process that dies between the commit and the send tells nobody, and the release's
 page, the release list and the calendar still show the problem.
 """
 
 import logging
+import threading
 
 from django.conf import settings as django_settings
 from django.core.mail import send_mail
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -45,6 +47,18 @@ def words(release: Release) -> tuple[str, str]:
         ]
     )
     return subject, body + "\n"
+
+
+def tell_owner_soon(release_id: int) -> None:
+    """Email the owner on a thread of its own (its own database connection, closed after)."""
+
+    def tell() -> None:
+        try:
+            tell_owner(release_id)
+        finally:
+            connection.close()
+
+    threading.Thread(target=tell, name=f"release-alert-{release_id}", daemon=True).start()
 
 
 def tell_owner(release_id: int) -> bool:

@@ -16,6 +16,7 @@ second replica, a stale leader or a racing editor finds it released and changes 
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -81,9 +82,8 @@ def go_out_due(*, now: datetime, node: str, limit: int) -> GoneOut:
         .order_by("release_at", "id")
         .values_list("pk", "name", "release_at")
     )
-    rows = list(skip_locked(due)[: limit + 1])
-    more = len(rows) > limit
-    rows = rows[:limit]
+    rows = list(skip_locked(due)[:limit])
+    more = len(rows) == limit  # perhaps more: the job runs again at once and looks
     items = checks.item_rows([pk for pk, _, _ in rows])
     released, stopped, held = [], [], []
     for pk, name, planned in rows:
@@ -98,7 +98,7 @@ def go_out_due(*, now: datetime, node: str, limit: int) -> GoneOut:
             if not problem:
                 released.append(pk)
                 continue
-        if checks.stop(pk, problem, at=planned):
+        if checks.stop(pk, problem, at=planned, wait=False):
             stopped.append(pk)
     return GoneOut(released=released, stopped=stopped, held=held, more=more)
 
@@ -252,13 +252,17 @@ def apply(
     )
     if takedown is not None:
         request_wakeup(PUBLISH_JOB, at=takedown)
-    logger.info(
-        "[publish-scheduler] release %s (%r) went out: %d published, %d revision(s), %d taken down",
-        release.pk,
-        release.name,
-        len(publish),
-        len(revised),
-        len(down),
+    transaction.on_commit(
+        partial(
+            logger.info,
+            "[publish-scheduler] release %s (%r) went out: %d published, %d revision(s), "
+            "%d taken down",
+            release.pk,
+            release.name,
+            len(publish),
+            len(revised),
+            len(down),
+        )
     )
 
 

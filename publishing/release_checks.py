@@ -12,6 +12,7 @@ down at its own unpublish time) stops it there.
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from django.db import transaction
 from django.db.models import F
@@ -177,18 +178,26 @@ def pending_release_of(post: Post) -> Release | None:
     return item.release if item is not None else None
 
 
-def stop(pk: int, problem: str, *, at: datetime) -> bool:
-    """Record ``problem`` on a scheduled release not stopped yet; tell its owner on commit."""
-    stopped = Release.objects.filter(pk=pk, status=RS.SCHEDULED, problem="").update(
-        problem=problem, version=F("version") + 1
-    )
+def stop(pk: int, problem: str, *, at: datetime, wait: bool = True) -> bool:
+    """Record ``problem`` on a scheduled release not stopped yet; tell its owner on commit.
+
+    ``wait=False`` (the publish job) leaves a release row another transaction holds alone
+    rather than waiting for it: an editor changing it is looking at it, and the job checks it
+    again under lock at its time; and its email goes on a thread of its own, so a slow mail
+    server never holds up the job's loop. An editor's action sends it after its commit.
+    """
+    matching = Release.objects.filter(pk=pk, status=RS.SCHEDULED, problem="")
+    if not wait and not skip_locked(matching.values_list("pk", flat=True)).exists():
+        return False
+    stopped = matching.update(problem=problem, version=F("version") + 1)
     if stopped:
         logger.warning("[publish-scheduler] release %s due at %s is stopped: %s", pk, at, problem)
-        transaction.on_commit(lambda: release_alerts.tell_owner(pk), robust=True)
+        tell = release_alerts.tell_owner if wait else release_alerts.tell_owner_soon
+        transaction.on_commit(partial(tell, pk), robust=True)
     return bool(stopped)
 
 
-def stop_releases_holding(post_ids: list[int]) -> list[int]:
+def stop_releases_holding(post_ids: list[int], *, wait: bool = True) -> list[int]:
     """Stop the scheduled releases whose items of ``post_ids`` no longer apply; return them.
 
     Only those posts' items are read, so an edit of one post in a release of 10,000 costs
@@ -214,7 +223,7 @@ def stop_releases_holding(post_ids: list[int]) -> list[int]:
     return [
         pk
         for pk, problems in by_release.items()
-        if stop(pk, release_problem(problems), at=times[pk])
+        if stop(pk, release_problem(problems), at=times[pk], wait=wait)
     ]
 
 

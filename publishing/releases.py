@@ -107,7 +107,7 @@ class ReleaseAction:
         if problem != current.problem:
             Release.objects.filter(pk=current.pk).update(problem=problem)
             if not problem and current.status == RS.SCHEDULED:
-                request_wakeup(PUBLISH_JOB, at=current.release_at)
+                request_wakeup(PUBLISH_JOB, at=current.release_at, skip_locked=True)
 
 
 def release_conflict(current: Release, expected_version: int | None) -> EditConflict | None:
@@ -229,17 +229,25 @@ def add_item(
     A post is in one pending release at a time, and only once.
     """
     require_permission(user, "add posts to releases")
-    with release_action(release, user=user, expected_version=expected_version) as act:
-        act.require_pending("add posts to")
+    # The post's row first, then the release's: the order every post action takes (it
+    # locks the post, then stops the releases holding it), so no two wait for each other.
+    with transaction.atomic():
         locked = Post.objects.select_for_update().get(pk=post.pk)
-        if ReleaseItem.objects.filter(release=act.current, post=locked).exists():
-            raise InvalidTransition(f"“{locked}” is in “{act.current}” already.")
-        pinned = _pin(act.current, locked, action, user=user)
-        item = ReleaseItem.objects.create(
-            release=act.current, post=locked, added_by=user_or_none(user), **pinned
-        )
-        act.change()
-        act.items_changed()
+        with release_action(release, user=user, expected_version=expected_version) as act:
+            act.require_pending("add posts to")
+            item = _add(act, locked, action, user=user)
+    return item
+
+
+def _add(act: ReleaseAction, locked: Post, action: str | None, *, user) -> ReleaseItem:
+    if ReleaseItem.objects.filter(release=act.current, post=locked).exists():
+        raise InvalidTransition(f"“{locked}” is in “{act.current}” already.")
+    pinned = _pin(act.current, locked, action, user=user)
+    item = ReleaseItem.objects.create(
+        release=act.current, post=locked, added_by=user_or_none(user), **pinned
+    )
+    act.change()
+    act.items_changed()
     return item
 
 
@@ -266,28 +274,35 @@ def refresh_item(*, item: ReleaseItem, user, seen_post_version: int | None = Non
     with a colleague's change of another item.
     """
     require_permission(user, "change releases")
-    with release_action(item.release, user=user, expected_version=None) as act:
-        act.require_pending("refresh items of")
-        current = ReleaseItem.objects.get(pk=item.pk, release=act.current)
-        if current.post_id is None:
-            raise InvalidTransition(
-                f"The post of “{current.post_title}” was deleted: remove the item instead."
-            )
-        locked = Post.objects.select_for_update().get(pk=current.post_id)
-        conflict = edit_conflict(locked, seen_post_version)
-        if conflict is not None:
-            raise conflict
-        pinned = _pin(act.current, locked, current.action, user=user)
-        ReleaseItem.objects.filter(pk=current.pk).update(
-            pinned_version=pinned["pinned_version"],
-            revision=pinned["revision"],
-            post_title=pinned["post_title"],
+    post_id = ReleaseItem.objects.filter(pk=item.pk).values_list("post_id", flat=True).first()
+    if post_id is None:
+        raise InvalidTransition(
+            f"The post of “{item.post_title}” was deleted: remove the item instead."
         )
-        act.change()
-        act.items_changed()
-        act.recheck()
+    # The post's row first, then the release's (see add_item).
+    with transaction.atomic():
+        locked = Post.objects.select_for_update().get(pk=post_id)
+        with release_action(item.release, user=user, expected_version=None) as act:
+            _refresh(act, item, locked, seen_post_version, user=user)
     item.refresh_from_db()
     return item
+
+
+def _refresh(act: ReleaseAction, item: ReleaseItem, locked: Post, seen_post_version, *, user):
+    act.require_pending("refresh items of")
+    current = ReleaseItem.objects.get(pk=item.pk, release=act.current, post=locked)
+    conflict = edit_conflict(locked, seen_post_version)
+    if conflict is not None:
+        raise conflict
+    pinned = _pin(act.current, locked, current.action, user=user)
+    ReleaseItem.objects.filter(pk=current.pk).update(
+        pinned_version=pinned["pinned_version"],
+        revision=pinned["revision"],
+        post_title=pinned["post_title"],
+    )
+    act.change()
+    act.items_changed()
+    act.recheck()
 
 
 def _check_time(release_at: datetime, *, changed: bool = True) -> None:
@@ -312,7 +327,8 @@ def _schedule(act: ReleaseAction, release_at: datetime) -> None:
         raise NotPublishable([problem])
     reviews.require_release_approved(current)
     act.change(status=RS.SCHEDULED, release_at=release_at, problem="")
-    request_wakeup(PUBLISH_JOB, at=release_at)
+    # Never waits on the job's state row (its run may hold it): the run looks again itself.
+    request_wakeup(PUBLISH_JOB, at=release_at, skip_locked=True)
 
 
 def schedule_release(

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from publishing import review_mail
-from publishing.actions import editor_action, record_event, user_or_none
+from publishing.actions import editor_action, record_event, require_permission, user_or_none
 from publishing.conf import settings
 from publishing.exceptions import InvalidTransition, NotPublishable
 from publishing.models import Post, PostRevision, PublishEvent, Release, ReleaseItem, Review
@@ -64,6 +64,11 @@ def fingerprint_of_release(release: Release) -> str:
         "post_id", "action", "pinned_version", "revision_id"
     )
     return release_fingerprint(items)
+
+
+def is_approved(**lookup) -> bool:
+    """Return True if a review of ``lookup`` (target, fingerprint, post or release) approved."""
+    return _approved(**lookup)
 
 
 def _approved(**lookup) -> bool:
@@ -178,6 +183,7 @@ def submit_release(*, release: Release, user, note: str = "") -> Review:
     """Submit ``release``'s items, as they are pinned now, for review."""
     from publishing.releases import release_action
 
+    require_permission(user, "submit releases for review")
     with release_action(release, user=user, expected_version=None) as act:
         act.require_pending("submit")
         if not act.current.items.exists():
@@ -208,7 +214,13 @@ def decide(*, review: Review, user, approve: bool, comment: str = "") -> Review:
     """Approve or reject ``review`` with ``comment``; tell its submitter."""
     with transaction.atomic():
         current = Review.objects.select_for_update().get(pk=review.pk)
+        _lock_target(current)
         problem = decision_problem_for(current, user)
+        if not problem and approve and not is_current(current):
+            problem = (
+                "It has changed since it was submitted, so what you read is not what was "
+                "submitted: nothing was approved. It needs a new submission."
+            )
         if problem:
             raise PermissionDenied(problem) if not can_review(user) else InvalidTransition(problem)
         status = RS.APPROVED if approve else RS.REJECTED
@@ -225,6 +237,14 @@ def decide(*, review: Review, user, approve: bool, comment: str = "") -> Review:
         transaction.on_commit(partial(review_mail.tell_submitter, current.pk), robust=True)
     review.refresh_from_db()
     return review
+
+
+def _lock_target(review: Review) -> None:
+    """Lock the post or release a review is about, so it cannot change while it is decided."""
+    if review.release_id is not None:
+        Release.objects.select_for_update().filter(pk=review.release_id).first()
+    elif review.post_id is not None:
+        Post.objects.select_for_update().filter(pk=review.post_id).first()
 
 
 def send_back(current: Post, *, user, note: str) -> None:

@@ -257,3 +257,34 @@ def test_the_review_queue_is_offered_only_when_reviews_are_required(as_editor):
     with override_settings(INSTATIC_REQUIRE_REVIEW=False):
         index = as_editor.get(reverse("admin:index")).content.decode()
     assert reverse("admin:publishing_review_changelist") not in index
+
+
+def test_a_text_changed_after_its_submission_cannot_be_approved(drafter, editor, reviewer):
+    post = make_post(title="Budget", body="Submitted text.")
+    review = reviews.submit_post(post=post, user=drafter)
+    post = Post.objects.get(pk=post.pk)
+    post.body = "A harmless text shown while the review waits."
+    posts.save_post(post=post, user=drafter)
+    with pytest.raises(InvalidTransition, match="changed since it was submitted"):
+        reviews.decide(review=review, user=reviewer, approve=True)
+    assert Review.objects.get(pk=review.pk).status == RV.PENDING
+    reviews.decide(review=review, user=reviewer, approve=False, comment="Changed meanwhile")
+    assert Review.objects.get(pk=review.pk).status == RV.REJECTED
+
+
+def test_going_back_to_an_approved_text_keeps_a_scheduled_post_scheduled(drafter, editor, reviewer):
+    post = make_post(title="Budget", body="Approved text.")
+    reviews.decide(review=reviews.submit_post(post=post, user=drafter), user=reviewer, approve=True)
+    posts.schedule_post(post=post, publish_at=soon(), user=editor)
+    post = Post.objects.get(pk=post.pk)
+    post.body = "Approved text."  # saved unchanged in text: no review needed
+    post.title = "Budget"
+    posts.save_post(post=post, user=editor)
+    assert Post.objects.get(pk=post.pk).status == S.SCHEDULED
+
+
+def test_only_editors_who_may_publish_submit_a_release(drafter, editor):
+    release = releases.create_release(name="Launch", user=editor)
+    releases.add_item(release=release, post=make_post(), user=editor)
+    with pytest.raises(PermissionDenied):
+        reviews.submit_release(release=release, user=drafter)
