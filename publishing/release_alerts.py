@@ -9,7 +9,6 @@ page, the release list and the calendar still show the problem.
 import logging
 import threading
 
-from django.conf import settings as django_settings
 from django.core.mail import send_mail
 from django.db import connection
 from django.urls import reverse
@@ -17,23 +16,17 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from coordination.wording import local_time
-from editors.models import EditorProfile
-from editors.zones import zone_or_none
+from publishing.emails import absolute, zone_of
 from publishing.models import Release
 
 logger = logging.getLogger(__name__)
-
-
-def _absolute(path: str) -> str:
-    base = getattr(django_settings, "INSTATIC_SITE_URL", "")
-    return base.rstrip("/") + path if base else path
 
 
 def words(release: Release) -> tuple[str, str]:
     """Return the email's subject and body for stopped ``release``, in the active zone."""
     when = local_time(release.release_at) if release.release_at else _("its time")
     subject = _("Release “%(name)s” is stopped") % {"name": release.name}
-    url = _absolute(reverse("admin:publishing_release_change", args=[release.pk]))
+    url = absolute(reverse("admin:publishing_release_change", args=[release.pk]))
     body = "\n\n".join(
         [
             _("Your release “%(name)s”, due at %(when)s, will not go out until this is resolved:")
@@ -69,9 +62,7 @@ def tell_owner(release_id: int) -> bool:
         return False
     if not owner.is_active or not owner.email:
         return False
-    profile = EditorProfile.objects.filter(user=owner).first()
-    zone = zone_or_none(profile.time_zone) if profile and profile.time_zone else None
-    with timezone.override(zone or timezone.get_default_timezone()):
+    with timezone.override(zone_of(owner)):
         subject, body = words(release)
     try:
         send_mail(subject, body, None, [owner.email])

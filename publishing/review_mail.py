@@ -7,7 +7,6 @@ each in the recipient's own time zone.
 
 import logging
 
-from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.mail import send_mail
@@ -17,22 +16,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from coordination.wording import local_time
-from editors.models import EditorProfile
-from editors.zones import zone_or_none
+from publishing.emails import absolute, zone_of
 from publishing.models import Review
 
 logger = logging.getLogger(__name__)
-
-
-def _absolute(path: str) -> str:
-    base = getattr(django_settings, "INSTATIC_SITE_URL", "")
-    return base.rstrip("/") + path if base else path
-
-
-def _zone(user):
-    profile = EditorProfile.objects.filter(user=user).first()
-    zone = zone_or_none(profile.time_zone) if profile and profile.time_zone else None
-    return zone or timezone.get_default_timezone()
 
 
 def reviewers():
@@ -63,11 +50,11 @@ def tell_reviewers(review_id: int) -> int:
     review = Review.objects.select_related("submitted_by").filter(pk=review_id).first()
     if review is None or review.status != Review.Status.PENDING:
         return 0
-    url = _absolute(reverse("admin:publishing_review_change", args=[review.pk]))
+    url = absolute(reverse("admin:publishing_review_change", args=[review.pk]))
     who = review.submitted_by.get_username() if review.submitted_by else _("someone")
     sent = 0
     for user in reviewers().exclude(pk=review.submitted_by_id):
-        with timezone.override(_zone(user)):
+        with timezone.override(zone_of(user)):
             lines = [
                 _("%(who)s asks you to review %(what)s (submitted at %(when)s).")
                 % {"who": who, "what": review, "when": local_time(review.submitted_at)},
@@ -88,7 +75,7 @@ def tell_submitter(review_id: int) -> bool:
         return False
     approved = review.status == Review.Status.APPROVED
     who = review.decided_by.get_username() if review.decided_by else _("a reviewer")
-    with timezone.override(_zone(user)):
+    with timezone.override(zone_of(user)):
         lines = [
             (
                 _("%(who)s approved %(what)s at %(when)s: it can be scheduled or published now.")
@@ -98,7 +85,7 @@ def tell_submitter(review_id: int) -> bool:
             % {"who": who, "what": review, "when": local_time(review.decided_at)},
             *([_("Their comment: %(c)s") % {"c": review.comment}] if review.comment else []),
             _("See it: %(url)s")
-            % {"url": _absolute(reverse("admin:publishing_review_change", args=[review.pk]))},
+            % {"url": absolute(reverse("admin:publishing_review_change", args=[review.pk]))},
         ]
     subject = _("Approved: %(what)s") if approved else _("Rejected: %(what)s")
     return _send(user, subject % {"what": review}, lines)
