@@ -190,6 +190,10 @@ EVENT_SUBSCRIBER = "chaosevents.record"
 # The outbox dispatcher looks for undispatched events on its own this often (s) (its
 # fallback schedule): a wake-up it missed delays an event at most that long.
 DISPATCH_FALLBACK = 17.0  # its 15 s fallback schedule, and a run
+#: The longest a dispatched delivery may wait for its subscriber's run: a webhook's or a
+#: subscriber's 60 s fallback schedule when its wake-up was lost (a run still holding its
+#: state row when the dispatcher woke it), and a run.
+DELIVERY_FALLBACK = 62.0
 WEBHOOK_READ_TIMEOUT = 1.0
 WEBHOOK_ENV = {
     "INSTATIC_WEBHOOK_ALLOW_PRIVATE": "1",

@@ -18,6 +18,7 @@ from devtools.chaos.clock import log
 from devtools.chaos.config import (
     BASE_DIR,
     COMMIT_GATE_KEY,
+    DELIVERY_FALLBACK,
     DISPATCH_FALLBACK,
     JOBS,
     LEASE,
@@ -128,7 +129,8 @@ def settle(soak: Soak, end_db) -> None:
     last_fault = max((f.ended for f in soak.faults if f.ended), default=time.monotonic())
     progress_at = last_fault + LEASE + 2 * max(job.period for job in JOBS.values())
     time.sleep(max(0.0, progress_at - time.monotonic()))
-    wait_healed(soak, end_db, DISPATCH_FALLBACK)
+    # Only as long as something is left: a settled soak goes on at once.
+    wait_healed(soak, end_db, DISPATCH_FALLBACK + DELIVERY_FALLBACK)
     soak.settled_db = soak.db_now()
 
 
