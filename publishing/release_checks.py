@@ -75,12 +75,15 @@ def revision_facts(revision_ids: list[int]) -> dict[int, RevisionFacts]:
         .annotate(body_length=Length(Trim("body")))
         .values_list("pk", "status", "post_id", "title", "post__slug", "body_length")
     )
+    max_chars = int(settings.POST_BODY_MAX_CHARS)  # read once, as in post_facts
     return {
         pk: RevisionFacts(
             status=status,
             post_id=post_id,
             content_problems=tuple(
-                publish_problems(title=title, slug=slug, body_length=body_length)
+                publish_problems(
+                    title=title, slug=slug, body_length=body_length, max_chars=max_chars
+                )
             ),
         )
         for pk, status, post_id, title, slug, body_length in rows
