@@ -54,23 +54,24 @@ def _bump_wakeup(group_name: str) -> None:
         logger.warning("could not wake the %s leader: %s", group_name, exc)
 
 
-def request_wakeup(job_name: str, at: datetime | None, *, skip_locked: bool = False) -> None:
+def request_wakeup(job_name: str, at: datetime | None, *, skip_locked: bool = False) -> bool:
     """Ask for ``job_name`` to run at ``at`` at the latest (e.g. a post scheduled sooner);
-    ``None`` means now, by the database clock.
+    ``None`` means now, by the database clock. Return whether its state row was written.
 
     Lowers the job's wake-up instant (never raises it) and, on PostgreSQL, wakes the group's
     leader when the surrounding transaction commits. With ``skip_locked``, a state row its
-    job's run holds is left alone rather than waited for (that run looks again itself).
+    job's run holds is left alone rather than waited for (False is returned: the caller
+    decides whether that run looks again itself).
     """
     job = registry.get(job_name)
     group_name = job.group if job else None
     with transaction.atomic():
-        if not ledger.record_wakeup_request(job_name, at, skip_locked=skip_locked):
-            logger.debug(
-                "wake-up for %s ignored: no state yet (the scheduler creates it)", job_name
-            )
+        written = bool(ledger.record_wakeup_request(job_name, at, skip_locked=skip_locked))
+        if not written:
+            logger.debug("wake-up for %s not written: no state yet, or its row is held", job_name)
         if group_name:
             notify_group(group_name)
+    return written
 
 
 def request_run(job_name: str, *, requested_by: str = "") -> bool:

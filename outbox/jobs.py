@@ -2,12 +2,11 @@
 
 The dispatcher hands publish events to deliveries, woken by every commit that wrote some. It
 runs in the ``plugins`` group (never in the publishing loop, so delivering never delays
-a publish), in one transaction with its ledger row, and wakes the subscribers that got
-deliveries once that transaction commits.
+a publish), in one transaction with its ledger row and with the wake-ups of the subscribers
+that got deliveries (``outbox.wakeups``).
 """
 
 from datetime import datetime, timedelta
-from functools import partial
 
 from django.db import transaction
 
@@ -35,15 +34,17 @@ def dispatch_events(ctx: JobContext) -> datetime | None:
     to = dispatch.targets(subscriber_jobs(), dispatch.active_endpoints())
     done = dispatch.dispatch(to, now=now, limit=DISPATCH_BATCH)
     if done.subscribers:
-        jobs = {WEBHOOKS_JOB if is_webhook(name) else name for name in done.subscribers}
-        transaction.on_commit(partial(wakeups.wake, jobs, skip_locked=False), robust=True)
-    if done.events:
-        ctx.logger.info(
-            "dispatched %d publish event(s) as %d deliveries", done.events, done.deliveries
+        wakeups.wake_with_commit(
+            WEBHOOKS_JOB if is_webhook(name) else name for name in done.subscribers
         )
-    # After a batch, look again at once: events committed while this one ran may be waiting,
-    # and their wake-up found this run's state row held.
-    return now if done.events else None
+    if not done.events:
+        # Events committed while this run held its state row found it held and were not
+        # woken for: look for them once this run's commit lets it see them.
+        transaction.on_commit(wakeups.wake_dispatcher_if_events_wait, robust=True)
+        return None
+    ctx.logger.info("dispatched %d publish event(s) as %d deliveries", done.events, done.deliveries)
+    # After a batch, look again at once, for the same reason.
+    return now
 
 
 @job(

@@ -1,18 +1,32 @@
-"""Hurry deliveries along: wake the dispatcher and the subscribers' jobs after a commit.
+"""Hurry deliveries along: wake the dispatcher and the subscribers' jobs.
 
 Each wake-up lowers a job's wake-up instant to now (``coordination.services.request_wakeup``)
-and, on PostgreSQL, wakes its group's leader. A publish never waits for the dispatcher's
-state row (held by its run, which looks again after any batch); the dispatcher, after its
-commit, does wait for a subscriber's. A wake-up that fails
-(the database went away) loses nothing: the jobs' schedules look again on their own.
+and, on PostgreSQL, wakes its group's leader. None is lost to a state row held by a run:
+
+- A change wakes the dispatcher after its commit and never waits for the dispatcher's state
+  row. A wake-up that finds the row held by a dispatcher run is skipped; that run looks
+  again after any batch, and a run that found nothing looks again once it has committed
+  (:func:`wake_dispatcher_if_events_wait`), when every change whose wake-up it kept out
+  is visible.
+- The dispatcher wakes its subscribers in its own transaction (:func:`wake_with_commit`),
+  so the wake-up commits with the deliveries it announces, even if the node dies right after.
+  A subscriber whose own transactional run holds its row is woken after the commit instead,
+  waiting for that run: a run that already looked would not look again.
+
+A wake-up that fails (the database went away) loses nothing: the jobs' schedules look again
+on their own.
 """
 
 import logging
 from collections.abc import Iterable
+from functools import partial
+
+from django.db import transaction
 
 from coordination.dberrors import DATABASE_ERRORS
 from coordination.services import request_wakeup
 from outbox.job_names import DISPATCH_JOB
+from publishing.models import PublishEvent
 
 logger = logging.getLogger(__name__)
 
@@ -21,8 +35,7 @@ def wake(job_names: Iterable[str], *, skip_locked: bool = True) -> None:
     """Make each of ``job_names`` due now; log and go on if the database refuses.
 
     ``skip_locked=False`` waits for a state row another transaction holds (the job's own
-    run, or a tick planning it) instead of skipping it: the dispatcher wakes subscribers so,
-    because a run that already looked and found nothing would not look again.
+    run) instead of skipping it.
     """
     names = sorted(set(job_names))
     if not names:
@@ -34,6 +47,27 @@ def wake(job_names: Iterable[str], *, skip_locked: bool = True) -> None:
         logger.warning("could not wake %s (%s); their schedules will look again", names, exc)
 
 
+def wake_with_commit(job_names: Iterable[str]) -> None:
+    """Make each of ``job_names`` due now in the caller's transaction; one whose state row
+    is held (by its own run) is woken once the transaction commits, waiting for that run."""
+    held = [
+        name for name in sorted(set(job_names)) if not request_wakeup(name, None, skip_locked=True)
+    ]
+    if held:
+        transaction.on_commit(partial(wake, held, skip_locked=False), robust=True)
+
+
 def wake_dispatcher(**_signal_arguments) -> None:
     """The receiver of ``publishing.public_events.events_committed``."""
     wake([DISPATCH_JOB])
+
+
+def wake_dispatcher_if_events_wait() -> None:
+    """Wake the dispatcher if an event waits (after a dispatcher run that found none)."""
+    try:
+        waiting = PublishEvent.objects.filter(dispatched_at__isnull=True).exists()
+    except DATABASE_ERRORS as exc:
+        logger.warning("could not look for undispatched events (%s); the schedule will", exc)
+        return
+    if waiting:
+        wake([DISPATCH_JOB], skip_locked=False)

@@ -1,0 +1,85 @@
+"""The outbox's wake-ups are never lost: a subscriber is woken in the transaction that
+commits its deliveries, and a dispatcher run that found nothing looks again after its commit
+for events whose wake-up it kept out (its run held the state row)."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+
+from coordination.clock import database_now
+from coordination.ledger import lock_state_nowait
+from coordination.models import JobState
+from coordination.registry import JobRegistry
+from coordination.registry import registry as default_registry
+from outbox.job_names import DISPATCH_JOB
+from plugins.sdk import on_post_event
+from plugins.testing import context_for, make_due
+from publishing.models import PublishEvent
+from publishing.public_events import announce_events
+from tests.publishing.conftest import Actor, make_post, run_job
+
+registry = JobRegistry()
+
+
+@on_post_event("published", plugin="demo", registry=registry)
+def told(event, ctx):
+    """A claim-first subscriber: its runs never hold its state row for long."""
+
+
+def publish_event():
+    """Write a ``published`` event as a change does: in its transaction, announced on commit."""
+    with transaction.atomic():
+        PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+        announce_events()
+
+
+def woken(job_name: str) -> bool:
+    wake_at = JobState.objects.get(name=job_name).wake_at
+    return wake_at is not None and wake_at <= database_now()
+
+
+def not_due_for_an_hour(job_name: str) -> None:
+    job = default_registry.get(job_name) or registry.get(job_name)
+    make_due(job, next_due=database_now() + timedelta(hours=1), wake_at=None)
+
+
+@pytest.mark.django_db
+def test_a_subscriber_is_woken_in_the_transaction_of_its_deliveries(
+    django_capture_on_commit_callbacks,
+):
+    not_due_for_an_hour(DISPATCH_JOB)
+    not_due_for_an_hour(told.job.name)
+    PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+
+    # The node dies once the dispatcher's run committed: no after-commit step runs.
+    with default_registry.temporary(told.job), django_capture_on_commit_callbacks(execute=False):
+        run_job(DISPATCH_JOB)
+
+    assert woken(told.job.name)
+
+
+@pytest.mark.server
+@pytest.mark.django_db(transaction=True)
+def test_an_event_committed_while_an_empty_dispatcher_run_holds_its_row_is_not_left_waiting():
+    dispatcher = default_registry.get(DISPATCH_JOB)
+    not_due_for_an_hour(DISPATCH_JOB)
+    looked, published = threading.Event(), threading.Event()
+
+    def empty_run():
+        with transaction.atomic():
+            lock_state_nowait(DISPATCH_JOB)  # as the engine's transactional run does
+            answer = dispatcher.func(context_for(dispatcher))
+            looked.set()
+            assert published.wait(30)
+        return answer
+
+    run = Actor(empty_run)
+    run.start()
+    assert looked.wait(30)
+    publish_event()  # its wake-up skips the row the run holds
+    published.set()
+
+    assert run.outcome() is None  # the run found nothing: its schedule alone would wait
+    assert woken(DISPATCH_JOB)
