@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from coordination.clock import database_now
+from coordination.conf import settings
 from coordination.registry import JobContext, job, register_job
 from coordination.schedules import WhenDue
 from outbox import delivering, dispatch, notifications, wakeups
@@ -21,12 +22,18 @@ from outbox.subscriptions import DEFAULT_RETRIES, Subscription, subscriber_jobs
 #: How many events one run dispatches.
 DISPATCH_BATCH = 2000
 
+#: The outbox's jobs run where plugin jobs do (``INSTATIC_PLUGIN_JOBS_RUN_ON``): on workers,
+#: delivering uses other processes than the leader's, whose publishing thread it would
+#: otherwise share the interpreter with.
+RUN_ON = settings.PLUGIN_JOBS_RUN_ON
+
 
 @job(
     name=DISPATCH_JOB,
     group="plugins",
     schedule=WhenDue(fallback=timedelta(seconds=15)),
     transactional=True,
+    run_on=RUN_ON,
 )
 def dispatch_events(ctx: JobContext) -> datetime | None:
     """Dispatch one batch of events; return now while more may be waiting."""
@@ -52,6 +59,7 @@ def dispatch_events(ctx: JobContext) -> datetime | None:
     group="plugins",
     schedule=WhenDue(fallback=timedelta(seconds=60)),
     max_duration=timedelta(minutes=10),
+    run_on=RUN_ON,
 )
 def send_webhooks(ctx: JobContext) -> datetime | None:
     """Send one batch of each active endpoint's due deliveries; return when to look again.
@@ -84,4 +92,5 @@ register_job(
     group="plugins",
     schedule=WhenDue(fallback=timedelta(seconds=60)),
     retries=DEFAULT_RETRIES,
+    run_on=RUN_ON,
 )

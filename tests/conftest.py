@@ -29,6 +29,10 @@ def pytest_collection_modifyitems(config, items):
     vendor = connection.vendor
     for item in items:
         wanted = VENDOR_MARKERS & {m.name for m in item.iter_markers()}
+        if not wanted and "browser" in getattr(item, "fixturenames", ()):
+            # A browser test reads the admin's pages, which are the same on every vendor (what
+            # the vendors do differently is tested below them): once per `make test`.
+            wanted = {"sqlite"}
         if wanted and vendor not in wanted:
             item.add_marker(
                 pytest.mark.skip(reason=f"needs {'/'.join(sorted(wanted))}, not {vendor}")

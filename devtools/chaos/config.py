@@ -191,8 +191,9 @@ EVENT_SUBSCRIBER = "chaosevents.record"
 # fallback schedule): a wake-up it missed delays an event at most that long.
 DISPATCH_FALLBACK = 17.0  # its 15 s fallback schedule, and a run
 #: The longest a dispatched delivery may wait for its subscriber's run: a webhook's or a
-#: subscriber's 60 s fallback schedule when its wake-up was lost (a run still holding its
-#: state row when the dispatcher woke it), and a run.
+#: subscriber's 60 s fallback schedule when no wake-up reaches it (its attempt was lost with
+#: a killed node, or the dispatcher's node died between its commit and the after-commit
+#: wake-up of a subscriber whose run held its state row), and a run.
 DELIVERY_FALLBACK = 62.0
 WEBHOOK_READ_TIMEOUT = 1.0
 WEBHOOK_ENV = {
