@@ -387,11 +387,15 @@ def add_posts_view(model_admin, request):
         for why in refused:
             messages.error(request, why)
         return HttpResponseRedirect(reverse("admin:publishing_release_change", args=[release.pk]))
+    held = {
+        pk: item.release
+        for pk, item in release_checks.pending_items(post.pk for post in chosen).items()
+    }
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": Release._meta,
         "title": _("Add to a release"),
-        "rows": [(post, release_checks.pending_release_of(post)) for post in chosen],
+        "rows": [(post, held.get(post.pk)) for post in chosen],
         "selection": remember_selection(request, ids),
         "form": form,
         "add_url": reverse("admin:publishing_release_add"),

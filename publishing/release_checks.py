@@ -10,6 +10,7 @@ down at its own unpublish time) stops it there.
 """
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -171,14 +172,19 @@ def item_states(release: Release) -> list[tuple[ReleaseItem, str]]:
     return list(zip(items, checked.problems, strict=True))
 
 
-def pending_release_of(post: Post) -> Release | None:
-    """Return the pending release (draft or scheduled) that holds ``post``, if any."""
-    item = (
-        ReleaseItem.objects.filter(post=post, release__status__in=PENDING)
-        .select_related("release")
-        .first()
-    )
-    return item.release if item is not None else None
+def pending_items(post_ids: Iterable[int]) -> dict[int, ReleaseItem]:
+    """Return the item (with its release) of each of ``post_ids`` that a pending release
+    (draft or scheduled) holds, by post id: one query however many posts. A post is in one
+    pending release at a time."""
+    items = ReleaseItem.objects.filter(
+        post_id__in=list(post_ids), release__status__in=PENDING
+    ).select_related("release")
+    return {item.post_id: item for item in items}
+
+
+def pending_item_of(post: Post) -> ReleaseItem | None:
+    """Return ``post``'s item in the pending release that holds it, if any."""
+    return pending_items([post.pk]).get(post.pk)
 
 
 def stop(pk: int, problem: str, *, at: datetime, wait: bool = True) -> bool:

@@ -10,18 +10,14 @@ from django.urls import reverse
 
 from publishing.actions import can_publish
 from publishing.models import Release, ReleaseItem
-from publishing.release_checks import PENDING
+from publishing.release_checks import pending_item_of
 
 
 def release_section(request, post):
     """Return the section's HTML, or ``None`` for a user who may not publish."""
     if not can_publish(request.user):
         return None
-    item = (
-        ReleaseItem.objects.filter(post=post, release__status__in=PENDING)
-        .select_related("release")
-        .first()
-    )
+    item = pending_item_of(post)
     last = (
         ReleaseItem.objects.filter(post=post, release__status=Release.Status.RELEASED)
         .select_related("release")

@@ -164,13 +164,8 @@ def _pending_revision(post: Post) -> PostRevision | None:
 
 
 def _other_release(post: Post, release: Release) -> str:
-    other = (
-        ReleaseItem.objects.filter(post=post, release__status__in=PENDING)
-        .exclude(release=release)
-        .values_list("release__name", flat=True)
-        .first()
-    )
-    return other or ""
+    held = checks.pending_item_of(post)
+    return held.release.name if held is not None and held.release_id != release.pk else ""
 
 
 def _pin(release: Release, post: Post, action: str | None, *, user) -> dict:

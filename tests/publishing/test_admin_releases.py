@@ -5,6 +5,8 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.messages import get_messages
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from coordination.clock import database_now
@@ -60,6 +62,19 @@ def test_an_editor_makes_a_release_and_adds_posts_from_the_post_list(as_editor, 
     page = as_editor.get(page_url(release)).content.decode()
     assert page.count("Ready, as it was when added") == 2
     assert 'value="schedule"' in page and 'value="release_now"' in page
+
+
+def test_the_add_to_release_page_asks_as_many_queries_for_many_posts_as_for_one(as_editor, editor):
+    releases.create_release(name="Held", user=editor)
+
+    def queries_to_ask(n: int) -> int:
+        ids = [make_post().pk for _ in range(n)]
+        chosen = as_editor.post(LIST, {"action": "add_to_release_action", "_selected_action": ids})
+        with CaptureQueriesContext(connection) as asked:
+            assert as_editor.get(chosen.url).status_code == 200
+        return len(asked)
+
+    assert queries_to_ask(6) == queries_to_ask(1)
 
 
 def test_the_page_says_what_stops_a_release_and_a_refresh_of_what_was_seen_resolves_it(
