@@ -14,6 +14,9 @@ from django.core.management import get_commands
 
 from tests.support.processes import BASE_DIR
 
+# Once per `make test`: it reads the compose file.
+pytestmark = pytest.mark.sqlite
+
 yaml = pytest.importorskip("yaml", reason="PyYAML is in requirements-dev.txt")
 
 COMPOSE = BASE_DIR / "docker-compose.yml"

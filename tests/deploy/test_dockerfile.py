@@ -18,6 +18,9 @@ import pytest
 from tests.deploy.support import VENV_BIN, production_env
 from tests.support.processes import BASE_DIR
 
+# Once per `make test`: it reads the Dockerfile.
+pytestmark = pytest.mark.sqlite
+
 DOCKERFILE = BASE_DIR / "Dockerfile"
 DOCKERIGNORE = BASE_DIR / ".dockerignore"
 APP_DIR = "/app"

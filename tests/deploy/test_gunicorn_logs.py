@@ -8,6 +8,9 @@ from devtools.servers import free_port
 from tests.deploy.support import ScriptProcess, http_get, script_env, wait_for_status
 from tests.support.polling import wait_until
 
+# Once per `make test`: the log format is the same whatever the vendor.
+pytestmark = pytest.mark.sqlite
+
 
 @pytest.fixture
 def web():

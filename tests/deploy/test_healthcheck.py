@@ -5,6 +5,9 @@ import pytest
 from devtools.servers import free_port
 from tests.deploy.support import load_healthcheck
 
+# Once per `make test`: it checks the health check script.
+pytestmark = pytest.mark.sqlite
+
 hc = load_healthcheck()
 
 GUNICORN = b"/opt/venv/bin/python\0/opt/venv/bin/gunicorn\0instatic.wsgi:application\0--bind\0"

@@ -10,7 +10,8 @@ import pytest
 
 from tests.instatic.test_production_settings import manage, one_clear_line, production
 
-pytestmark = pytest.mark.multiprocess
+# Once per `make test`: the processes read settings from their own environment.
+pytestmark = [pytest.mark.multiprocess, pytest.mark.sqlite]
 
 
 def settings_value(tmp_path, expression: str, **env) -> str:

@@ -11,6 +11,9 @@ import pytest
 from instatic.logging import JSONFormatter, group_from_message
 from tests.support.processes import BASE_DIR, process_env
 
+# Once per `make test`: the log format is the same whatever the vendor.
+pytestmark = pytest.mark.sqlite
+
 
 def record(message, *args, level=logging.INFO, name="coordination.loop", exc_info=None, **extra):
     rec = logging.LogRecord(name, level, __file__, 1, message, args, exc_info)

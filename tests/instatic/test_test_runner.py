@@ -4,6 +4,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Once per `make test`: it checks the command, not the database.
+pytestmark = pytest.mark.sqlite
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 
 

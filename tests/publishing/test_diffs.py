@@ -22,6 +22,9 @@ from publishing.diffs import Row, revision_diff
 from publishing.models import PostRevision
 from tests.publishing.conftest import live_post
 
+# Once per `make test`: diffs are the same whatever the vendor.
+pytestmark = pytest.mark.sqlite
+
 
 def patched(old: list[str], rows: list[Row]) -> tuple[list[str], list[str]]:
     """Apply ``rows`` (checked against ``old``); return (old as read, new as made)."""

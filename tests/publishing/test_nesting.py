@@ -24,6 +24,9 @@ from publishing.rendering import MAX_NESTING, RenderError, render, render_markdo
 from tests.publishing.conftest import form_data, live_post
 from tests.publishing.test_admin_revisions import revisions_url, schedule_form
 
+# Once per `make test`: rendering is the same whatever the vendor.
+pytestmark = pytest.mark.sqlite
+
 
 class _Depth(HTMLParser):
     """The oracle: a real HTML parser's count of open elements (void ones never open)."""
