@@ -1,7 +1,7 @@
 """Actions on scheduler state that other apps and the admin call (one code path each)."""
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import DatabaseError, connection, transaction
 
@@ -54,9 +54,12 @@ def _bump_wakeup(group_name: str) -> None:
         logger.warning("could not wake the %s leader: %s", group_name, exc)
 
 
-def request_wakeup(job_name: str, at: datetime | None, *, skip_locked: bool = False) -> bool:
+def request_wakeup(
+    job_name: str, at: datetime | None, *, skip_locked: bool = False, after: timedelta | None = None
+) -> bool:
     """Ask for ``job_name`` to run at ``at`` at the latest (e.g. a post scheduled sooner);
-    ``None`` means now, by the database clock. Return whether its state row was written.
+    ``None`` means now, by the database clock, or ``after`` from now (wake-ups within it
+    share one run). Return whether its state row was written.
 
     Lowers the job's wake-up instant (never raises it) and, on PostgreSQL, wakes the group's
     leader when the surrounding transaction commits. With ``skip_locked``, a state row its
@@ -66,7 +69,9 @@ def request_wakeup(job_name: str, at: datetime | None, *, skip_locked: bool = Fa
     job = registry.get(job_name)
     group_name = job.group if job else None
     with transaction.atomic():
-        written = bool(ledger.record_wakeup_request(job_name, at, skip_locked=skip_locked))
+        written = bool(
+            ledger.record_wakeup_request(job_name, at, skip_locked=skip_locked, after=after)
+        )
         if not written:
             logger.debug("wake-up for %s not written: no state yet, or its row is held", job_name)
         if group_name:

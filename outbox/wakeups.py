@@ -3,7 +3,8 @@
 Each wake-up lowers a job's wake-up instant to now (``coordination.services.request_wakeup``)
 and, on PostgreSQL, wakes its group's leader. None is lost to a state row held by a run:
 
-- A change wakes the dispatcher after its commit and never waits for the dispatcher's state
+- A change wakes the dispatcher after its commit (for :data:`DISPATCH_AFTER` later, so the
+  changes of that moment share a run) and never waits for the dispatcher's state
   row. A wake-up that finds the row held by a dispatcher run is skipped; that run looks
   again after any batch, and a run that found nothing looks again once it has committed
   (:func:`wake_dispatcher_if_events_wait`), when every change whose wake-up it kept out
@@ -19,6 +20,7 @@ on their own.
 
 import logging
 from collections.abc import Iterable
+from datetime import timedelta
 from functools import partial
 
 from django.db import transaction
@@ -31,8 +33,17 @@ from publishing.models import PublishEvent
 logger = logging.getLogger(__name__)
 
 
-def wake(job_names: Iterable[str], *, skip_locked: bool = True) -> None:
-    """Make each of ``job_names`` due now; log and go on if the database refuses.
+#: How long after a change's commit the dispatcher runs: the changes committed within it
+#: share one dispatcher run (a post a second is not a run a second, each competing with
+#: the publishing it follows), and their events wait that much longer.
+DISPATCH_AFTER = timedelta(milliseconds=250)
+
+
+def wake(
+    job_names: Iterable[str], *, skip_locked: bool = True, after: timedelta | None = None
+) -> None:
+    """Make each of ``job_names`` due now (or ``after`` from now); log and go on if the
+    database refuses.
 
     ``skip_locked=False`` waits for a state row another transaction holds (the job's own
     run) instead of skipping it.
@@ -42,7 +53,7 @@ def wake(job_names: Iterable[str], *, skip_locked: bool = True) -> None:
         return
     try:
         for name in names:
-            request_wakeup(name, None, skip_locked=skip_locked)
+            request_wakeup(name, None, skip_locked=skip_locked, after=after)
     except DATABASE_ERRORS as exc:
         logger.warning("could not wake %s (%s); their schedules will look again", names, exc)
 
@@ -59,7 +70,7 @@ def wake_with_commit(job_names: Iterable[str]) -> None:
 
 def wake_dispatcher(**_signal_arguments) -> None:
     """The receiver of ``publishing.public_events.events_committed``."""
-    wake([DISPATCH_JOB])
+    wake([DISPATCH_JOB], after=DISPATCH_AFTER)
 
 
 def wake_dispatcher_if_events_wait() -> None:

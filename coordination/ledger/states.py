@@ -6,7 +6,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.db import connection
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, Value, When
 from django.db.models.functions import Coalesce, Least, Now
 
 from coordination.models import JobState
@@ -124,9 +124,12 @@ def record_run_request(job_name: str, *, requested_by: str = "") -> None:
     )
 
 
-def record_wakeup_request(job_name: str, at: datetime | None, *, skip_locked: bool = False) -> int:
+def record_wakeup_request(
+    job_name: str, at: datetime | None, *, skip_locked: bool = False, after: timedelta | None = None
+) -> int:
     """Lower ``job_name``'s wake-up instant to ``at`` (never raise it); return how many state
-    rows changed (0: the job has no state yet). ``None`` means the database's now.
+    rows changed (0: the job has no state yet). ``None`` means the database's now, ``after``
+    it when given.
 
     With ``skip_locked`` (inside a transaction), a state row that another transaction holds
     (its job's run) is left alone instead of waited for, where the database can skip locked
@@ -137,7 +140,9 @@ def record_wakeup_request(job_name: str, at: datetime | None, *, skip_locked: bo
         state = JobState.objects.filter(
             pk__in=list(state.select_for_update(skip_locked=True).values_list("pk", flat=True))
         )
-    instant = Now() if at is None else Value(at)
+    instant = Value(at) if at is not None else Now()
+    if at is None and after:
+        instant = ExpressionWrapper(Now() + Value(after), output_field=DateTimeField())
     return state.update(wake_at=Least(Coalesce("wake_at", instant), instant))
 
 

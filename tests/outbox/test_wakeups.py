@@ -1,6 +1,7 @@
 """The outbox's wake-ups are never lost: a subscriber is woken in the transaction that
 commits its deliveries, and a dispatcher run that found nothing looks again after its commit
-for events whose wake-up it kept out (its run held the state row)."""
+for events whose wake-up it kept out (its run held the state row); changes committed close
+together share one dispatcher run."""
 
 import threading
 from datetime import timedelta
@@ -14,6 +15,7 @@ from coordination.models import JobState
 from coordination.registry import JobRegistry
 from coordination.registry import registry as default_registry
 from outbox.job_names import DISPATCH_JOB
+from outbox.wakeups import DISPATCH_AFTER
 from plugins.sdk import on_post_event
 from plugins.testing import context_for, make_due
 from publishing.models import PublishEvent
@@ -83,3 +85,16 @@ def test_an_event_committed_while_an_empty_dispatcher_run_holds_its_row_is_not_l
 
     assert run.outcome() is None  # the run found nothing: its schedule alone would wait
     assert woken(DISPATCH_JOB)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_changes_committed_close_together_share_one_dispatcher_run():
+    not_due_for_an_hour(DISPATCH_JOB)
+    before = database_now()
+    publish_event()
+    first = JobState.objects.get(name=DISPATCH_JOB).wake_at
+    publish_event()
+    after = database_now()
+
+    assert before + DISPATCH_AFTER <= first <= after + DISPATCH_AFTER
+    assert JobState.objects.get(name=DISPATCH_JOB).wake_at == first  # never raised
