@@ -2,17 +2,23 @@
 
 ``make test`` calls this. Each server run gets a throwaway server that is removed afterwards,
 even when tests fail. Missing server binaries skip that run with a loud notice, except that
-with ``CI=true`` a skipped PostgreSQL or MariaDB run is a failure. PostgreSQL runs last so
-the output ends with its pytest summary line.
+with ``CI=true`` a skipped PostgreSQL or MariaDB run is a failure.
 
-Nothing a run starts outlives it. Every process of the run carries a marker in its
-environment (``INSTATIC_TEST_RUN=<run id>``, inherited by the servers, pytest and everything
-the tests start); after each vendor's run :func:`leftovers` lists the marked processes still
-running (with the ports they listen on, and the data folder a server lost), and the test
-database's sessions that the tests left open are reported by pytest before it drops the
-database (tests/support/databases.py). Either fails the run, naming them; the processes are
-then stopped. Processes of other runs on the same machine carry other run ids and are never
-counted. SIGINT and SIGTERM stop pytest, then the server, before the runner exits.
+The SQLite run goes on in the background beside the server runs, its output kept in a file
+(``var/test-logs/sqlite.log``) and printed whole once it has ended; the server runs follow
+each other in the foreground, PostgreSQL last. Most of a run is waiting (for a lease to pass,
+a process to start, a page to load), so two at once take much less than one after the other;
+and every test must hold on a busy machine anyway. A summary of the runs ends the output.
+
+Nothing a run starts outlives it. Every process of a vendor's run carries a marker of that run
+in its environment (``INSTATIC_TEST_RUN=<run id>``, inherited by pytest and everything the
+tests start; the servers carry the suite's own); after each vendor's run :func:`leftovers`
+lists the marked processes still running (with the ports they listen on, and the data folder
+a server lost), and the test database's sessions that the tests left open are reported by
+pytest before it drops the database (tests/support/databases.py). Either fails the run,
+naming them; the processes are then stopped. Processes of other runs on the same machine
+carry other run ids and are never counted. SIGINT and SIGTERM stop pytest, then the server,
+before the runner exits.
 """
 
 import os
@@ -23,7 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from devtools import coverage_report, mariadb, pgcluster
@@ -39,27 +45,66 @@ def notice(message: str) -> None:
     print(f"\n{BANNER}\n{message}\n{BANNER}", flush=True)
 
 
-def run_pytest(label: str, database_url: str | None, args: list[str], cluster=None) -> int:
-    env = dict(os.environ)
-    if cluster is not None:
-        cluster.export_env(env)
-    env.pop("DATABASE_URL", None)
-    if database_url:
-        env["DATABASE_URL"] = database_url
-    env["INSTATIC_TEST_VENDOR_LABEL"] = label
-    notice(f"Instatic test suite on {label}")
-    # Under coverage; the processes the tests start are measured too ([tool.coverage.run]).
-    pytest = subprocess.Popen(
-        [sys.executable, "-m", "coverage", "run", "-m", "pytest", *args], env=env
-    )
-    try:
-        return pytest.wait()
-    except KeyboardInterrupt:  # Ctrl-C in a terminal reaches pytest too: let it finish first
-        _interrupt(pytest, grace=10)
-        raise
-    except BaseException:
-        _interrupt(pytest, grace=0)
-        raise
+@dataclass
+class VendorRun:
+    """One vendor's pytest run: its marker, its leak report, its process and where it prints."""
+
+    label: str
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    log: Path | None = None
+    process: subprocess.Popen | None = None
+
+    @property
+    def report(self) -> Path:
+        return Path(tempfile.gettempdir()) / f"instatic-test-leaks-{self.run_id}.txt"
+
+    def start(self, database_url: str | None, args: list[str], cluster=None) -> None:
+        env = dict(os.environ)
+        if cluster is not None:
+            cluster.export_env(env)
+        env.pop("DATABASE_URL", None)
+        if database_url:
+            env["DATABASE_URL"] = database_url
+        env["INSTATIC_TEST_VENDOR_LABEL"] = self.label
+        env[RUN_MARKER] = self.run_id
+        env[LEAK_REPORT] = str(self.report)
+        if self.log is None:
+            notice(f"Instatic test suite on {self.label}")
+            out = None
+        else:
+            notice(f"Instatic test suite on {self.label}: in the background, printed when it ends")
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            out = self.log.open("wb")
+        # Under coverage; the processes the tests start are measured too ([tool.coverage.run]).
+        command = [sys.executable, "-m", "coverage", "run", "-m", "pytest", *args]
+        try:
+            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=out)
+        finally:
+            if out is not None:
+                out.close()
+
+    def wait(self) -> int:
+        """Wait for pytest to end; on Ctrl-C or any other exception stop it first."""
+        try:
+            return self.process.wait()
+        except KeyboardInterrupt:  # Ctrl-C in a terminal reaches pytest too: let it finish first
+            _interrupt(self.process, grace=10)
+            raise
+        except BaseException:
+            _interrupt(self.process, grace=0)
+            raise
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            _interrupt(self.process, grace=0)
+
+    def print_log(self) -> None:
+        if self.log is not None:
+            notice(f"Instatic test suite on {self.label} (ran in the background)")
+            sys.stdout.flush()
+            with self.log.open("rb") as log:
+                sys.stdout.buffer.write(log.read())
+            sys.stdout.flush()
 
 
 def _interrupt(pytest: subprocess.Popen, *, grace: float) -> None:
@@ -162,32 +207,36 @@ def leftovers(run_id: str) -> list[Leftover]:
     return found
 
 
-def check_left_behind(label: str, run_id: str, report: Path) -> list[str]:
-    """Return what ``label``'s run left behind (after a moment to exit), stopping it."""
+def check_left_behind(run: VendorRun) -> list[str]:
+    """Return what ``run`` left behind (after a moment to exit), stopping it."""
     deadline = time.monotonic() + SETTLE_SECONDS
-    while (left := leftovers(run_id)) and time.monotonic() < deadline:
+    while (left := leftovers(run.run_id)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    problems = [f"{label} run left a process running: {leftover}" for leftover in left]
+    problems = [f"{run.label} run left a process running: {leftover}" for leftover in left]
     for leftover in left:
         stop_quietly(leftover.pid)
-    if report.exists():
-        problems += [f"{label} run: {line}" for line in report.read_text().splitlines() if line]
-        report.unlink()
+    if run.report.exists():
+        lines = run.report.read_text().splitlines()
+        problems += [f"{run.label} run: {line}" for line in lines if line]
+        run.report.unlink()
     return problems
 
 
 def main(argv: list[str]) -> int:
     run_id = uuid.uuid4().hex
-    os.environ[RUN_MARKER] = run_id  # inherited by the servers, pytest and their children
-    report = Path(tempfile.gettempdir()) / f"instatic-test-leaks-{run_id}.txt"
-    os.environ[LEAK_REPORT] = str(report)
+    os.environ[RUN_MARKER] = run_id  # inherited by the servers; each vendor's run has its own
+    runs: list[VendorRun] = []
     try:
         with signals_exit():
-            return run_all(argv, run_id, report)
+            return run_all(argv, runs)
     finally:  # interrupted or not: nothing of this run outlives it
-        for leftover in leftovers(run_id):
-            stop_quietly(leftover.pid)
-        report.unlink(missing_ok=True)
+        for run in runs:
+            run.stop()
+        for marker in [run_id, *(run.run_id for run in runs)]:
+            for leftover in leftovers(marker):
+                stop_quietly(leftover.pid)
+        for run in runs:
+            run.report.unlink(missing_ok=True)
 
 
 def stop_quietly(pid: int) -> None:
@@ -197,50 +246,81 @@ def stop_quietly(pid: int) -> None:
         pass
 
 
-def run_all(argv: list[str], run_id: str, report: Path) -> int:
+#: Where the background SQLite run's output is kept until it is printed.
+BACKGROUND_LOG = Path(__file__).resolve().parent.parent / "var" / "test-logs" / "sqlite.log"
+
+
+def run_all(argv: list[str], runs: list[VendorRun]) -> int:
+    """Run each vendor's pytest (SQLite in the background); return the exit status."""
     in_ci = os.environ.get("CI", "").lower() == "true"
     only = os.environ.get("INSTATIC_TEST_VENDORS", "sqlite,mysql,postgresql").split(",")
-    failures: list[str] = []
+    outcomes: dict[str, str] = {}
     left_behind: list[str] = []
     coverage_report.erase()
+    background = None
+
+    def finished(run: VendorRun, status: int) -> None:
+        outcomes[run.label] = "passed" if status == 0 else f"FAILED (pytest exit {status})"
+        left_behind.extend(check_left_behind(run))
+
+    def collect_background(*, wait: bool) -> None:
+        nonlocal background
+        if background is None or (not wait and background.process.poll() is None):
+            return
+        finished(background, background.wait())
+        background.print_log()
+        background = None
 
     if "sqlite" in only:
-        if run_pytest("SQLite", None, argv) != 0:
-            failures.append("SQLite")
-        left_behind += check_left_behind("SQLite", run_id, report)
+        servers_follow = "mysql" in only or "postgresql" in only
+        background = VendorRun("SQLite", log=BACKGROUND_LOG if servers_follow else None)
+        runs.append(background)
+        background.start(None, argv)
+        if not servers_follow:
+            collect_background(wait=True)
 
     if "mysql" in only:
         if mariadb.find_server() and mariadb.client_library_available():
+            run = VendorRun("MariaDB")
+            runs.append(run)
             with mariadb.MariaDBServer() as server:
-                if run_pytest("MariaDB", server.url("instatic"), argv, server) != 0:
-                    failures.append("MariaDB")
-            left_behind += check_left_behind("MariaDB", run_id, report)
+                run.start(server.url("instatic"), argv, server)
+                status = run.wait()
+            finished(run, status)
         else:
             notice(
                 "SKIPPED: MariaDB tests (mariadbd or the mysqlclient library is not installed).\n"
                 "Install Debian's mariadb-server and libmariadb-dev, then `make test` again."
             )
             if in_ci:
-                failures.append("MariaDB (skipped under CI=true)")
+                outcomes["MariaDB"] = "FAILED (skipped under CI=true)"
+        collect_background(wait=False)
 
     if "postgresql" in only:
         if pgcluster.find_bindir():
+            run = VendorRun("PostgreSQL")
+            runs.append(run)
             with pgcluster.PostgresCluster() as cluster:
-                if run_pytest("PostgreSQL", cluster.url("instatic"), argv, cluster) != 0:
-                    failures.append("PostgreSQL")
-            left_behind += check_left_behind("PostgreSQL", run_id, report)
+                run.start(cluster.url("instatic"), argv, cluster)
+                status = run.wait()
+            finished(run, status)
         else:
             notice(
                 "SKIPPED: PostgreSQL tests (initdb/pg_ctl not found).\n"
                 "Install Debian's postgresql package, then `make test` again."
             )
             if in_ci:
-                failures.append("PostgreSQL (skipped under CI=true)")
+                outcomes["PostgreSQL"] = "FAILED (skipped under CI=true)"
+    collect_background(wait=True)
 
     coverage_report.report()
     if left_behind:
         notice("LEFT BEHIND by the test run (now stopped):\n" + "\n".join(left_behind))
-        failures.append("left processes or database sessions behind")
+        outcomes["cleanup"] = "FAILED (left processes or database sessions behind)"
+    order = ["SQLite", "MariaDB", "PostgreSQL", "cleanup"]
+    summary = sorted(outcomes.items(), key=lambda item: order.index(item[0]))
+    notice("\n".join(f"{label:<12}{outcome}" for label, outcome in summary))
+    failures = [label for label, outcome in outcomes.items() if outcome != "passed"]
     if failures:
         print(f"\nFAILED runs: {', '.join(failures)}", file=sys.stderr, flush=True)
         return 1
