@@ -195,6 +195,12 @@ DISPATCH_FALLBACK = 17.0  # its 15 s fallback schedule, and a run
 #: a killed node, or the dispatcher's node died between its commit and the after-commit
 #: wake-up of a subscriber whose run held its state row), and a run.
 DELIVERY_FALLBACK = 62.0
+# With no fault near, an event reaches the transactional subscriber within this long (s): the
+# dispatcher's wake-up comes 250 ms after the commit, then two runs (the dispatcher's and the
+# subscriber's), each within a lease or so even queued for a worker on 2 busy cores. Under the
+# subscriber's 60 s fallback and the dispatcher's 15 s one: an event that waited for either
+# (its wake-up lost) is over it.
+DELIVERY_WAIT_BOUND = 12.0
 WEBHOOK_READ_TIMEOUT = 1.0
 WEBHOOK_ENV = {
     "INSTATIC_WEBHOOK_ALLOW_PRIVATE": "1",

@@ -7,7 +7,6 @@ progress comes first, as the settle phase timed it.
 
 import bisect
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -15,8 +14,8 @@ from datetime import datetime, timedelta
 from devtools.chaos.clock import clock_text, utc
 from devtools.chaos.config import (
     CLAIMED_ELSEWHERE_PER_FAULT,
+    DELIVERY_WAIT_BOUND,
     DOUBLE_FAULT_BOUND,
-    EVENT_SUBSCRIBER,
     FAILOVER_LEASE_BOUND,
     FENCED_RUN_LOG,
     JOBS,
@@ -47,6 +46,12 @@ from devtools.chaos.evidence import (
     waited_behind,
     worker_disturbances,
 )
+from devtools.chaos.outbox_checks import (
+    deliveries_without_fallback,
+    events_reach_every_subscriber,
+    transactional_subscriber_once,
+    webhook_ids_received,
+)
 from devtools.chaos.queries import (
     CHAOS_OR_PUBLISH,
     dead_running_sql,
@@ -61,7 +66,6 @@ from devtools.chaos.releases import (
     release_rows,
 )
 from devtools.chaos.soak import Soak
-from devtools.chaos.webhooks import received_ids
 
 
 def no_slot_twice(soak: Soak, end_db) -> tuple[bool, str]:
@@ -586,74 +590,6 @@ def worker_pools_running(soak: Soak, end_db) -> tuple[bool, str]:
     return not short, "short: " + ", ".join(short) if short else f"{sum(targets.values())} live"
 
 
-def _published_events(soak: Soak) -> set[int]:
-    return {
-        pk
-        for (pk,) in soak.query("SELECT id FROM publishing_publishevent WHERE kind = 'published'")
-    }
-
-
-def events_reach_every_subscriber(soak: Soak, end_db) -> tuple[bool, str]:
-    """Every published event was dispatched and delivered to the transactional subscriber and
-    the webhook (one succeeded delivery each), and no delivery is left open: nothing stuck."""
-    events = _published_events(soak)
-    delivered = Counter(
-        event
-        for event, subscriber in soak.query(
-            "SELECT event_id, subscriber FROM outbox_delivery WHERE status = 'succeeded'"
-            " AND subscriber IN (%s, %s)",
-            (EVENT_SUBSCRIBER, soak.webhook_name),
-        )
-    )
-    short = sorted(pk for pk in events if delivered[pk] != 2)
-    undispatched = soak.scalar(
-        "SELECT count(*) FROM publishing_publishevent WHERE dispatched_at IS NULL"
-    )
-    left_open = soak.scalar("SELECT count(*) FROM outbox_delivery WHERE finished_at IS NULL")
-    detail = f"{len(events)} events, {undispatched} undispatched, {left_open} deliveries open"
-    if short:
-        detail += f", {len(short)} not delivered to both: {short[:5]}"
-    return bool(events) and not short and not undispatched and not left_open, detail
-
-
-def transactional_subscriber_once(soak: Soak, end_db) -> tuple[bool, str]:
-    """The transactional subscriber's write of each published event committed exactly once:
-    no event lost, none doubled, whatever was killed, frozen or cut off mid-delivery."""
-    events = _published_events(soak)
-    effects = Counter(
-        job.removeprefix("event:")
-        for (job,) in soak.query("SELECT job FROM jobsapp_effect WHERE job LIKE 'event:%%'")
-    )
-    doubled = sorted(int(pk) for pk, n in effects.items() if n > 1)
-    missing = sorted(pk for pk in events if str(pk) not in effects)
-    detail = f"{len(events)} events, {len(doubled)} twice, {len(missing)} missing"
-    if doubled or missing:
-        detail += f": {(doubled + missing)[:5]}"
-    return bool(events) and not doubled and not missing, detail
-
-
-def webhook_ids_received(soak: Soak, end_db) -> tuple[bool, str]:
-    """Every webhook delivery id reached the receiver (at least once: a retry sends the same
-    id), and none was recorded succeeded twice."""
-    ids = {
-        uuid.UUID(str(value)).hex
-        for (value,) in soak.query(
-            "SELECT delivery_id FROM outbox_delivery WHERE subscriber = %s", (soak.webhook_name,)
-        )
-    }
-    received = received_ids(soak.webhooks)
-    requests = len(soak.webhooks.requests)
-    twice = soak.query(
-        "SELECT delivery_id FROM outbox_webhookattempt WHERE ok = %s"
-        " GROUP BY delivery_id HAVING count(*) > 1",
-        (True,),
-    )
-    unseen = ids - received
-    detail = f"{len(ids)} ids, {requests} requests, {len(unseen)} never received"
-    detail += f", {len(twice)} succeeded twice"
-    return bool(ids) and not unseen and not twice, detail
-
-
 def releases_go_out(soak: Soak, end_db) -> tuple[bool, str]:
     """Every release scheduled during the soak whose time passed before the settle phase
     ended went out (``released``): none is left scheduled, or back to draft, past its time.
@@ -820,6 +756,10 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("releases: no post has two events from one release", releases_once_per_post),
     ("outbox: every published event reached every subscriber", events_reach_every_subscriber),
     ("outbox: transactional subscriber exactly once per event", transactional_subscriber_once),
+    (
+        f"outbox: delivered <= {DELIVERY_WAIT_BOUND:.0f} s unless a fault was near",
+        deliveries_without_fallback,
+    ),
     ("outbox: every webhook id received, none succeeded twice", webhook_ids_received),
     ("every process not deliberately killed is running", processes_running),
     ("SIGTERM exits 0", term_exits),
