@@ -49,13 +49,18 @@ transactional slot's effect twice, no attempt started twice, abandoned runs retr
 left running, the queue wait bounded outside fault windows, every pool full; for the releases:
 every one due before the settle phase ended went out, all of its posts' changes or none, each
 post's one event at the release's ``released_at``, never before its time, no post changed twice
-by one release), prints a table of faults (with the time until work resumed per fault kind: a
-new leader, a served run-now request, a finished catch-up, a published post) and invariants, and
-exits non-zero if any invariant broke. The same seed gives the same fault plan.
+by one release; for the outbox (``outbox_checks``): every published event delivered to the
+transactional subscriber exactly once and to the webhook, every webhook id received and none
+recorded succeeded twice, and with no fault near, within a bound under both fallback
+schedules, so a lost wake-up breaks it), prints a table of faults (with the time until work
+resumed per fault kind: a new leader, a served run-now request, a finished catch-up, a
+published post) and invariants, and exits non-zero if any invariant broke. The same seed
+gives the same fault plan.
 
 Modules: ``config`` (the soak's jobs, lease and bounds), ``databases`` (the server it runs on),
 ``network`` (the replicas' namespaces), ``records`` and ``soak`` (what it started and saw),
 ``editors`` (the editors' stream), ``releases`` (the release stream, and what the checks read of
-releases), ``faults`` (one function per fault kind), ``evidence`` and ``invariants`` (the
-checks), ``report`` (the tables), ``run`` (the command line and the soak's phases).
+releases), ``faults`` (one function per fault kind), ``evidence``, ``invariants`` and
+``outbox_checks`` (the checks), ``report`` (the tables), ``run`` (the command line and the
+soak's phases).
 """
