@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, F, Q, When
+from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.db.models.sql import UpdateQuery
 
 from coordination.conf import settings
 from coordination.ledger.claims import awaiting_retry
-from coordination.ledger.states import request_served
+from coordination.ledger.states import request_served, wakeup_served
 from coordination.models import JobRun, JobState
 from coordination.registry import Job
 
@@ -184,9 +184,7 @@ def _state_values(outcome: RunOutcome) -> dict:
     # One statement: clear the wake-up and run-now requests this run served, but keep any
     # that arrived after it started.
     if outcome.wake_before is not None:
-        values["wake_at"] = Case(
-            When(wake_at__lte=outcome.wake_before, then=None), default=F("wake_at")
-        )
+        values.update(wakeup_served(outcome.wake_before))
     if outcome.manual_requested_at is not None:
         values.update(request_served(outcome.manual_requested_at))
     return values

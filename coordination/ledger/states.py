@@ -168,19 +168,38 @@ def retire_undeclared(group: str, declared_here: set[str], declared_anywhere: se
 
 
 def slot_dealt_with(
-    job: Job, next_due: datetime | None, manual_requested_at: datetime | None
+    job: Job,
+    next_due: datetime | None,
+    manual_requested_at: datetime | None,
+    *,
+    wake_before: datetime | None = None,
 ) -> None:
-    """Mark a claimed (or taken) slot as dealt with: the job moves on to ``next_due``, and
-    the run-now request made at ``manual_requested_at`` is served."""
+    """Mark a claimed (or taken) slot as dealt with: the job moves on to ``next_due``, the
+    run-now request made at ``manual_requested_at`` is served, and so is a wake-up due by
+    ``wake_before`` (a run queued for a worker serves it: the worker's outcome knows nothing
+    of it)."""
     if next_due is not None:
         advance(job, next_due)
+    served = {}
     if manual_requested_at is not None:
-        serve_run_request(job, manual_requested_at)
+        served.update(request_served(manual_requested_at))
+    if wake_before is not None:
+        served.update(wakeup_served(wake_before))
+    if served:
+        JobState.objects.filter(name=job.name).update(**served)
 
 
 def serve_run_request(job: Job, requested_at: datetime) -> None:
     """Clear the run-now request a run served (keep one that arrived after it)."""
     JobState.objects.filter(name=job.name).update(**request_served(requested_at))
+
+
+def wakeup_served(before: datetime) -> dict:
+    """Return update values clearing a wake-up due at or before ``before`` (the slot of the
+    run that serves it); one that came later is kept, for a run after it. Compared as
+    :func:`request_served` compares, for SQLite's times as text."""
+    served = Q(wake_at__lt=before + timedelta(microseconds=1))
+    return {"wake_at": Case(When(served, then=None), default=F("wake_at"))}
 
 
 def request_served(requested_at: datetime) -> dict:

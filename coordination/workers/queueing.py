@@ -80,7 +80,9 @@ def _claim(plans: list[RunPlan], *, node) -> list[JobRun]:
                 requested_by=plan.requested_by,
                 queued=True,
             )
-            ledger.slot_dealt_with(plan.job, plan.next_due, plan.manual_requested_at)
+            ledger.slot_dealt_with(
+                plan.job, plan.next_due, plan.manual_requested_at, wake_before=plan.wake_before
+            )
         if run is not None:
             runs.append(run)
     return runs

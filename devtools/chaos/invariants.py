@@ -120,6 +120,20 @@ def no_run_left_running(soak: Soak, end_db) -> tuple[bool, str]:
     return dead == 0 and stuck == 0, f"{dead} of dead nodes, {stuck} running > 30 s"
 
 
+def wakeups_served(soak: Soak, end_db) -> tuple[bool, str]:
+    """Every wake-up a job was given is served by a run and cleared: none older than
+    QUEUE_WAIT_BOUND before the settle phase ended is left on a job that can run (not
+    paused, not retired). A wake-up left standing is a job planned at every tick, a spin."""
+    before = soak.settled_db - timedelta(seconds=QUEUE_WAIT_BOUND)
+    standing = soak.query(
+        "SELECT name, wake_at FROM coordination_jobstate WHERE wake_at < %s"
+        " AND NOT paused AND retired_at IS NULL ORDER BY name",
+        (before,),
+    )
+    detail = ", ".join(f"{name} since {utc(at):%H:%M:%S}" for name, at in standing[:4])
+    return not standing, detail or "none left standing"
+
+
 def posts_published_once(soak: Soak, end_db) -> tuple[bool, str]:
     """Every post due before the end is published, once, with its ``published`` event."""
     q = soak.scalar
@@ -733,6 +747,7 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("transactional effects match succeeded runs", effects_match_runs),
     ("ledger: each slot once; missed with a reason", ledger_complete),
     ("no run left 'running' (dead node or stuck)", no_run_left_running),
+    ("every wake-up served by a run, none left standing", wakeups_served),
     ("every due post published exactly once", posts_published_once),
     ("no cancelled post published", no_cancelled_published),
     ("no post live before its time", none_early),

@@ -5,7 +5,7 @@ soak's lease-mode replicas, and ``publish_probe`` runs in the ``publishing`` gro
 publish jobs. ``worker_tick`` and ``worker_claim`` run on worker processes (``run_on="workers"``):
 the plugins leader queues their slots and a worker process of any replica, or of the soak's
 worker-only node, executes them. ``chaosevents.record`` is a transactional subscriber of the
-``published`` events: one ``Effect`` per event (``event:<id>``).
+``published`` events, on worker processes too: one ``Effect`` per event (``event:<id>``).
 
 Whether a slot fails or hangs is decided from the slot itself, so a rerun of the same slot
 behaves the same and the soak stays reproducible.
@@ -141,8 +141,14 @@ def publish_probe(ctx):
 
 
 @on_post_event(
-    "published", transactional=True, plugin="chaosevents", name="record", retry_backoff=1
+    "published",
+    transactional=True,
+    plugin="chaosevents",
+    name="record",
+    retry_backoff=1,
+    run_on="workers",
 )
 def record_event(event, ctx):
-    """One ``Effect`` per published event, in the delivery's transaction: exactly once."""
+    """One ``Effect`` per published event, in the delivery's transaction: exactly once. On the
+    worker processes, so deliveries are queued, taken, killed and fenced with them."""
     Effect.objects.create(job=f"event:{event.id}", slot=event.at, node=ctx.node)

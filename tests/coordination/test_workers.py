@@ -23,7 +23,9 @@ from coordination.liveness import NodeNameInUse
 from coordination.models import JobRun, JobState, Node
 from coordination.runhost import RunHost
 from coordination.scheduler import Scheduler
+from coordination.schedules import WhenDue
 from coordination.selectors import job_summaries
+from coordination.services import request_wakeup
 from coordination.workers import process
 from coordination.workers.execution import Delivery
 from coordination.workers.process import WorkerProcess
@@ -380,3 +382,29 @@ def test_on_sqlite_a_transactional_run_longer_than_the_lease_commits():
 
     assert JobRun.objects.get(job=job.name).status == JobRun.Status.SUCCEEDED
     assert ran == [slot]
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["claim-first", "transactional"])
+def test_a_wake_up_served_by_a_run_on_a_worker_is_spent_and_the_job_sleeps_again(transactional):
+    """A when-due job on workers (the outbox's jobs) that was woken runs once for the wake-up:
+    its run clears it as a run in the leader's threads does, so the next tick finds nothing
+    due, instead of queueing a run each tick for a wake-up that never goes."""
+    recorder = Recorder()
+    reg, job = declare(
+        recorder,
+        transactional=transactional,
+        run_on="workers",
+        schedule=WhenDue(fallback=timedelta(hours=1)),
+    )
+    process = worker(reg)
+    tick(reg)  # a new job runs at once; then nothing is due until a wake-up or its fallback
+    assert process.work()
+    request_wakeup(job.name, None)
+
+    tick(reg)
+    assert process.work()
+
+    assert JobState.objects.get(name=job.name).wake_at is None
+    tick(reg)
+    assert JobRun.objects.filter(job=job.name).count() == 2
+    assert len(recorder.slots) == 2
