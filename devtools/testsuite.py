@@ -5,7 +5,8 @@ even when tests fail. Missing server binaries skip that run with a loud notice, 
 with ``CI=true`` a skipped PostgreSQL or MariaDB run is a failure.
 
 The SQLite run goes on in the background beside the server runs, its output kept in a file
-(``var/test-logs/sqlite.log``) and printed whole once it has ended; the server runs follow
+(``var/test-logs/sqlite-<run id>.log``) and printed whole once it has ended (after the
+MariaDB run, or at the end); the server runs follow
 each other in the foreground, PostgreSQL last. Most of a run is waiting (for a lease to pass,
 a process to start, a page to load), so two at once take much less than one after the other;
 and every test must hold on a busy machine anyway. A summary of the runs ends the output.
@@ -56,6 +57,7 @@ class VendorRun:
 
     @property
     def report(self) -> Path:
+        """The file where pytest lists the database sessions the tests left open."""
         return Path(tempfile.gettempdir()) / f"instatic-test-leaks-{self.run_id}.txt"
 
     def start(self, database_url: str | None, args: list[str], cluster=None) -> None:
@@ -95,16 +97,19 @@ class VendorRun:
             raise
 
     def stop(self) -> None:
+        """Stop pytest if it is still running (the suite was interrupted)."""
         if self.process is not None and self.process.poll() is None:
             _interrupt(self.process, grace=0)
 
     def print_log(self) -> None:
+        """Print the output kept in the log file (a background run's), then remove the file."""
         if self.log is not None:
             notice(f"Instatic test suite on {self.label} (ran in the background)")
             sys.stdout.flush()
             with self.log.open("rb") as log:
                 sys.stdout.buffer.write(log.read())
             sys.stdout.flush()
+            self.log.unlink()
 
 
 def _interrupt(pytest: subprocess.Popen, *, grace: float) -> None:
@@ -246,8 +251,9 @@ def stop_quietly(pid: int) -> None:
         pass
 
 
-#: Where the background SQLite run's output is kept until it is printed.
-BACKGROUND_LOG = Path(__file__).resolve().parent.parent / "var" / "test-logs" / "sqlite.log"
+#: Where the background SQLite run's output is kept until it is printed (one file per run,
+#: so two suites in one checkout never write into each other's).
+BACKGROUND_LOGS = Path(__file__).resolve().parent.parent / "var" / "test-logs"
 
 
 def run_all(argv: list[str], runs: list[VendorRun]) -> int:
@@ -273,7 +279,9 @@ def run_all(argv: list[str], runs: list[VendorRun]) -> int:
 
     if "sqlite" in only:
         servers_follow = "mysql" in only or "postgresql" in only
-        background = VendorRun("SQLite", log=BACKGROUND_LOG if servers_follow else None)
+        background = VendorRun("SQLite")
+        if servers_follow:
+            background.log = BACKGROUND_LOGS / f"sqlite-{background.run_id}.log"
         runs.append(background)
         background.start(None, argv)
         if not servers_follow:

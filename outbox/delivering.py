@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -36,6 +37,7 @@ from coordination.alerts import raise_alert
 from coordination.clock import database_now
 from coordination.models import JobRun
 from coordination.registry import JobContext
+from outbox import wakeups
 from outbox.events import EVENT_FIELDS, PostEvent, from_row
 from outbox.models import Delivery
 
@@ -210,6 +212,16 @@ def deliver_batch(subscriber: Subscriber, ctx: JobContext) -> datetime | None:
         )
     if len(rows) == BATCH_SIZE and take:
         return now
+    if subscriber.transactional:
+        # The dispatcher does not wait for the row this run holds to wake it: look for
+        # deliveries written meanwhile once this run's commit frees the row.
+        newest = max((row.pk for row in rows), default=0)
+        transaction.on_commit(
+            partial(
+                wakeups.wake_if_new_deliveries, ctx.job.name, subscriber.name, seen_up_to=newest
+            ),
+            robust=True,
+        )
     return min(filter(None, [choice.next_due, *retries]), default=None)
 
 

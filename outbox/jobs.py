@@ -1,6 +1,7 @@
 """The outbox's jobs: the dispatcher, the webhooks' sender, the authors' notifications.
 
-The dispatcher hands publish events to deliveries, woken by every commit that wrote some. It
+The dispatcher hands publish events to deliveries, woken 250 ms after every commit that
+wrote some (``wakeups.DISPATCH_AFTER``). It
 runs in the ``plugins`` group (never in the publishing loop, so delivering never delays
 a publish), in one transaction with its ledger row and with the wake-ups of the subscribers
 that got deliveries (``outbox.wakeups``).

@@ -1,7 +1,8 @@
 """Hurry deliveries along: wake the dispatcher and the subscribers' jobs.
 
-Each wake-up lowers a job's wake-up instant to now (``coordination.services.request_wakeup``)
-and, on PostgreSQL, wakes its group's leader. None is lost to a state row held by a run:
+Each wake-up lowers a job's wake-up instant to now, or to a moment later
+(``coordination.services.request_wakeup``), and, on PostgreSQL, wakes its group's leader.
+None is lost to a state row held by a run:
 
 - A change wakes the dispatcher after its commit (for :data:`DISPATCH_AFTER` later, so the
   changes of that moment share a run) and never waits for the dispatcher's state
@@ -11,8 +12,11 @@ and, on PostgreSQL, wakes its group's leader. None is lost to a state row held b
   is visible.
 - The dispatcher wakes its subscribers in its own transaction (:func:`wake_with_commit`),
   so the wake-up commits with the deliveries it announces, even if the node dies right after.
-  A subscriber whose own transactional run holds its row is woken after the commit instead,
-  waiting for that run: a run that already looked would not look again.
+  A transactional subscriber's row held by its run is left alone: that run looks for
+  deliveries it did not see once it has committed (:func:`wake_if_new_deliveries`), so the
+  dispatcher never waits for a subscriber's batch (a slow subscriber would hold up every
+  other one). Any other row is held only for a moment (an outcome being recorded, a pause):
+  its subscriber is woken after the dispatcher's commit, waiting for it.
 
 A wake-up that fails (the database went away) loses nothing: the jobs' schedules look again
 on their own.
@@ -26,8 +30,10 @@ from functools import partial
 from django.db import transaction
 
 from coordination.dberrors import DATABASE_ERRORS
+from coordination.registry import registry
 from coordination.services import request_wakeup
 from outbox.job_names import DISPATCH_JOB
+from outbox.models import Delivery
 from publishing.models import PublishEvent
 
 logger = logging.getLogger(__name__)
@@ -59,13 +65,35 @@ def wake(
 
 
 def wake_with_commit(job_names: Iterable[str]) -> None:
-    """Make each of ``job_names`` due now in the caller's transaction; one whose state row
-    is held (by its own run) is woken once the transaction commits, waiting for that run."""
+    """Make each of ``job_names`` due now in the caller's transaction. One whose state row is
+    held is woken once the transaction commits, waiting for the holder, unless its runs hold
+    their row (transactional): then its run in progress looks again itself."""
     held = [
         name for name in sorted(set(job_names)) if not request_wakeup(name, None, skip_locked=True)
     ]
-    if held:
-        transaction.on_commit(partial(wake, held, skip_locked=False), robust=True)
+    brief = [name for name in held if not _runs_hold_their_row(name)]
+    if brief:
+        transaction.on_commit(partial(wake, brief, skip_locked=False), robust=True)
+
+
+def _runs_hold_their_row(job_name: str) -> bool:
+    job = registry.get(job_name)
+    return job is not None and job.transactional
+
+
+def wake_if_new_deliveries(job_name: str, subscriber: str, *, seen_up_to: int) -> None:
+    """Wake ``job_name`` if ``subscriber`` has open deliveries its run did not see (written
+    after ``seen_up_to``, the newest it read): called once that run has committed, since the
+    dispatcher's wake-up left the row the run held alone."""
+    try:
+        waiting = Delivery.objects.filter(
+            subscriber=subscriber, finished_at__isnull=True, pk__gt=seen_up_to
+        ).exists()
+    except DATABASE_ERRORS as exc:
+        logger.warning("could not look for new deliveries (%s); the schedule will", exc)
+        return
+    if waiting:
+        wake([job_name], skip_locked=False)
 
 
 def wake_dispatcher(**_signal_arguments) -> None:

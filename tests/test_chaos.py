@@ -62,6 +62,9 @@ def test_short_chaos_soak_holds_every_invariant():
     # The release stream made releases, and some went out, for the release invariants to check.
     releases = re.search(r"releases: \d+ made, (\d+) scheduled .*?, (\d+) released;", result.stdout)
     assert releases and int(releases[1]) >= 1 and int(releases[2]) >= 1, "no release went out"
+    # Events published with no fault near had their delivery time checked.
+    timed = re.search(r"(\d+) events, max [\d.]+ s; \d+ with a fault near left out", result.stdout)
+    assert timed and int(timed[1]) >= 1, "no delivery's time was checked"
     for kind in ("workerkill", "workerfreeze", "workersession"):
         # A fault aimed at a worker process logs its node name; a skipped one logs "-".
         assert re.search(rf"fault {kind} -> chaos-[^ ]+/worker-1", result.stdout), kind

@@ -30,6 +30,11 @@ def told(event, ctx):
     """A claim-first subscriber: its runs never hold its state row for long."""
 
 
+@on_post_event("published", plugin="demo", name="slow", transactional=True, registry=registry)
+def slow(event, ctx):
+    """A transactional subscriber: its runs hold its state row until they commit."""
+
+
 def publish_event():
     """Write a ``published`` event as a change does: in its transaction, announced on commit."""
     with transaction.atomic():
@@ -98,3 +103,35 @@ def test_changes_committed_close_together_share_one_dispatcher_run():
 
     assert before + DISPATCH_AFTER <= first <= after + DISPATCH_AFTER
     assert JobState.objects.get(name=DISPATCH_JOB).wake_at == first  # never raised
+
+
+@pytest.mark.server
+@pytest.mark.django_db(transaction=True)
+def test_a_transactional_subscribers_run_never_holds_up_the_dispatcher_and_looks_again_after():
+    not_due_for_an_hour(DISPATCH_JOB)
+    not_due_for_an_hour(slow.job.name)
+    looked, dispatched = threading.Event(), threading.Event()
+
+    def subscriber_run():
+        with transaction.atomic():
+            lock_state_nowait(slow.job.name)  # as the engine's transactional run does
+            answer = slow.job.func(context_for(slow.job))
+            looked.set()
+            assert dispatched.wait(30)  # a long batch, still going
+        return answer
+
+    with default_registry.temporary(slow.job):
+        run = Actor(subscriber_run)
+        run.start()
+        assert looked.wait(30)
+        PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+        dispatcher = Actor(lambda: run_job(DISPATCH_JOB))
+        dispatcher.start()
+        dispatcher.join(10)
+        finished_meanwhile = not dispatcher.is_alive()
+        dispatched.set()
+        dispatcher.outcome()
+        assert run.outcome() is None  # it saw nothing: its schedule alone would wait
+
+    assert finished_meanwhile, "the dispatcher waited for the subscriber's run to commit"
+    assert woken(slow.job.name)
