@@ -128,8 +128,9 @@ def record_wakeup_request(
     job_name: str, at: datetime | None, *, skip_locked: bool = False, after: timedelta | None = None
 ) -> int:
     """Lower ``job_name``'s wake-up instant to ``at`` (never raise it); return how many state
-    rows changed (0: the job has no state yet). ``None`` means the database's now, ``after``
-    it when given.
+    rows changed (0: the job has no state yet). ``None`` means the database's now, or
+    ``after`` past it (a time on the database's clock, never this process's); ``at`` and
+    ``after`` do not go together.
 
     With ``skip_locked`` (inside a transaction), a state row that another transaction holds
     (its job's run) is left alone instead of waited for, where the database can skip locked
@@ -140,9 +141,14 @@ def record_wakeup_request(
         state = JobState.objects.filter(
             pk__in=list(state.select_for_update(skip_locked=True).values_list("pk", flat=True))
         )
-    instant = Value(at) if at is not None else Now()
-    if at is None and after:
+    if at is not None and after is not None:
+        raise ValueError("give a wake-up instant or a delay after the database's now, not both")
+    if at is not None:
+        instant = Value(at)
+    elif after:
         instant = ExpressionWrapper(Now() + Value(after), output_field=DateTimeField())
+    else:
+        instant = Now()
     return state.update(wake_at=Least(Coalesce("wake_at", instant), instant))
 
 
