@@ -109,9 +109,6 @@ from coordination.ledger.states import (
     retire_undeclared as retire_undeclared,
 )
 from coordination.ledger.states import (
-    serve_run_request as serve_run_request,
-)
-from coordination.ledger.states import (
     slot_dealt_with as slot_dealt_with,
 )
 from coordination.ledger.states import (

@@ -195,11 +195,6 @@ def slot_dealt_with(
         JobState.objects.filter(name=job.name).update(**served)
 
 
-def serve_run_request(job: Job, requested_at: datetime) -> None:
-    """Clear the run-now request a run served (keep one that arrived after it)."""
-    JobState.objects.filter(name=job.name).update(**request_served(requested_at))
-
-
 def wakeup_served(before: datetime) -> dict:
     """Return update values clearing a wake-up due at or before ``before`` (the slot of the
     run that serves it); one that came later is kept, for a run after it. Compared as

@@ -37,8 +37,21 @@ def test_serving_a_request_made_at_a_whole_second_clears_it():
     make_due(job, ago=timedelta(0))
     requested = request_at_whole_second(job)
     assert JobState.objects.get(name=job.name).run_requested_at == requested
-    ledger.serve_run_request(job, requested)
+    ledger.slot_dealt_with(job, None, requested)
     assert JobState.objects.get(name=job.name).run_requested_at is None
+
+
+def test_serving_a_wake_up_due_at_a_whole_second_clears_it():
+    reg, job = declare(Recorder())
+    make_due(job, ago=timedelta(0))
+    whole = (database_now() - timedelta(seconds=1)).replace(microsecond=0)
+    with connection.cursor() as cursor:  # as Now() writes it on SQLite: '...:SS.000'
+        cursor.execute(
+            "UPDATE coordination_jobstate SET wake_at = %s WHERE name = %s",
+            [whole.strftime("%Y-%m-%d %H:%M:%S.000"), job.name],
+        )
+    ledger.slot_dealt_with(job, None, None, wake_before=whole)
+    assert JobState.objects.get(name=job.name).wake_at is None
 
 
 def test_a_once_tick_runs_a_request_made_at_a_whole_second_once_and_ends():
