@@ -287,38 +287,39 @@ def run_all(argv: list[str], runs: list[VendorRun]) -> int:
         if not servers_follow:
             collect_background(wait=True)
 
-    if "mysql" in only:
-        if mariadb.find_server() and mariadb.client_library_available():
-            run = VendorRun("MariaDB")
+    servers = [
+        (
+            "mysql",
+            "MariaDB",
+            mariadb.find_server() and mariadb.client_library_available(),
+            mariadb.MariaDBServer,
+            "SKIPPED: MariaDB tests (mariadbd or the mysqlclient library is not installed).\n"
+            "Install Debian's mariadb-server and libmariadb-dev, then `make test` again.",
+        ),
+        (
+            "postgresql",
+            "PostgreSQL",
+            pgcluster.find_bindir(),
+            pgcluster.PostgresCluster,
+            "SKIPPED: PostgreSQL tests (initdb/pg_ctl not found).\n"
+            "Install Debian's postgresql package, then `make test` again.",
+        ),
+    ]
+    for vendor, label, installed, make_server, missing in servers:
+        if vendor not in only:
+            continue
+        if installed:
+            run = VendorRun(label)
             runs.append(run)
-            with mariadb.MariaDBServer() as server:
+            with make_server() as server:
                 run.start(server.url("instatic"), argv, server)
                 status = run.wait()
             finished(run, status)
         else:
-            notice(
-                "SKIPPED: MariaDB tests (mariadbd or the mysqlclient library is not installed).\n"
-                "Install Debian's mariadb-server and libmariadb-dev, then `make test` again."
-            )
+            notice(missing)
             if in_ci:
-                outcomes["MariaDB"] = "FAILED (skipped under CI=true)"
+                outcomes[label] = "FAILED (skipped under CI=true)"
         collect_background(wait=False)
-
-    if "postgresql" in only:
-        if pgcluster.find_bindir():
-            run = VendorRun("PostgreSQL")
-            runs.append(run)
-            with pgcluster.PostgresCluster() as cluster:
-                run.start(cluster.url("instatic"), argv, cluster)
-                status = run.wait()
-            finished(run, status)
-        else:
-            notice(
-                "SKIPPED: PostgreSQL tests (initdb/pg_ctl not found).\n"
-                "Install Debian's postgresql package, then `make test` again."
-            )
-            if in_ci:
-                outcomes["PostgreSQL"] = "FAILED (skipped under CI=true)"
     collect_background(wait=True)
 
     coverage_report.report()
