@@ -212,28 +212,22 @@ def run_phase(
             600,
             interval=0.2,
         )
+    # Each on-time post's lateness, when it fell due, and whether a backlog batch was running
+    # then (what the burst itself costs it, apart from the deliveries).
     rows = conn.execute(
-        "SELECT extract(epoch FROM published_at - publish_at)::float8, publish_at"
-        " FROM publishing_post WHERE slug LIKE %s",
-        (f"{prefix}-on-time-%",),
-    ).fetchall()
-    figures["lateness"] = [value for value, _ in rows]
-    figures["during"] = [value for value, at in rows if at <= figures["drained_at"]]
-    figures["beside_backlog"] = beside_backlog(conn, prefix)
-    return figures
-
-
-def beside_backlog(conn, prefix: str) -> tuple[list[float], list[float]]:
-    """Return the lateness of the on-time posts that fell due while a backlog batch ran, and
-    of the others: what the burst itself costs them, apart from the deliveries."""
-    rows = conn.execute(
-        "SELECT extract(epoch FROM p.published_at - p.publish_at)::float8, EXISTS (SELECT 1"
-        " FROM coordination_jobrun b WHERE b.job = 'publishing.publish_backlog'"
+        "SELECT extract(epoch FROM p.published_at - p.publish_at)::float8, p.publish_at,"
+        " EXISTS (SELECT 1 FROM coordination_jobrun b WHERE b.job = 'publishing.publish_backlog'"
         " AND b.started_at <= p.publish_at AND b.finished_at >= p.publish_at)"
         " FROM publishing_post p WHERE p.slug LIKE %s",
         (f"{prefix}-on-time-%",),
     ).fetchall()
-    return [late for late, busy in rows if busy], [late for late, busy in rows if not busy]
+    figures["lateness"] = [value for value, _, _ in rows]
+    figures["during"] = [value for value, at, _ in rows if at <= figures["drained_at"]]
+    figures["beside_backlog"] = (
+        [value for value, _, busy in rows if busy],
+        [value for value, _, busy in rows if not busy],
+    )
+    return figures
 
 
 def exactly_once(conn, first_event: int, webhook: str, received: set[str]) -> dict:
