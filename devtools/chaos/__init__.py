@@ -60,7 +60,7 @@ gives the same fault plan.
 Modules: ``config`` (the soak's jobs, lease and bounds), ``databases`` (the server it runs on),
 ``network`` (the replicas' namespaces), ``records`` and ``soak`` (what it started and saw),
 ``editors`` (the editors' stream), ``releases`` (the release stream, and what the checks read of
-releases), ``faults`` (one function per fault kind), ``evidence``, ``invariants`` and
-``outbox_checks`` (the checks), ``report`` (the tables), ``run`` (the command line and the
-soak's phases).
+releases), ``faults`` (one function per fault kind), ``evidence``, ``invariants``,
+``release_checks`` and ``outbox_checks`` (the checks), ``report`` (the tables), ``run`` (the
+command line and the soak's phases).
 """
