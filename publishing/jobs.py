@@ -33,7 +33,7 @@ from coordination.models import JobState
 from coordination.registry import JobContext, job
 from coordination.schedules import WhenDue
 from coordination.wording import duration_text
-from publishing import batches, late, release_apply, release_checks, selectors
+from publishing import agenda, batches, late, release_apply, release_checks, selectors
 from publishing.conf import settings
 from publishing.job_names import BACKLOG_JOB, LATE_JOB, PUBLISH_JOB
 from publishing.models import PostRevision
@@ -41,8 +41,6 @@ from publishing.public_events import announce_events
 
 logger = logging.getLogger(__name__)
 
-#: How soon the job looks again at due posts it had to skip because their rows were locked.
-LOCKED_RETRY = timedelta(seconds=1)
 #: Releases sent out per run (each in full, however many items it has); a run that finds more
 #: due runs again at once.
 RELEASES_PER_RUN = 3
@@ -63,12 +61,23 @@ def publish_due(ctx: JobContext) -> datetime | None:
     """Publish recently due posts, unpublish and revise one batch; return when next due."""
     batch_size = int(settings.PUBLISH_BATCH_SIZE)
     window = on_time_window()
-    # One clock read for the run's three batches (each would read its own otherwise).
+    # One clock read for the run (each batch would read its own otherwise), and one read of
+    # what is due: a kind of change with nothing due costs no statement.
     now = database_now()
-    published = batches.publish_due(batch_size=batch_size, node=ctx.node, recent=window, now=now)
-    unpublished = batches.unpublish_due(batch_size=batch_size, node=ctx.node, now=now)
-    revised = batches.switch_due_revisions(batch_size=batch_size, node=ctx.node, now=now)
-    gone = release_apply.go_out_due(now=now, node=ctx.node, limit=RELEASES_PER_RUN)
+    before = agenda.read_agenda(now=now, window=window)
+    none = batches.BatchResult(now=now, selected=0, done=[], failed=[], batch_size=batch_size)
+    published, unpublished, revised = none, none, none
+    if before.due("publish", now):
+        published = batches.publish_due(
+            batch_size=batch_size, node=ctx.node, recent=window, now=now
+        )
+    if before.due("unpublish", now):
+        unpublished = batches.unpublish_due(batch_size=batch_size, node=ctx.node, now=now)
+    if before.due("revision", now):
+        revised = batches.switch_due_revisions(batch_size=batch_size, node=ctx.node, now=now)
+    gone = release_apply.GoneOut.nothing()
+    if before.due("release", now):
+        gone = release_apply.go_out_due(now=now, node=ctx.node, limit=RELEASES_PER_RUN)
     changed = list(unpublished.done)
     if revised.done:
         changed += PostRevision.objects.filter(pk__in=revised.done).values_list(
@@ -91,14 +100,14 @@ def publish_due(ctx: JobContext) -> datetime | None:
         )
     if published.done or published.failed or unpublished.done or revised.done:
         announce_events()
-    if selectors.has_backlog(due_by=now - window):
+    if before.backlog:
         _wake_backlog_job(now)
-    if published.more or unpublished.more or revised.more or gone.more:
-        return now
-    next_due = selectors.next_due_at(publishes_after=now - window)
-    if gone.held or (next_due is not None and next_due <= now):
-        return now + LOCKED_RETRY  # still due, so skipped: locked by someone else
-    return next_due
+    more = published.more or unpublished.more or revised.more or gone.more
+    # Nothing was due (a fallback run, or an editor's wake-up for later): nothing changed.
+    after = before
+    if not more and before.anything_due(now):
+        after = agenda.read_agenda(now=now, window=window)
+    return agenda.next_run(before=before, after=after, now=now, more=more, held=bool(gone.held))
 
 
 @job(
@@ -125,7 +134,7 @@ def publish_backlog(ctx: JobContext) -> datetime | None:
     if published.more:
         return published.now
     if selectors.has_backlog(due_by=published.now - on_time_window()):
-        return published.now + LOCKED_RETRY  # skipped rows another transaction held
+        return published.now + agenda.LOCKED_RETRY  # skipped rows another transaction held
     return None
 
 

@@ -70,6 +70,11 @@ class GoneOut:
     held: list[int]
     more: bool
 
+    @classmethod
+    def nothing(cls) -> "GoneOut":
+        """A run with no release due."""
+        return cls(released=[], stopped=[], held=[], more=False)
+
 
 def go_out_due(*, now: datetime, node: str, limit: int) -> GoneOut:
     """Apply up to ``limit`` scheduled releases due at ``now`` (in the caller's transaction).

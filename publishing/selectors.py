@@ -210,41 +210,6 @@ def live_post_version(slug: str) -> datetime | None:
     return live_posts().filter(slug=slug).values_list("updated_at", flat=True).first()
 
 
-def next_due_at(*, publishes_after: datetime | None = None) -> datetime | None:
-    """Return the next instant the publish job has work: a publish, unpublish, revision or
-    release time.
-
-    Posts whose publish failed are skipped until an editor changes them, and so are posts due
-    at or before ``publishes_after`` (the backlog job's share) when it is given.
-    """
-    scheduled = Post.objects.filter(status=Post.Status.SCHEDULED, last_error="")
-    if publishes_after is not None:
-        scheduled = scheduled.filter(publish_at__gt=publishes_after)
-    next_publish = scheduled.order_by("publish_at").values_list("publish_at", flat=True).first()
-    next_unpublish = (
-        Post.objects.filter(status=Post.Status.PUBLISHED, unpublish_at__isnull=False)
-        .order_by("unpublish_at")
-        .values_list("unpublish_at", flat=True)
-        .first()
-    )
-    next_revision = (
-        PostRevision.objects.filter(status=PostRevision.Status.SCHEDULED)
-        .order_by("publish_at")
-        .values_list("publish_at", flat=True)
-        .first()
-    )
-    next_release = (
-        Release.objects.filter(status=Release.Status.SCHEDULED, problem="")
-        .order_by("release_at")
-        .values_list("release_at", flat=True)
-        .first()
-    )
-    candidates = [
-        t for t in (next_publish, next_unpublish, next_revision, next_release) if t is not None
-    ]
-    return min(candidates) if candidates else None
-
-
 def last_publish_lateness(post_ids: list[int]) -> dict[int, float | None]:
     """Return the lateness of each post's latest "published" event (the admin list's page).
 
