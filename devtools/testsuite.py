@@ -4,11 +4,12 @@
 even when tests fail. Missing server binaries skip that run with a loud notice, except that
 with ``CI=true`` a skipped PostgreSQL or MariaDB run is a failure.
 
-The three runs go on at once, each on its own server: PostgreSQL's in the foreground, the
-others' output kept in a file (``var/test-logs/<vendor>-<run id>.log``) and printed whole once
-the foreground run has ended. Most of a run is waiting (for a lease to pass, a process to
-start, a page to load), so three at once take much less than one after the other; and every
-test must hold on a busy machine anyway. A summary of the runs ends the output.
+The SQLite run goes on in the background beside the server runs, its output kept in a file
+(``var/test-logs/sqlite-<run id>.log``) and printed whole once it has ended (after the
+MariaDB run, or at the end); the server runs follow
+each other in the foreground, PostgreSQL last. Most of a run is waiting (for a lease to pass,
+a process to start, a page to load), so two at once take much less than one after the other;
+and every test must hold on a busy machine anyway. A summary of the runs ends the output.
 
 Nothing a run starts outlives it. Every process of a vendor's run carries a marker of that run
 in its environment (``INSTATIC_TEST_RUN=<run id>``, inherited by pytest and everything the
@@ -21,7 +22,6 @@ carry other run ids and are never counted. SIGINT and SIGTERM stop pytest, then 
 before the runner exits.
 """
 
-import contextlib
 import os
 import re
 import signal
@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -252,83 +251,82 @@ def stop_quietly(pid: int) -> None:
         pass
 
 
-#: Where a background run's output is kept until it is printed (one file per run, so two
-#: suites in one checkout never write into each other's).
+#: Where the background SQLite run's output is kept until it is printed (one file per run,
+#: so two suites in one checkout never write into each other's).
 BACKGROUND_LOGS = Path(__file__).resolve().parent.parent / "var" / "test-logs"
 
 
-@dataclass(frozen=True)
-class Vendor:
-    """A database vendor the suite runs on: how to tell it is installed and start its server."""
-
-    key: str  # as in INSTATIC_TEST_VENDORS
-    label: str
-    installed: Callable[[], bool]
-    server: Callable[[], object] | None  # a context manager; None: no server (SQLite)
-    missing: str = ""
-
-
-VENDORS = (
-    Vendor("sqlite", "SQLite", lambda: True, None),
-    Vendor(
-        "mysql",
-        "MariaDB",
-        lambda: bool(mariadb.find_server() and mariadb.client_library_available()),
-        mariadb.MariaDBServer,
-        "SKIPPED: MariaDB tests (mariadbd or the mysqlclient library is not installed).\n"
-        "Install Debian's mariadb-server and libmariadb-dev, then `make test` again.",
-    ),
-    Vendor(
-        "postgresql",
-        "PostgreSQL",
-        lambda: bool(pgcluster.find_bindir()),
-        pgcluster.PostgresCluster,
-        "SKIPPED: PostgreSQL tests (initdb/pg_ctl not found).\n"
-        "Install Debian's postgresql package, then `make test` again.",
-    ),
-)
-
-
 def run_all(argv: list[str], runs: list[VendorRun]) -> int:
-    """Run each vendor's pytest, all at once (the last in the foreground); return the exit
-    status."""
+    """Run each vendor's pytest (SQLite in the background); return the exit status."""
     in_ci = os.environ.get("CI", "").lower() == "true"
     only = os.environ.get("INSTATIC_TEST_VENDORS", "sqlite,mysql,postgresql").split(",")
     outcomes: dict[str, str] = {}
     left_behind: list[str] = []
     coverage_report.erase()
-    chosen = [vendor for vendor in VENDORS if vendor.key in only]
-    for vendor in chosen:
-        if not vendor.installed():
-            notice(vendor.missing)
-            if in_ci:
-                outcomes[vendor.label] = "FAILED (skipped under CI=true)"
-    chosen = [vendor for vendor in chosen if vendor.installed()]
+    background = None
 
-    with contextlib.ExitStack() as servers:
-        for i, vendor in enumerate(chosen):
-            run = VendorRun(vendor.label)
-            if i < len(chosen) - 1:
-                run.log = BACKGROUND_LOGS / f"{vendor.key}-{run.run_id}.log"
-            runs.append(run)
-            if vendor.server is None:
-                run.start(None, argv)
-            else:
-                server = servers.enter_context(vendor.server())
-                run.start(server.url("instatic"), argv, server)
-        # The foreground run first (its output is already on the terminal), then each
-        # background run's output whole, in the order they were started.
-        for run in reversed(runs):
-            outcomes[run.label] = _outcome(run.wait())
-            run.print_log()
-    for run in runs:
+    def finished(run: VendorRun, status: int) -> None:
+        outcomes[run.label] = "passed" if status == 0 else f"FAILED (pytest exit {status})"
         left_behind.extend(check_left_behind(run))
+
+    def collect_background(*, wait: bool) -> None:
+        nonlocal background
+        if background is None or (not wait and background.process.poll() is None):
+            return
+        finished(background, background.wait())
+        background.print_log()
+        background = None
+
+    if "sqlite" in only:
+        servers_follow = "mysql" in only or "postgresql" in only
+        background = VendorRun("SQLite")
+        if servers_follow:
+            background.log = BACKGROUND_LOGS / f"sqlite-{background.run_id}.log"
+        runs.append(background)
+        background.start(None, argv)
+        if not servers_follow:
+            collect_background(wait=True)
+
+    servers = [
+        (
+            "mysql",
+            "MariaDB",
+            mariadb.find_server() and mariadb.client_library_available(),
+            mariadb.MariaDBServer,
+            "SKIPPED: MariaDB tests (mariadbd or the mysqlclient library is not installed).\n"
+            "Install Debian's mariadb-server and libmariadb-dev, then `make test` again.",
+        ),
+        (
+            "postgresql",
+            "PostgreSQL",
+            pgcluster.find_bindir(),
+            pgcluster.PostgresCluster,
+            "SKIPPED: PostgreSQL tests (initdb/pg_ctl not found).\n"
+            "Install Debian's postgresql package, then `make test` again.",
+        ),
+    ]
+    for vendor, label, installed, make_server, missing in servers:
+        if vendor not in only:
+            continue
+        if installed:
+            run = VendorRun(label)
+            runs.append(run)
+            with make_server() as server:
+                run.start(server.url("instatic"), argv, server)
+                status = run.wait()
+            finished(run, status)
+        else:
+            notice(missing)
+            if in_ci:
+                outcomes[label] = "FAILED (skipped under CI=true)"
+        collect_background(wait=False)
+    collect_background(wait=True)
 
     coverage_report.report()
     if left_behind:
         notice("LEFT BEHIND by the test run (now stopped):\n" + "\n".join(left_behind))
         outcomes["cleanup"] = "FAILED (left processes or database sessions behind)"
-    order = [vendor.label for vendor in VENDORS] + ["cleanup"]
+    order = ["SQLite", "MariaDB", "PostgreSQL", "cleanup"]
     summary = sorted(outcomes.items(), key=lambda item: order.index(item[0]))
     notice("\n".join(f"{label:<12}{outcome}" for label, outcome in summary))
     failures = [label for label, outcome in outcomes.items() if outcome != "passed"]
@@ -336,10 +334,6 @@ def run_all(argv: list[str], runs: list[VendorRun]) -> int:
         print(f"\nFAILED runs: {', '.join(failures)}", file=sys.stderr, flush=True)
         return 1
     return 0
-
-
-def _outcome(status: int) -> str:
-    return "passed" if status == 0 else f"FAILED (pytest exit {status})"
 
 
 if __name__ == "__main__":
