@@ -2,6 +2,7 @@
 the transactional one exactly once and without waiting for a fallback, the webhook's ids all
 received and none recorded succeeded twice. ``invariants.INVARIANTS`` lists them."""
 
+import time
 import uuid
 from collections import Counter
 
@@ -48,8 +49,9 @@ def deliveries_without_fallback(soak: Soak, end_db) -> tuple[bool, str]:
     WORKER_DISRUPTIONS began before the bound passed) are left out."""
     spans = worker_disturbances(soak)
     checked, excluded, worst, over = 0, 0, (0.0, 0), []
-    for event_id, at, finished_at in soak.query(
-        "SELECT e.id, e.at, d.finished_at FROM publishing_publishevent e JOIN outbox_delivery d"
+    for event_id, at, finished_at, dispatched_at in soak.query(
+        "SELECT e.id, e.at, d.finished_at, e.dispatched_at FROM publishing_publishevent e"
+        " JOIN outbox_delivery d"
         " ON d.event_id = e.id AND d.subscriber = %s AND d.status = 'succeeded'"
         " WHERE e.kind = 'published'",
         (EVENT_SUBSCRIBER,),
@@ -62,12 +64,15 @@ def deliveries_without_fallback(soak: Soak, end_db) -> tuple[bool, str]:
         wait = (finished_at - at).total_seconds()
         worst = max(worst, (wait, event_id))
         if wait > DELIVERY_WAIT_BOUND:
-            over.append((wait, event_id))
+            dispatched = (dispatched_at - at).total_seconds()
+            over.append((wait, event_id, dispatched, soak.local_time(at)))
     if over:
-        wait, event_id = max(over)
+        wait, event_id, dispatched, published = max(over)
         return False, (
             f"{len(over)} of {checked} waited over {DELIVERY_WAIT_BOUND:.0f} s with no fault"
-            f" near; worst event {event_id} {wait:.1f} s"
+            f" near; worst event {event_id} {wait:.1f} s (published at"
+            f" {time.strftime('%H:%M:%S', time.localtime(published))}, dispatched"
+            f" {dispatched:.1f} s after)"
         )
     return True, f"{checked} events, max {worst[0]:.2f} s; {excluded} with a fault near left out"
 

@@ -215,11 +215,14 @@ def test_a_busy_jobs_abandoned_run_on_a_killed_worker_is_retried(schedulers, wor
     run = in_flight(victim, CLAIMED)
 
     victim.signal(signal.SIGKILL)
-    workers("wo", processes=2, env=KILL_ENV)
+    other = workers("wo", processes=2, env=KILL_ENV)
     assert run_becomes(run, error__gt="").error in ABANDONED_REASONS
 
-    # Its job keeps a slot due every 2 s that takes 1 s: the retry still gets its turn.
-    retry = run_becomes(run, trigger="retry", status="succeeded", timeout=12)
+    # Its job keeps a slot due every 2 s that takes 1 s: the retry still gets its turn, once
+    # the other node's workers are up (starting them takes seconds on a busy machine).
+    for index in (1, 2):
+        other.wait_for_log(rf"\[worker wo/worker-{index}\] waiting for runs", timeout=60)
+    retry = run_becomes(run, trigger="retry", status="succeeded")
     assert retry.node.startswith("wo/worker-")
 
 
