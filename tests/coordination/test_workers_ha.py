@@ -106,22 +106,35 @@ def settle(*, timeout: float = 30.0) -> None:
     """
     for name in (RETRIED, CLAIMED, SLOW, "workers.tick"):
         services.set_paused(name, True, reason="the test is settling the cluster")
-    wait_until(
+    planned = wait_until(
         lambda: JobRun.objects.filter(
             job="workers.tick", status=JobRun.Status.MISSED, reason=JobRun.MissedReason.PAUSED
         ).exists(),
         timeout=timeout,
-        message="the leader did not plan the paused jobs",
+        fail=False,
     )
-    wait_until(
+    assert planned, f"the leader did not plan the paused jobs: {cluster_state()}"
+    quiet = wait_until(
         lambda: (
             not JobRun.objects.filter(JobRun.outstanding(), job__in=JOBS).exists()
             and not open_tasks().exists()
         ),
         timeout=timeout,
-        message=f"not settled: {list(JobRun.objects.filter(JobRun.outstanding()).values())}"
-        f" {list(open_tasks().values('status', 'args_kwargs'))}",
+        fail=False,
     )
+    assert quiet, f"not settled: {cluster_state()}"
+
+
+def cluster_state() -> str:
+    """The runs not ended, the open tasks and the jobs' states, as a failing wait found them."""
+    runs = JobRun.objects.filter(JobRun.outstanding()).values(
+        "job", "slot", "status", "trigger", "node", "attempt", "queued_at", "started_at"
+    )
+    states = JobState.objects.filter(name__in=JOBS).values(
+        "name", "paused", "next_due", "wake_at", "last_status", "last_finished_at"
+    )
+    tasks = open_tasks().values("status", "args_kwargs")
+    return f"runs {list(runs)}; tasks {list(tasks)}; states {list(states)}"
 
 
 def assert_ledger_settled() -> None:
