@@ -158,3 +158,42 @@ def test_a_run_with_nothing_due_reads_its_agenda_once():
     reads = [s for s in sql if "publishing_" in s]
     assert len(reads) == 1 and reads[0].startswith("SELECT (SELECT"), sql
     assert next_due == later.publish_at
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_every_read_of_the_agenda_is_an_index_probe_in_a_big_table():
+    """Each kind's first time is a probe of its own index, not a walk through another's.
+
+    Unordered, the backlog's probe was planned as a walk of the newest-first index, filtering
+    every published post (34 ms a run at 100,000 published posts, and a run per on-time post).
+    A transactional test: the table is truncated afterwards, which also resets the statistics.
+    """
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's plans")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO publishing_post (title, slug, body, body_html, excerpt, status,"
+            " publish_at, published_at, created_at, updated_at, updated_by, last_error,"
+            " version)"
+            " SELECT 'Post', 'big-' || n, 'Body.', '', '', 'published',"
+            " now() - interval '1 h', now(), now(), now(), '', '', 1"
+            " FROM generate_series(1, 100000) AS n"
+        )
+        cursor.execute(
+            "INSERT INTO publishing_post (title, slug, body, body_html, excerpt, status,"
+            " publish_at, created_at, updated_at, updated_by, last_error, version)"
+            " SELECT 'Post', 'soon-' || n, 'Body.', '', '', 'scheduled', now() + interval '1 h',"
+            " now(), now(), '', '', 1 FROM generate_series(1, 100) AS n"
+        )
+        cursor.execute("ANALYZE publishing_post")
+    now = database_now()
+    with CaptureQueriesContext(connection) as captured:
+        read_agenda(now=now, window=WINDOW)
+    (query,) = captured.captured_queries
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {query['sql']}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "publishing_post_recent" not in plan, plan
+    assert "Seq Scan on publishing_post " not in plan, plan
+    assert plan.count("Index Cond") == 5, plan
