@@ -34,7 +34,8 @@ succeeded, whose delivery id the receiver got; the baseline's events got no deli
 
 Both phases run their plugin jobs (the outbox's too) where ``BENCH_OUTBOX_RUN_ON`` says:
 ``workers`` (default: each replica with two worker processes, as a replica starts by
-default, and ``INSTATIC_PLUGIN_JOBS_RUN_ON=workers``) or ``leader`` (in the leading
+default, at ``INSTATIC_WORKER_NICE=10`` unless ``BENCH_WORKER_NICE`` says otherwise, and
+``INSTATIC_PLUGIN_JOBS_RUN_ON=workers``) or ``leader`` (in the leading
 replica's threads, beside its publishing loop when it leads both groups).
 
 ``BENCH_OUTBOX_POSTS=5000 python -m bench.outbox`` for a quick try.
@@ -289,11 +290,16 @@ def exactly_once(conn, first_event: int, webhook: str, received: set[str]) -> di
 
 
 def run_on_env(run_on: str) -> dict:
-    """Return the replicas' settings that put plugin jobs on ``run_on``."""
+    """Return the replicas' settings that put plugin jobs on ``run_on`` (workers at the CPU
+    priority ``BENCH_WORKER_NICE`` says, 10 by default: docs/ha.md, "CPU priority")."""
     if run_on not in ("leader", "workers"):
         raise SystemExit(f"BENCH_OUTBOX_RUN_ON={run_on!r}: say leader or workers")
     workers = "2" if run_on == "workers" else "0"
-    return {"INSTATIC_PLUGIN_JOBS_RUN_ON": run_on, "INSTATIC_WORKERS": workers}
+    return {
+        "INSTATIC_PLUGIN_JOBS_RUN_ON": run_on,
+        "INSTATIC_WORKERS": workers,
+        "INSTATIC_WORKER_NICE": os.environ.get("BENCH_WORKER_NICE", "10"),
+    }
 
 
 def main() -> None:

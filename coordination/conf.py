@@ -30,6 +30,8 @@ _DEFAULTS = {
     "ALERT_INTERVAL": 3600.0,
     "ALERT_AFTER_FAILURES": 3,
     "WORKERS": 2,
+    # The nice value worker processes lower their CPU priority by (0: as their node).
+    "WORKER_NICE": 0,
     "PLUGIN_JOBS_RUN_ON": "leader",
     "WORKER_POLL": 1.0,
 }

@@ -193,6 +193,9 @@ DATABASES["default"] = database_behind_pooler(DATABASES["default"], INSTATIC_DB_
 # Worker processes beside each runscheduler (0: a scheduler-only node) and where plugin jobs run
 # unless they say (docs/ha.md, "Workers").
 INSTATIC_WORKERS = _env(parse_int, "INSTATIC_WORKERS", 2, minimum=0)
+# How much lower the worker processes' CPU priority is than their node's (a nice value, 0-19):
+# on a machine the scheduler shares with busy workers, its loops go first.
+INSTATIC_WORKER_NICE = _env(parse_int, "INSTATIC_WORKER_NICE", 0, minimum=0, maximum=19)
 INSTATIC_PLUGIN_JOBS_RUN_ON = _env(
     parse_choice, "INSTATIC_PLUGIN_JOBS_RUN_ON", "leader", ("leader", "workers")
 )

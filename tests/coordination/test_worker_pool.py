@@ -325,6 +325,15 @@ def test_runscheduler_workers_0_is_a_scheduler_only_node(schedulers):
 
 @pytest.mark.multiprocess
 @pytest.mark.django_db(transaction=True)
+def test_workers_run_at_the_lower_cpu_priority_of_the_setting(schedulers):
+    """``INSTATIC_WORKER_NICE``: the worker processes, not their node, lower their priority."""
+    proc = schedulers("sched-nice", env={"INSTATIC_WORKERS": "1", "INSTATIC_WORKER_NICE": "7"})
+    [child] = wait_for_children(proc, 1)
+    proc.wait_for_log(SERVING.format(node="sched-nice") + r" \(nice 7\)")
+    assert os.getpriority(os.PRIO_PROCESS, child) == 7
+    assert os.getpriority(os.PRIO_PROCESS, proc.pid) == os.getpriority(os.PRIO_PROCESS, 0)
+
+
 def test_runscheduler_starts_the_workers_of_the_setting(schedulers):
     proc = schedulers("sched-env", env={"INSTATIC_WORKERS": "2"})
     wait_for_children(proc, 2)
