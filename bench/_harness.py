@@ -15,6 +15,11 @@ import psycopg
 from devtools.pgcluster import PostgresCluster
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+#: Where this benchmark run's replicas log: a folder per run, so a run that failed keeps its
+#: logs when the next one starts (``BENCH_LOG_DIR`` to choose it).
+LOG_DIR = Path(
+    os.environ.get("BENCH_LOG_DIR") or f"/tmp/instatic-bench-logs-{time.strftime('%Y%m%d-%H%M%S')}"
+)
 
 #: PostgreSQL settings that log every statement under its connection's ``application_name``
 #: (``<node>/lock``, ``<node>/work``), so statements are counted without instrumenting the product.
@@ -82,7 +87,8 @@ class Replica:
             # libpq's default application_name, for the sessions the process (and its worker
             # children, which inherit the environment) opens before naming its own.
             env = {**env, "PGAPPNAME": f"{name}/unnamed"}
-        self.log = open(f"/tmp/instatic-bench-{name}.log", "wb")  # noqa: SIM115
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log = open(LOG_DIR / f"instatic-bench-{name}.log", "wb")  # noqa: SIM115
         args = [sys.executable, "manage.py", command, "--node-name", name]
         for group in groups:
             args += ["--group", group]
