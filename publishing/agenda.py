@@ -2,9 +2,9 @@
 
 A run of ``publishing.publish_due`` reads its agenda once before its changes, to know which
 of them has anything due (a run for one due post does not look for due takedowns, revisions
-and releases it has none of), and once after, to know when it runs next; five reads (and
-four more before, one per kind of change) were each a round trip of every run.
-:func:`next_run` decides from the two readings (pure); :func:`read_agenda` reads one.
+and releases it has none of), and once after, to know when it runs next: two statements a
+run, where a read per kind would be nine. :func:`next_run` decides from the two readings
+(pure); :func:`read_agenda` reads one.
 """
 
 from dataclasses import dataclass
@@ -41,9 +41,12 @@ class Agenda:
         return at is not None and at <= now
 
     def anything_due(self, now: datetime) -> bool:
+        """Return whether a change of any kind is due at ``now`` (the backlog is not the
+        publish job's)."""
         return any(self.due(kind, now) for kind in KINDS)
 
     def earliest(self) -> datetime | None:
+        """Return the earliest time on the agenda (None: nothing is scheduled)."""
         times = [getattr(self, kind) for kind in KINDS if getattr(self, kind) is not None]
         return min(times, default=None)
 
