@@ -80,6 +80,11 @@ class BatchResult:
     def more(self) -> bool:
         return self.selected >= self.batch_size
 
+    @classmethod
+    def nothing(cls, *, now: datetime, batch_size: int) -> "BatchResult":
+        """A batch not run: nothing of its kind was due."""
+        return cls(now=now, selected=0, done=[], failed=[], batch_size=batch_size)
+
 
 def _batch_size(batch_size: int | None) -> int:
     size = int(settings.PUBLISH_BATCH_SIZE) if batch_size is None else int(batch_size)

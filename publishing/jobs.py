@@ -65,8 +65,8 @@ def publish_due(ctx: JobContext) -> datetime | None:
     # what is due: a kind of change with nothing due costs no statement.
     now = database_now()
     before = agenda.read_agenda(now=now, window=window)
-    none = batches.BatchResult(now=now, selected=0, done=[], failed=[], batch_size=batch_size)
-    published, unpublished, revised = none, none, none
+    nothing = batches.BatchResult.nothing(now=now, batch_size=batch_size)
+    published, unpublished, revised = nothing, nothing, nothing
     if before.due("publish", now):
         published = batches.publish_due(
             batch_size=batch_size, node=ctx.node, recent=window, now=now
