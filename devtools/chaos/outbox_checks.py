@@ -2,10 +2,10 @@
 the transactional one exactly once and without waiting for a fallback, the webhook's ids all
 received and none recorded succeeded twice. ``invariants.INVARIANTS`` lists them."""
 
-import time
 import uuid
 from collections import Counter
 
+from devtools.chaos.clock import clock_text
 from devtools.chaos.config import DELIVERY_WAIT_BOUND, EVENT_SUBSCRIBER
 from devtools.chaos.evidence import waited_behind, worker_disturbances
 from devtools.chaos.soak import Soak
@@ -70,9 +70,8 @@ def deliveries_without_fallback(soak: Soak, end_db) -> tuple[bool, str]:
         wait, event_id, dispatched, published = max(over)
         return False, (
             f"{len(over)} of {checked} waited over {DELIVERY_WAIT_BOUND:.0f} s with no fault"
-            f" near; worst event {event_id} {wait:.1f} s (published at"
-            f" {time.strftime('%H:%M:%S', time.localtime(published))}, dispatched"
-            f" {dispatched:.1f} s after)"
+            f" near; worst event {event_id} {wait:.1f} s (published at {clock_text(published)},"
+            f" dispatched {dispatched:.1f} s after)"
         )
     return True, f"{checked} events, max {worst[0]:.2f} s; {excluded} with a fault near left out"
 
