@@ -13,10 +13,10 @@ from django.utils.translation import ngettext
 
 from coordination.admin import ReadOnlyAdminMixin
 from coordination.admin_words import time_column
-from outbox import lanes, wakeups
+from outbox import wakeups
 from outbox.admin_words import endpoint_names, subscriber_text
-from outbox.job_names import WEBHOOKS_JOBS
-from outbox.models import Delivery, WebhookAttempt, WebhookEndpoint
+from outbox.job_names import WEBHOOKS_JOB
+from outbox.models import Delivery, WebhookAttempt, WebhookEndpoint, is_webhook
 from outbox.webhooks import addresses
 from outbox.webhooks.sending import allow_http
 from publishing.public_events import OUTBOX_KINDS
@@ -83,7 +83,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
             obj.disabled_at, obj.disabled_reason = None, ""
         super().save_model(request, obj, form, change)
         if obj.active:
-            wakeups.wake(WEBHOOKS_JOBS)  # its waiting deliveries go now
+            wakeups.wake([WEBHOOKS_JOB])  # its waiting deliveries go now
 
 
 @admin.register(Delivery)
@@ -131,7 +131,7 @@ class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         count = queryset.update(
             status=Delivery.Status.PENDING, finished_at=None, due_at=Now(), run=None
         )
-        wakeups.wake(lanes.jobs_for(names))
+        wakeups.wake(WEBHOOKS_JOB if is_webhook(name) else name for name in names)
         self.message_user(
             request,
             ngettext("%d delivery will be sent again.", "%d deliveries will be sent again.", count)

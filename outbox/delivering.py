@@ -30,7 +30,7 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import F
 
 from coordination.alerts import Kind as AlertKind
 from coordination.alerts import raise_alert
@@ -98,9 +98,6 @@ class Subscriber:
     flush: Callable[[set[int]], None] | None = None
     #: Claim-first: how many posts' deliveries are made at once (see :func:`_attempts`).
     concurrency: int = 1
-    #: The share of the deliveries this run makes (a webhook lane, ``outbox.lanes``), given
-    #: the open ones; None: all of them.
-    share: Callable[[QuerySet], QuerySet] | None = None
 
 
 @dataclass(frozen=True)
@@ -145,12 +142,13 @@ def choose(rows: list[Open], *, now: datetime, live_runs: set[int]) -> Choice:
     return Choice(take=take, lost=lost, next_due=next_due)
 
 
-def _open_rows(subscriber: Subscriber) -> list[Open]:
-    rows = Delivery.objects.filter(subscriber=subscriber.name, finished_at__isnull=True)
-    if subscriber.share is not None:
-        rows = subscriber.share(rows)
-    rows = rows.order_by("subscriber", "finished_at", "event_id").values_list(
-        "pk", "event_id", "post_id", "status", "attempts", "due_at", "run_id", "created_at"
+def _open_rows(subscriber: str) -> list[Open]:
+    rows = (
+        Delivery.objects.filter(subscriber=subscriber, finished_at__isnull=True)
+        .order_by("subscriber", "finished_at", "event_id")
+        .values_list(
+            "pk", "event_id", "post_id", "status", "attempts", "due_at", "run_id", "created_at"
+        )
     )
     return [Open(*row) for row in rows[:BATCH_SIZE]]
 
@@ -198,7 +196,7 @@ def deliver_batch(subscriber: Subscriber, ctx: JobContext) -> datetime | None:
     A transactional subscriber's batch must run inside the run's transaction.
     """
     now = database_now()
-    rows = _open_rows(subscriber)
+    rows = _open_rows(subscriber.name)
     choice = choose(rows, now=now, live_runs=_live_runs(rows))
     retries = [
         _record_failure(subscriber, row, row.attempts, ATTEMPT_LOST, now=now) for row in choice.lost

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from coordination.registry import Job
-from outbox import lanes
 from outbox.events import is_news, post_of
 from outbox.models import Delivery, WebhookEndpoint
 from publishing.models import PublishEvent
@@ -117,12 +116,11 @@ def undispatched(limit: int) -> list[Undispatched]:
 
 @dataclass(frozen=True)
 class Dispatched:
-    """What one dispatch did: how many events and deliveries, and the jobs that make them
-    (each subscriber's, and the webhook lanes of the deliveries' posts)."""
+    """What one dispatch did: how many events, and which subscribers got deliveries."""
 
     events: int
     deliveries: int
-    jobs: frozenset[str]
+    subscribers: frozenset[str]
     full: bool
 
 
@@ -154,6 +152,6 @@ def dispatch(to: list[Target], *, now: datetime, limit: int) -> Dispatched:
     return Dispatched(
         events=len(events),
         deliveries=len(planned),
-        jobs=frozenset(lanes.job_for(p.subscriber, p.post_id, p.event_id) for p in planned),
+        subscribers=frozenset(p.subscriber for p in planned),
         full=len(events) == limit,
     )

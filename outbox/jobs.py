@@ -15,9 +15,9 @@ from coordination.clock import database_now
 from coordination.conf import settings
 from coordination.registry import JobContext, job, register_job
 from coordination.schedules import WhenDue
-from outbox import delivering, dispatch, lanes, notifications, wakeups
-from outbox.job_names import DISPATCH_JOB, NOTIFY_JOB, WEBHOOKS_JOBS
-from outbox.models import WebhookEndpoint
+from outbox import delivering, dispatch, notifications, wakeups
+from outbox.job_names import DISPATCH_JOB, NOTIFY_JOB, WEBHOOKS_JOB
+from outbox.models import WebhookEndpoint, is_webhook
 from outbox.subscriptions import DEFAULT_RETRIES, Subscription, subscriber_jobs
 
 #: How many events one run dispatches.
@@ -41,8 +41,10 @@ def dispatch_events(ctx: JobContext) -> datetime | None:
     now = database_now()
     to = dispatch.targets(subscriber_jobs(), dispatch.active_endpoints())
     done = dispatch.dispatch(to, now=now, limit=DISPATCH_BATCH)
-    if done.jobs:
-        wakeups.wake_with_commit(done.jobs)
+    if done.subscribers:
+        wakeups.wake_with_commit(
+            WEBHOOKS_JOB if is_webhook(name) else name for name in done.subscribers
+        )
     if not done.events:
         # Events committed while this run held its state row found it held and were not
         # woken for: look for them once this run's commit lets it see them.
@@ -53,9 +55,15 @@ def dispatch_events(ctx: JobContext) -> datetime | None:
     return now
 
 
+@job(
+    name=WEBHOOKS_JOB,
+    group="plugins",
+    schedule=WhenDue(fallback=timedelta(seconds=60)),
+    max_duration=timedelta(minutes=10),
+    run_on=RUN_ON,
+)
 def send_webhooks(ctx: JobContext) -> datetime | None:
-    """Send one batch of each active endpoint's due deliveries of this job's lane; return
-    when to look again.
+    """Send one batch of each active endpoint's due deliveries; return when to look again.
 
     Claim-first (HTTP is not transactional): each delivery is claimed, sent, and recorded.
     An endpoint that cannot be reached costs at most its timeouts per attempt and holds back
@@ -63,27 +71,14 @@ def send_webhooks(ctx: JobContext) -> datetime | None:
     """
     from outbox.webhooks.sending import subscriber_for
 
-    lane = lanes.lane_of_job(ctx.job.name)
     soonest = None
     for endpoint in WebhookEndpoint.objects.filter(active=True).order_by("pk"):
         if ctx.should_stop():
             return database_now()
-        again = delivering.deliver_batch(subscriber_for(endpoint, lane=lane), ctx)
+        again = delivering.deliver_batch(subscriber_for(endpoint), ctx)
         if again is not None:
             soonest = again if soonest is None else min(soonest, again)
     return soonest
-
-
-#: One job per lane (outbox.lanes), so that the lanes' runs go to workers side by side.
-for _name in WEBHOOKS_JOBS:
-    register_job(
-        send_webhooks,
-        name=_name,
-        group="plugins",
-        schedule=WhenDue(fallback=timedelta(seconds=60)),
-        max_duration=timedelta(minutes=10),
-        run_on=RUN_ON,
-    )
 
 
 #: Claim-first (mail is not transactional): an email is sent once across the replicas, and

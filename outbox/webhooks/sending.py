@@ -17,7 +17,6 @@ import json
 import logging
 import time
 from datetime import datetime, timedelta
-from functools import partial
 
 from django.conf import settings as django_settings
 from django.db.models.functions import Now
@@ -26,7 +25,6 @@ from coordination.alerts import Kind as AlertKind
 from coordination.alerts import raise_alert
 from coordination.clock import database_now
 from coordination.job_options import MAX_RETRIES, JobOptions
-from outbox import lanes
 from outbox.conf import settings
 from outbox.delivering import DeliveryRefused, Open, Subscriber
 from outbox.events import PostEvent
@@ -95,9 +93,8 @@ def allow_private() -> bool:
     return bool(settings.WEBHOOK_ALLOW_PRIVATE)
 
 
-def subscriber_for(endpoint: WebhookEndpoint, *, lane: int | None = None) -> Subscriber:
-    """Return how ``endpoint``'s deliveries (of ``lane``, or all of them) are made (claim
-    first: HTTP is not transactional).
+def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
+    """Return how ``endpoint``'s deliveries are made (claim first: HTTP is not transactional).
 
     A batch's posts and delivery rows are read once, before it is sent; its attempts are
     written with its successes, :data:`RECORD_EVERY` at a time.
@@ -163,7 +160,6 @@ def subscriber_for(endpoint: WebhookEndpoint, *, lane: int | None = None) -> Sub
         record_every=RECORD_EVERY,
         flush=flush,
         concurrency=client.CONNECTIONS_PER_ENDPOINT,
-        share=None if lane is None else partial(lanes.in_lane, lane=lane),
     )
 
 

@@ -12,7 +12,6 @@ from coordination.clock import database_now
 from coordination.models import Alert
 from coordination.registry import registry
 from outbox import delivering, dispatch
-from outbox.job_names import WEBHOOKS_JOBS
 from outbox.models import Delivery, WebhookAttempt, WebhookEndpoint
 from outbox.webhooks.sending import subscriber_for
 from plugins.testing import context_for
@@ -33,7 +32,7 @@ def dispatch_and_send(endpoint):
     dispatch.dispatch(
         dispatch.targets([], dispatch.active_endpoints()), now=database_now(), limit=100
     )
-    ctx = context_for(registry.get(WEBHOOKS_JOBS[0]))
+    ctx = context_for(registry.get("outbox.webhooks"))
     return delivering.deliver_batch(subscriber_for(endpoint), ctx)
 
 
