@@ -59,24 +59,22 @@ def request_wakeup(
 ) -> bool:
     """Ask for ``job_name`` to run at ``at`` at the latest (e.g. a post scheduled sooner);
     ``None`` means now, by the database clock, or ``after`` from now (wake-ups within it
-    share one run). Return whether its state row was written.
+    share one run). Return whether its state row was there and not held.
 
-    Lowers the job's wake-up instant (never raises it) and, on PostgreSQL, wakes the group's
-    leader when the surrounding transaction commits. With ``skip_locked``, a state row its
-    job's run holds is left alone rather than waited for (False is returned: the caller
-    decides whether that run looks again itself).
+    Lowers the job's wake-up instant (never raises it) and, when it moved, wakes the group's
+    leader once the surrounding transaction commits (a wake-up already as close has woken
+    it). With ``skip_locked``, a state row its job's run holds is left alone rather than
+    waited for (False is returned: the caller decides whether that run looks again itself).
     """
     job = registry.get(job_name)
     group_name = job.group if job else None
     with transaction.atomic():
-        written = bool(
-            ledger.record_wakeup_request(job_name, at, skip_locked=skip_locked, after=after)
-        )
-        if not written:
+        recorded = ledger.record_wakeup_request(job_name, at, skip_locked=skip_locked, after=after)
+        if not recorded.reached:
             logger.debug("wake-up for %s not written: no state yet, or its row is held", job_name)
-        if group_name:
+        if group_name and recorded.moved:
             notify_group(group_name)
-    return written
+    return recorded.reached
 
 
 def request_run(job_name: str, *, requested_by: str = "") -> bool:

@@ -8,7 +8,7 @@ run, where a read per kind would be nine. :func:`next_run` decides from the two 
 """
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection, models
 from django.db.models import Value
@@ -79,9 +79,16 @@ def read_agenda(*, now: datetime, window: timedelta) -> Agenda:
 
     Failed posts and stopped releases are left out until an editor changes them.
     """
+    values = _first_values(now - window)
+    return Agenda(**{**values, "backlog": values["backlog"] is not None})
+
+
+def _firsts(since: datetime) -> dict:
+    """Return the one-column query of each kind's first time (the backlog's: posts due by
+    ``since``; the publish job's share: after it)."""
     scheduled = Post.objects.filter(status=Post.Status.SCHEDULED, last_error="")
-    firsts = {
-        "publish": scheduled.filter(publish_at__gt=now - window)
+    return {
+        "publish": scheduled.filter(publish_at__gt=since)
         .order_by("publish_at")
         .values_list("publish_at"),
         "unpublish": Post.objects.filter(status=Post.Status.PUBLISHED, unpublish_at__isnull=False)
@@ -95,24 +102,78 @@ def read_agenda(*, now: datetime, window: timedelta) -> Agenda:
         .values_list("release_at"),
         # Ordered, so that the planner probes the due index rather than filtering another
         # index's every row (34 ms on 100,000 published posts).
-        "backlog": scheduled.filter(publish_at__lte=now - window)
+        "backlog": scheduled.filter(publish_at__lte=since)
         .order_by("publish_at")
         .values_list("publish_at"),
     }
-    values = dict(zip(firsts, _first_values(firsts.values()), strict=True))
-    return Agenda(**{**values, "backlog": values["backlog"] is not None})
 
 
-def _first_values(querysets) -> list[datetime | None]:
-    """Return the first value of each one-column datetime ``querysets``, in one statement
-    (each a scalar subquery), converted as the ORM converts them on this database."""
+@dataclass(frozen=True)
+class _Statement:
+    """The agenda's statement for one database: its SQL, its parameters, where among them
+    ``since`` goes, and the kind of each column."""
+
+    sql: str
+    params: tuple
+    since_at: tuple[int, ...]
+    kinds: tuple[str, ...]
+
+    def params_for(self, since: datetime) -> list:
+        params, value = list(self.params), _as_parameter(since)
+        for index in self.since_at:
+            params[index] = value
+        return params
+
+
+#: A time no agenda asks about: compiled in its place, it shows where ``since`` goes.
+_MARKER = datetime(2000, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+#: The statement of each database (by alias), compiled on first use: building and compiling
+#: five querysets costs three times what running their statement does, twice a run.
+_statements: dict[str, _Statement | None] = {}
+
+
+def _statement() -> _Statement | None:
+    """Return this database's compiled statement (None: it could not be, then each read
+    compiles its own)."""
+    if connection.alias not in _statements:
+        firsts = _firsts(_MARKER)
+        sql, params = _compile(firsts.values())
+        marker = _as_parameter(_MARKER)
+        since_at = tuple(i for i, value in enumerate(params) if value == marker)
+        # ``since`` is in two filters; anything else would mean the marker was not found.
+        found = _Statement(sql, tuple(params), since_at, tuple(firsts))
+        _statements[connection.alias] = found if len(since_at) == 2 else None
+    return _statements[connection.alias]
+
+
+def _as_parameter(value: datetime):
+    """Return ``value`` as a query's parameter on this database (as the ORM passes it)."""
+    return Post._meta.get_field("publish_at").get_db_prep_value(value, connection)
+
+
+def _compile(querysets) -> tuple[str, list]:
+    """Return one statement selecting the first value of each of ``querysets`` (each a
+    scalar subquery), and its parameters."""
     parts, params = [], []
     for queryset in querysets:
         sql, part_params = queryset[:1].query.sql_with_params()
         parts.append(f"({sql})")
         params.extend(part_params)
+    return f"SELECT {', '.join(parts)}", params
+
+
+def _first_values(since: datetime) -> dict[str, datetime | None]:
+    """Return the first time of each kind, in one statement, converted as the ORM converts
+    them on this database."""
+    statement = _statement()
+    if statement is not None:
+        sql, params, kinds = statement.sql, statement.params_for(since), statement.kinds
+    else:
+        firsts = _firsts(since)
+        (sql, params), kinds = _compile(firsts.values()), tuple(firsts)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(parts)}", params)
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     expression = Value(None, output_field=models.DateTimeField())
     converters = connection.ops.get_db_converters(expression)
@@ -121,4 +182,4 @@ def _first_values(querysets) -> list[datetime | None]:
         for convert in converters:
             value = convert(value, expression, connection)
         values.append(value)
-    return values
+    return dict(zip(kinds, values, strict=True))

@@ -4,10 +4,11 @@ job to its next slot.
 
 import logging
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.db import connection
 from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, Value, When
-from django.db.models.functions import Coalesce, Least, Now
+from django.db.models.functions import Now
 
 from coordination.models import JobState
 from coordination.reasons import UNPLANNABLE
@@ -124,32 +125,48 @@ def record_run_request(job_name: str, *, requested_by: str = "") -> None:
     )
 
 
+class WakeupRecorded(NamedTuple):
+    """What :func:`record_wakeup_request` found: whether the job's state row was there and
+    not held by another transaction (``reached``), and whether its wake-up instant moved
+    closer (``moved``; it did not if it was already as close)."""
+
+    reached: bool
+    moved: bool
+
+
 def record_wakeup_request(
     job_name: str, at: datetime | None, *, skip_locked: bool = False, after: timedelta | None = None
-) -> int:
-    """Lower ``job_name``'s wake-up instant to ``at`` (never raise it); return how many state
-    rows changed (0: the job has no state yet). ``None`` means the database's now, or
-    ``after`` past it (a time on the database's clock, never this process's); ``at`` and
-    ``after`` do not go together.
+) -> WakeupRecorded:
+    """Lower ``job_name``'s wake-up instant to ``at`` (never raise it). ``None`` means the
+    database's now, or ``after`` past it (a time on the database's clock, never this
+    process's); ``at`` and ``after`` do not go together.
+
+    A row whose instant is already as close is not written: only a wake-up that moves it
+    needs its leader woken.
 
     With ``skip_locked`` (inside a transaction), a state row that another transaction holds
     (its job's run) is left alone instead of waited for, where the database can skip locked
     rows.
     """
-    state = JobState.objects.filter(name=job_name)
-    if skip_locked and connection.features.has_select_for_update_skip_locked:
-        state = JobState.objects.filter(
-            pk__in=list(state.select_for_update(skip_locked=True).values_list("pk", flat=True))
-        )
     if at is not None and after is not None:
         raise ValueError("give a wake-up instant or a delay after the database's now, not both")
+    state = JobState.objects.filter(name=job_name)
+    if skip_locked and connection.features.has_select_for_update_skip_locked:
+        unheld = list(state.select_for_update(skip_locked=True).values_list("pk", flat=True))
+        state = JobState.objects.filter(pk__in=unheld)
+        reached = bool(unheld)
+    else:
+        reached = None  # known from the update: the row is waited for, never skipped
     if at is not None:
         instant = Value(at)
     elif after:
         instant = ExpressionWrapper(Now() + Value(after), output_field=DateTimeField())
     else:
         instant = Now()
-    return state.update(wake_at=Least(Coalesce("wake_at", instant), instant))
+    moved = state.filter(Q(wake_at__isnull=True) | Q(wake_at__gt=instant)).update(wake_at=instant)
+    if reached is None:
+        reached = bool(moved) or state.exists()
+    return WakeupRecorded(reached=reached, moved=bool(moved))
 
 
 def lock_state_nowait(job_name: str) -> None:

@@ -8,11 +8,14 @@ process does not declare the job.
 
 from datetime import timedelta
 
+import psycopg
 import pytest
+from django.db import connection
 
 from coordination import services
 from coordination.clock import database_now
-from coordination.models import JobRun, JobState
+from coordination.models import JobRun, JobState, WakeUp
+from coordination.registry import group as group_named
 from coordination.registry import registry
 from tests.coordination.enginekit import GROUP, Recorder, declare, make_due
 
@@ -75,3 +78,59 @@ def test_while_paused_for_a_disabled_plugin_slots_are_missed_for_that_reason():
     missed = JobRun.objects.filter(job=job.name, status=JobRun.Status.MISSED).order_by("slot")
     assert missed.first().slot == due
     assert {run.reason for run in missed} == {JobRun.MissedReason.PLUGIN_DISABLED}
+
+
+def _leader_signals(group_name: str):
+    """Return a function that counts the signals sent to ``group_name``'s leader since this
+    call: ``NOTIFY``s on PostgreSQL, bumps of its wake-up counter on MySQL."""
+    if connection.vendor == "mysql":
+
+        def seq() -> int:
+            row = WakeUp.objects.filter(group=group_name).values_list("seq", flat=True)
+            return row.first() or 0
+
+        start = seq()
+        return lambda: seq() - start, lambda: None
+    settings_dict = connection.settings_dict
+    listener = psycopg.connect(
+        dbname=settings_dict["NAME"],
+        user=settings_dict["USER"],
+        password=settings_dict["PASSWORD"] or None,
+        host=settings_dict["HOST"] or None,
+        port=settings_dict["PORT"] or None,
+        autocommit=True,
+    )
+    channel = group_named(group_name).channel
+    listener.execute(f"LISTEN {channel}")
+
+    def count() -> int:
+        # Notifications arrive in commit order: once this one, sent last, is here, every
+        # one sent before it is too.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, 'counted')", [channel])
+        received = []
+        for notify in listener.notifies(timeout=10):
+            if notify.payload == "counted":
+                return len(received)
+            received.append(notify)
+        raise AssertionError("the closing NOTIFY never arrived")
+
+    return count, listener.close
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="the SQLite leader polls: no signal")
+def test_a_wakeup_that_does_not_bring_the_instant_closer_writes_nothing_and_wakes_no_leader():
+    reg, job = declare(Recorder())
+    make_due(job, ago=timedelta(0))
+    now = database_now()
+    soon, later, sooner = (now + timedelta(minutes=m) for m in (5, 50, 1))
+    signals, close = _leader_signals(GROUP)
+    try:
+        with registry.temporary(job):
+            assert services.request_wakeup(job.name, soon)
+            assert services.request_wakeup(job.name, later), "the row is there, not held"
+            assert services.request_wakeup(job.name, sooner)
+        assert signals() == 2, "the wake-up that moved nothing did not wake the leader"
+    finally:
+        close()
+    assert JobState.objects.get(name=job.name).wake_at == sooner
