@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from coordination import outcomes
@@ -22,8 +22,10 @@ from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS
 from coordination.liveness import NodeIdentity
 from coordination.models import Node
-from coordination.registry import Job
+from coordination.registry import Job, JobRegistry
+from coordination.registry import registry as default_registry
 from coordination.selectors import live_nodes_q
+from coordination.services import notify_group
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +43,16 @@ class NoJournal:
 class WorkerHost:
     """The :class:`~coordination.runhost.RunHost` of runs on one worker process."""
 
-    def __init__(self, node: NodeIdentity, *, stopping: Callable[[], bool], log_prefix: str):
+    def __init__(
+        self,
+        node: NodeIdentity,
+        *,
+        stopping: Callable[[], bool],
+        log_prefix: str,
+        registry: JobRegistry = default_registry,
+    ):
         self._node = node
+        self._registry = registry
         self._stopping = stopping
         self._log_prefix = log_prefix
         self._clock = DatabaseClock()
@@ -142,7 +152,24 @@ class WorkerHost:
         )
 
     def run_finished(self, job_name: str, *, as_planned: bool) -> None:
-        pass
+        """Wake the job's group leader when a run ends otherwise than its tick planned (a
+        when-due job's answer, such as the dispatcher's "more is waiting", a failure's retry,
+        a manual run): the job may be due again before the leader would look. A scheduled
+        slot that ends as planned leaves the leader nothing new, and wakes nobody."""
+        job = self._registry.get(job_name)
+        if as_planned or job is None:
+            return
+        try:
+            with transaction.atomic():
+                notify_group(job.group)
+        except DATABASE_ERRORS as exc:
+            logger.warning(
+                "[%s] could not wake the %s leader after %s (%s); it looks at its next tick",
+                self._log_prefix,
+                job.group,
+                job_name,
+                exc,
+            )
 
     def cut_off(self, what: str) -> None:
         """A run's outcome was refused (taken over): this process may have been fenced."""
@@ -171,6 +198,9 @@ class RunHeartbeat:
     def __init__(self, node: NodeIdentity, *, fenced: Callable[[], None]):
         self.node = node
         self._fenced = fenced
+        #: When this process last wrote its heartbeat (``time.monotonic()``); registering
+        #: the node, just before this is made, wrote the first.
+        self.beaten_at = time.monotonic()
         self._busy = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="worker-heartbeat", daemon=True)
@@ -181,12 +211,15 @@ class RunHeartbeat:
         longer live in the database: another process took its node's row, or the leader
         fenced it after its heartbeat had stopped (``sweep``). Such a process must take no
         more work; it stops, and its pool starts a new one in its place."""
+        started = time.monotonic()
         written = Node.objects.filter(
             name=self.node.name, instance=self.node.instance, stopped_at__isnull=True
         ).update(last_heartbeat=Now())
         if not written:
             self._fenced()
-        return bool(written)
+            return False
+        self.beaten_at = max(self.beaten_at, started)
+        return True
 
     def busy(self) -> None:
         self._busy.set()

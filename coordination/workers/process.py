@@ -48,7 +48,9 @@ class WorkerProcess:
         self.node = NodeIdentity(
             name=name, instance=uuid.uuid4().hex, host=socket.gethostname(), pid=os.getpid()
         )
-        self.host = WorkerHost(self.node, stopping=stop.is_set, log_prefix=f"worker {name}")
+        self.host = WorkerHost(
+            self.node, stopping=stop.is_set, log_prefix=f"worker {name}", registry=registry
+        )
         from coordination.scheduler import jobs_fingerprint
 
         names = [job.name for job in registry.all()]
@@ -60,7 +62,6 @@ class WorkerProcess:
             role=Node.Role.WORKER,
         )
         self.heartbeat = RunHeartbeat(self.node, fenced=self._fenced)
-        self._beaten_at = time.monotonic()
         self._busy = 0
 
     def _fenced(self) -> None:
@@ -82,18 +83,17 @@ class WorkerProcess:
         self.heartbeat.busy()
 
     def beat_if_due(self) -> bool:
-        """Heartbeat now unless the last beat is younger than half the interval; return
-        False if this process was found fenced (it takes no more work)."""
-        if time.monotonic() - self._beaten_at >= float(settings.HEARTBEAT_INTERVAL) / 2:
-            if not self.heartbeat.beat():
-                return False
-            self._beaten_at = time.monotonic()
+        """Heartbeat now unless the last beat written is younger than half the interval;
+        return False if this process was found fenced (it takes no more work). Only a beat
+        written counts: looking for work writes none, however often it looks."""
+        age = time.monotonic() - self.heartbeat.beaten_at
+        if age >= float(settings.HEARTBEAT_INTERVAL) / 2 and not self.heartbeat.beat():
+            return False
         return not self.stop.is_set()
 
     def idle(self) -> None:
         self._busy -= 1
         if not self._busy:
-            self._beaten_at = time.monotonic()
             self.heartbeat.idle()
 
     def execute(self, run_id: int, attempt: int) -> Delivery:

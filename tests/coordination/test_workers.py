@@ -6,13 +6,16 @@ task and runs it as a worker process does. The worker processes themselves, thei
 and their faults are in ``test_workers_ha.py``.
 """
 
+import select
 import subprocess
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import override_settings
 from django_tasks_db.models import DBTaskResult
 
@@ -20,11 +23,11 @@ from coordination.clock import database_now
 from coordination.cluster_metrics import queue_families
 from coordination.joblist import listed_jobs
 from coordination.liveness import NodeNameInUse
-from coordination.models import JobRun, JobState, Node
+from coordination.models import JobRun, JobState, Node, WakeUp
 from coordination.runhost import RunHost
 from coordination.scheduler import Scheduler
 from coordination.schedules import WhenDue
-from coordination.selectors import job_summaries
+from coordination.selectors import job_summaries, live_nodes_q
 from coordination.services import request_wakeup
 from coordination.workers import process
 from coordination.workers.execution import Delivery
@@ -408,3 +411,63 @@ def test_a_wake_up_served_by_a_run_on_a_worker_is_spent_and_the_job_sleeps_again
     tick(reg)
     assert JobRun.objects.filter(job=job.name).count() == 2
     assert len(recorder.slots) == 2
+
+
+@override_settings(INSTATIC_LEASE=1.0)
+def test_a_worker_idle_past_the_lease_takes_its_next_run_under_a_fresh_heartbeat():
+    """Looking for work writes nothing, however often a worker looks. A run it takes after
+    an idle spell longer than the lease, even a moment after its last look, is taken with a
+    heartbeat, so the run's check at commit finds the process live: it commits, rather than
+    rolling back and waiting for the leader's sweep to queue it again."""
+    recorder = Recorder()
+    reg, job = declare(recorder, transactional=True, run_on="workers")
+    process = worker(reg)
+    alive = Node.objects.filter(live_nodes_q(), instance=process.node.instance)
+
+    def idle_past_the_lease() -> bool:
+        assert not process.work()  # an idle look: nothing queued
+        return not alive.exists()
+
+    wait_until(idle_past_the_lease, timeout=30)
+    slot = make_due(job, ago=timedelta(0))
+    tick(reg)
+    tasks = DBTaskResult.objects.all()
+    ready_at = tasks.get().run_after
+    tasks.update(run_after=database_now() + timedelta(days=1))
+    assert not process.work(), "a last idle look, just before the run is ready"
+    tasks.update(run_after=ready_at)
+    assert process.work()
+
+    assert JobRun.objects.get(job=job.name, slot=slot).status == JobRun.Status.SUCCEEDED
+    assert recorder.slots == [slot]
+
+
+def _leader_woken(loop) -> bool:
+    """Return True once something woke the group's leader: a ``NOTIFY`` on its lock session
+    (PostgreSQL), its wake-up counter moved (MySQL)."""
+    if connection.vendor == "postgresql":
+        readable, _, _ = select.select([loop.lock._conn.fileno()], [], [], 10)
+        return bool(readable)
+    return WakeUp.objects.filter(group=GROUP, seq__gt=0).exists()
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="the SQLite leader polls: no signal")
+@override_settings(INSTATIC_MAX_TICK=7200, INSTATIC_NOTIFY_MAX_TICK=7200)
+def test_a_run_on_a_worker_that_leaves_its_job_due_at_once_wakes_the_leader():
+    """A when-due job on workers whose run says more work waits (the dispatcher after a full
+    batch) is queued again when its run ends, not at the leader's next safety-net tick."""
+    reg, job = declare(Recorder(), run_on="workers", schedule=WhenDue(fallback=timedelta(hours=1)))
+    job = reg.register(replace(job, func=lambda ctx: database_now()))
+    process = worker(reg)
+    scheduler = Scheduler(groups=[GROUP], node_name="engine-node", registry=reg)
+    scheduler.register()
+    [loop] = scheduler.loops
+    try:
+        assert loop.supervision.try_lead(wait=0)
+        assert loop.step() > 5, "the run is queued and the leader would sleep"
+        WakeUp.objects.filter(group=GROUP).delete()
+        assert process.work()
+        assert JobState.objects.get(name=job.name).next_due <= database_now()
+        assert _leader_woken(loop), "the leader sleeps while its job is due"
+    finally:
+        loop.lock.close()

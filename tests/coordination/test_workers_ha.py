@@ -13,7 +13,7 @@ import re
 import signal
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count
 
 from coordination import services
@@ -102,17 +102,21 @@ def settle(*, timeout: float = 30.0) -> None:
 
     A leader's tick that read the jobs' states just before the pause can still claim a slot
     as it lands, so quiet counts only once a later tick has seen the pause: the tick job,
-    paused last and due every second, has a slot recorded missed as paused.
+    paused last and due every second, has a slot recorded missed as paused. A leader does
+    not wake for a paused job's slots (a later tick records them), and with every job
+    paused it may sleep its longest: the wait wakes it, as any change would.
     """
     for name in (RETRIED, CLAIMED, SLOW, "workers.tick"):
         services.set_paused(name, True, reason="the test is settling the cluster")
-    planned = wait_until(
-        lambda: JobRun.objects.filter(
+
+    def a_tick_saw_the_pause() -> bool:
+        with transaction.atomic():
+            services.notify_group(GROUP)
+        return JobRun.objects.filter(
             job="workers.tick", status=JobRun.Status.MISSED, reason=JobRun.MissedReason.PAUSED
-        ).exists(),
-        timeout=timeout,
-        fail=False,
-    )
+        ).exists()
+
+    planned = wait_until(a_tick_saw_the_pause, timeout=timeout, interval=0.5, fail=False)
     assert planned, f"the leader did not plan the paused jobs: {cluster_state()}"
     quiet = wait_until(
         lambda: (

@@ -10,6 +10,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.models import F
 from django_tasks_db.models import DBTaskResult
 
@@ -135,7 +136,7 @@ def test_a_fenced_worker_takes_no_more_work_and_stops():
     make_due(job, ago=timedelta(0))
     tick(reg)
     fenced = WorkerProcess("a/worker-1", stop=threading.Event(), registry=reg)
-    fenced._beaten_at -= 3600  # its next take heartbeats first
+    fenced.heartbeat.beaten_at -= 3600  # its next take heartbeats first
     liveness.mark_fenced(fenced.node.instance)  # what the sweep does to a stale worker
 
     assert not fenced.work()
@@ -152,7 +153,14 @@ def test_a_worker_whose_outcome_was_refused_finds_out_it_was_fenced_and_stops_wh
     make_due(job, ago=timedelta(0))
     tick(reg)
     frozen = WorkerProcess("a/worker-1", stop=threading.Event(), registry=reg)
-    running = threading.Thread(target=frozen.work)
+
+    def work_then_close() -> None:
+        try:
+            frozen.work()
+        finally:
+            connection.close()  # this thread's own session
+
+    running = threading.Thread(target=work_then_close)
     running.start()
     wait_until(lambda: JobRun.objects.filter(status=JobRun.Status.RUNNING).exists(), timeout=10)
     # Meanwhile the leader took it for dead: its run abandoned, the process fenced.
