@@ -15,8 +15,10 @@ None is lost to a state row held by a run:
   A transactional subscriber's row held by its run is left alone: that run looks for
   deliveries it did not see once it has committed (:func:`wake_if_new_deliveries`), so the
   dispatcher never waits for a subscriber's batch (a slow subscriber would hold up every
-  other one). Any other row is held only for a moment (an outcome being recorded, a pause):
-  its subscriber is woken after the dispatcher's commit, waiting for it.
+  other one); and the dispatcher tries once more after its own commit, without waiting,
+  for a run that looked before the deliveries were committed. Any other row is held only
+  for a moment (an outcome being recorded, a pause): its subscriber is woken after the
+  dispatcher's commit, waiting for it.
 
 A wake-up that fails (the database went away) loses nothing: the jobs' schedules look again
 on their own.
@@ -67,13 +69,19 @@ def wake(
 def wake_with_commit(job_names: Iterable[str]) -> None:
     """Make each of ``job_names`` due now in the caller's transaction. One whose state row is
     held is woken once the transaction commits, waiting for the holder, unless its runs hold
-    their row (transactional): then its run in progress looks again itself."""
+    their row (transactional): then its run in progress looks again itself after its commit,
+    and this transaction, once committed, tries once more without waiting, for a run that
+    committed, and looked, before these deliveries were committed (a run that holds the row
+    then will look after this commit, and see them)."""
     held = [
         name for name in sorted(set(job_names)) if not request_wakeup(name, None, skip_locked=True)
     ]
     brief = [name for name in held if not _runs_hold_their_row(name)]
     if brief:
         transaction.on_commit(partial(wake, brief, skip_locked=False), robust=True)
+    holding = [name for name in held if _runs_hold_their_row(name)]
+    if holding:
+        transaction.on_commit(partial(wake, holding, skip_locked=True), robust=True)
 
 
 def _runs_hold_their_row(job_name: str) -> bool:

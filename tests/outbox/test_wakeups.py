@@ -135,3 +135,43 @@ def test_a_transactional_subscribers_run_never_holds_up_the_dispatcher_and_looks
 
     assert finished_meanwhile, "the dispatcher waited for the subscriber's run to commit"
     assert woken(slow.job.name)
+
+
+@pytest.mark.server
+@pytest.mark.django_db(transaction=True)
+def test_a_transactional_subscribers_run_that_commits_before_the_dispatcher_is_still_woken():
+    """The dispatcher finds the subscriber's row held and leaves it; that run ends and looks
+    for new deliveries before the dispatcher has committed them, so it sees none. The
+    dispatcher looks once more after its own commit."""
+    not_due_for_an_hour(DISPATCH_JOB)
+    not_due_for_an_hour(slow.job.name)
+    looked, dispatched, committed = threading.Event(), threading.Event(), threading.Event()
+
+    def subscriber_run():
+        with transaction.atomic():
+            lock_state_nowait(slow.job.name)  # as the engine's transactional run does
+            answer = slow.job.func(context_for(slow.job))
+            looked.set()
+            assert dispatched.wait(30)
+        committed.set()  # and its look for new deliveries has run: it saw none
+        return answer
+
+    def dispatcher_run():
+        job = default_registry.get(DISPATCH_JOB)
+        with transaction.atomic():
+            answer = job.func(context_for(job))  # its wake-up finds the row held
+            dispatched.set()
+            assert committed.wait(30)
+        return answer
+
+    with default_registry.temporary(slow.job):
+        run = Actor(subscriber_run)
+        run.start()
+        assert looked.wait(30)
+        PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+        dispatcher = Actor(dispatcher_run)
+        dispatcher.start()
+        assert run.outcome() is None  # it saw nothing
+        dispatcher.outcome()
+
+    assert woken(slow.job.name), "the delivery waits for the subscriber's fallback"
