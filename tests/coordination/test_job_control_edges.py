@@ -8,7 +8,6 @@ process does not declare the job.
 
 from datetime import timedelta
 
-import psycopg
 import pytest
 from django.db import connection
 
@@ -18,6 +17,7 @@ from coordination.models import JobRun, JobState, WakeUp
 from coordination.registry import group as group_named
 from coordination.registry import registry
 from tests.coordination.enginekit import GROUP, Recorder, declare, make_due
+from tests.support.databases import separate_postgresql_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -91,15 +91,7 @@ def _leader_signals(group_name: str):
 
         start = seq()
         return lambda: seq() - start, lambda: None
-    settings_dict = connection.settings_dict
-    listener = psycopg.connect(
-        dbname=settings_dict["NAME"],
-        user=settings_dict["USER"],
-        password=settings_dict["PASSWORD"] or None,
-        host=settings_dict["HOST"] or None,
-        port=settings_dict["PORT"] or None,
-        autocommit=True,
-    )
+    listener = separate_postgresql_session()
     channel = group_named(group_name).channel
     listener.execute(f"LISTEN {channel}")
 

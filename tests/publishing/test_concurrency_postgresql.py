@@ -8,7 +8,6 @@ import threading
 import time
 from datetime import timedelta
 
-import psycopg
 import pytest
 from django.db import connection, transaction
 
@@ -18,6 +17,7 @@ from publishing import batches, posts
 from publishing.exceptions import EditConflict, InvalidTransition
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import Actor, due_post, make_post, publish_job_state
+from tests.support.databases import separate_postgresql_session
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
@@ -118,15 +118,7 @@ def test_two_replicas_publishing_at_once_split_the_work_and_publish_each_post_on
 
 
 def test_scheduling_wakes_the_scheduler_with_notify_at_commit():
-    settings_dict = connection.settings_dict
-    listener = psycopg.connect(
-        dbname=settings_dict["NAME"],
-        user=settings_dict["USER"],
-        password=settings_dict["PASSWORD"] or None,
-        host=settings_dict["HOST"] or None,
-        port=settings_dict["PORT"] or None,
-        autocommit=True,
-    )
+    listener = separate_postgresql_session()
     channel = group("publishing").channel
     publish_job_state()  # as the leader keeps it: a wake-up moves its instant, and wakes it
     try:

@@ -60,3 +60,20 @@ def report_sessions_left() -> list[tuple]:
         with open(path, "a") as report:
             report.write("".join(line + "\n" for line in lines))
     return left
+
+
+def separate_postgresql_session():
+    """Open a session of its own (autocommit) on the test database, with the test's
+    credentials: a listener for ``NOTIFY``s, which the test's own session would not hear
+    while it sends them. PostgreSQL only."""
+    import psycopg
+
+    settings_dict = connection.settings_dict
+    return psycopg.connect(
+        dbname=settings_dict["NAME"],
+        user=settings_dict["USER"],
+        password=settings_dict["PASSWORD"] or None,
+        host=settings_dict["HOST"] or None,
+        port=settings_dict["PORT"] or None,
+        autocommit=True,
+    )
