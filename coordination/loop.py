@@ -563,8 +563,9 @@ class GroupLoop(threading.Thread):
                 logger.info(
                     "[%s] retired %d job(s) no live node declares", self.group.log_prefix, retired
                 )
-        abandoned = ledger.abandon_orphans(list(declared))
-        abandoned += ledger.abandon_vanished(list(declared), instance=self.node.instance)
+        jobs = list(declared.values())
+        abandoned = ledger.abandon_orphans(jobs)
+        abandoned += ledger.abandon_vanished(jobs, instance=self.node.instance)
         if abandoned:
             logger.warning(
                 "[%s] marked %d run(s) of dead nodes as abandoned",
@@ -588,8 +589,7 @@ class GroupLoop(threading.Thread):
         is still queued or running."""
         if self.sweep_at is None or time.monotonic() < self.sweep_at:
             return
-        names = [name for name, job in declared.items() if job.on_workers]
-        outstanding = sweep.sweep(names)
+        outstanding = sweep.sweep([job for job in declared.values() if job.on_workers])
         self._read_retries(declared)
         self.sweep_at = time.monotonic() + sweep_interval() if outstanding else None
 

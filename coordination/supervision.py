@@ -250,10 +250,9 @@ class Supervision:
                     len(still_running),
                     ", ".join(w.job.name for w in still_running),
                 )
-                names = [w.job.name for w in still_running if not w.job.transactional]
                 ledger.abandon_own(
                     loop.node.instance,
-                    names,
+                    [w.job for w in still_running if not w.job.transactional],
                     reason="the node shut down before the run finished (grace period exceeded)",
                 )
             if self.leading and loop.lock.acquired:

@@ -1,11 +1,19 @@
 """Runs whose node died: marked abandoned, so their jobs go on (and their retry policy
 applies); and run-history retention.
+
+A when-due job whose run is abandoned is made due at once: the run never answered when its
+job is next due, and its work (a batch half sent, deliveries it had claimed) is for the next
+run to take up, not for the job's fallback a minute later.
 """
 
+from collections.abc import Collection
+
+from django.db.models import Q
 from django.db.models.functions import Now
 
 from coordination import liveness
-from coordination.models import JobRun, Node
+from coordination.models import JobRun, JobState, Node
+from coordination.registry import Job
 from coordination.selectors import live_instances, live_nodes_q
 
 
@@ -14,8 +22,18 @@ def delete_runs(run_ids: list[int]) -> int:
     return JobRun.objects.filter(pk__in=run_ids).delete()[0]
 
 
-def _abandon(runs, error: str) -> int:
-    """Mark the in-progress runs of the ``runs`` queryset abandoned with ``error``.
+def _due_again(jobs: Collection[Job], abandoned_jobs: set[str]) -> None:
+    """Make the when-due ones of ``abandoned_jobs`` due now (never later than they were)."""
+    names = [job.name for job in jobs if job.name in abandoned_jobs and not job.schedule.periodic]
+    if names:
+        JobState.objects.filter(name__in=names).filter(
+            Q(wake_at__isnull=True) | Q(wake_at__gt=Now())
+        ).update(wake_at=Now())
+
+
+def _abandon(jobs: Collection[Job], runs, error: str) -> int:
+    """Mark the in-progress runs of the ``runs`` queryset abandoned with ``error``, and make
+    their when-due jobs due at once.
 
     The rows are found by a plain read and then updated by primary key: an ``UPDATE`` that
     searched the ``(status, ...)`` index itself would, on MariaDB, wait on the index entries
@@ -23,19 +41,24 @@ def _abandon(runs, error: str) -> int:
     its row to running), and hold up the leader until that process was fenced, which only
     this leader does.
     """
-    ids = list(runs.values_list("pk", flat=True))
-    if not ids:
+    found = dict(runs.values_list("pk", "job"))
+    if not found:
         return 0
-    return JobRun.objects.filter(JobRun.in_progress(), pk__in=ids).update(
+    abandoned = JobRun.objects.filter(JobRun.in_progress(), pk__in=list(found)).update(
         status=JobRun.Status.ABANDONED, finished_at=Now(), error=error
     )
+    if abandoned:
+        _due_again(jobs, set(found.values()))
+    return abandoned
 
 
-def abandon_orphans(job_names: list[str], *, reason: str = "") -> int:
-    """Mark running rows of nodes that are no longer alive as abandoned."""
+def abandon_orphans(jobs: Collection[Job], *, reason: str = "") -> int:
+    """Mark running rows of ``jobs`` whose nodes are no longer alive as abandoned."""
+    job_names = [job.name for job in jobs]
     if not job_names:
         return 0
     return _abandon(
+        jobs,
         JobRun.objects.filter(JobRun.in_progress(), job__in=job_names).exclude(
             node_instance__in=live_instances()
         ),
@@ -49,7 +72,7 @@ VANISHED_REASON = (
 )
 
 
-def abandon_vanished(job_names: list[str], *, instance: str) -> int:
+def abandon_vanished(jobs: Collection[Job], *, instance: str) -> int:
     """Mark in-progress runs abandoned whose node is gone though its lease has not run out.
 
     A SIGKILLed node's heartbeat stays fresh for up to a lease, and until then its runs would
@@ -58,6 +81,7 @@ def abandon_vanished(job_names: list[str], *, instance: str) -> int:
     it); its runs are abandoned now, and the job's retry policy applies as for any abandoned
     run. One read when no live node has a run going, which is the usual case.
     """
+    job_names = [job.name for job in jobs]
     if not job_names:
         return 0
     candidates = {
@@ -75,13 +99,18 @@ def abandon_vanished(job_names: list[str], *, instance: str) -> int:
     if not gone:
         return 0
     return _abandon(
+        jobs,
         JobRun.objects.filter(JobRun.in_progress(), job__in=job_names, node_instance__in=gone),
         VANISHED_REASON,
     )
 
 
-def abandon_own(instance: str, job_names: list[str], *, reason: str) -> int:
-    """Mark this node's unfinished runs of ``job_names`` abandoned (shutdown past the grace)."""
-    return JobRun.objects.filter(
-        JobRun.in_progress(), job__in=job_names, node_instance=instance
-    ).update(status=JobRun.Status.ABANDONED, finished_at=Now(), error=reason)
+def abandon_own(instance: str, jobs: Collection[Job], *, reason: str) -> int:
+    """Mark this node's unfinished runs of ``jobs`` abandoned (shutdown past the grace)."""
+    return _abandon(
+        jobs,
+        JobRun.objects.filter(
+            JobRun.in_progress(), job__in=[job.name for job in jobs], node_instance=instance
+        ),
+        reason,
+    )

@@ -25,6 +25,7 @@ from django.db import transaction
 
 from coordination import ledger, liveness
 from coordination.models import JobRun, Node
+from coordination.registry import Job
 from coordination.selectors import live_instances, live_nodes_q
 from coordination.workers.queueing import enqueue, uses_database_queue, wake_workers
 from coordination.workers.tasks import QUEUE_NAME, run_queued
@@ -89,14 +90,15 @@ def _fail_tasks(task_ids: list[uuid.UUID]) -> None:
         task.set_failed(RuntimeError(WORKER_LOST))
 
 
-def sweep(job_names: list[str]) -> int:
-    """Sweep the runs on workers of ``job_names``; return how many are still outstanding
+def sweep(jobs: list[Job]) -> int:
+    """Sweep the runs on workers of ``jobs``; return how many are still outstanding
     (queued or running), so the caller knows whether to sweep again.
 
     Stale workers are fenced first, from plain reads: on MariaDB an ``UPDATE`` of the ledger
     (abandoning runs) would wait on the row lock a frozen worker's open transaction holds,
     and so would never get to fencing it.
     """
+    job_names = [job.name for job in jobs]
     if not job_names:
         return 0
     outstanding = JobRun.objects.filter(JobRun.outstanding(), job__in=job_names)
@@ -118,7 +120,7 @@ def sweep(job_names: list[str]) -> int:
             name,
             ended,
         )
-    abandoned = ledger.abandon_orphans(job_names, reason="its worker process stopped heartbeating")
+    abandoned = ledger.abandon_orphans(jobs, reason="its worker process stopped heartbeating")
     if abandoned:
         logger.warning("marked %d run(s) of dead worker processes abandoned", abandoned)
     if database_queue:

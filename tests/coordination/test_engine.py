@@ -433,3 +433,22 @@ def test_a_timed_out_run_still_going_on_a_dead_node_is_abandoned_like_a_running_
     old = JobRun.objects.filter(job=job.name, node="frozen").get()
     assert old.status == JobRun.Status.ABANDONED and old.finished_at is not None
     assert len(recorder.slots) == 1
+
+
+def test_a_when_due_jobs_abandoned_run_makes_the_job_due_at_once():
+    """The run never said when its job is next due (a dispatcher or a sender with work
+    left): its job runs at once, not at its fallback an hour later."""
+    recorder = Recorder()
+    reg, job = declare(recorder, schedule=WhenDue(fallback=timedelta(hours=1)))
+    tick(reg)  # a when-due job checks at start-up, then waits for its fallback
+    assert len(recorder.slots) == 1
+    stale = database_now() - timedelta(minutes=5)
+    Node.objects.create(
+        name="dead", instance="dead0", host="h", pid=1, started_at=stale, last_heartbeat=stale
+    )
+    JobRun.objects.create(
+        job=job.name, slot=stale, status=JobRun.Status.RUNNING, node="dead", node_instance="dead0"
+    )
+    tick(reg)
+    assert JobRun.objects.get(job=job.name, slot=stale).status == JobRun.Status.ABANDONED
+    assert len(recorder.slots) == 2

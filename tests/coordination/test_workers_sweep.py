@@ -87,7 +87,7 @@ def test_a_transactional_run_whose_worker_died_runs_again_on_another_worker():
     taken = dead.take_task()  # taken, then the process dies before its run commits
     _die(dead)
 
-    assert sweep.sweep([job.name]) == 1
+    assert sweep.sweep([job]) == 1
 
     assert DBTaskResult.objects.get(pk=taken.pk).status == "FAILED"
     assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
@@ -97,7 +97,7 @@ def test_a_transactional_run_whose_worker_died_runs_again_on_another_worker():
     run = JobRun.objects.get(job=job.name)
     assert (run.status, run.node) == (JobRun.Status.SUCCEEDED, "b/worker-1")
     assert recorder.slots == [slot]
-    assert sweep.sweep([job.name]) == 0
+    assert sweep.sweep([job]) == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -115,7 +115,7 @@ def test_a_claim_first_run_whose_worker_died_is_abandoned_and_retried_by_policy(
     ledger.take_queued(run.pk, 1, node=dead.node.name, instance=dead.node.instance)
     _die(dead)
 
-    sweep.sweep([job.name])
+    sweep.sweep([job])
     run.refresh_from_db()
     assert run.status == JobRun.Status.ABANDONED
 
