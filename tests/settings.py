@@ -42,6 +42,8 @@ STORAGES = {
 }
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobsapp"]  # noqa: F405
+# The test database's flush, quicker than Django's (tests/testdatabase/management/commands).
+INSTALLED_APPS += ["tests.testdatabase"]
 # The example plugin (docs/plugins.md), and test-only plugin apps a multi-process test adds to
 # one node through the environment (a node with a different declared job set; a hanging job).
 INSTALLED_APPS += ["plugins.contrib.example"]
