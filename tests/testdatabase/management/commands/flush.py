@@ -19,7 +19,8 @@ KEPT = frozenset({"django_content_type", "auth_permission"})
 class Command(flush.Command):
     def handle(self, **options):
         if options["interactive"]:
-            return super().handle(**options)
+            super().handle(**options)
+            return
         connection = connections[options["database"]]
         tables = [
             table
