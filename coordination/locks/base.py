@@ -3,6 +3,7 @@
 import copy
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -12,6 +13,12 @@ from django.db.utils import load_backend
 from coordination.keys import format_key, normalize_key
 
 logger = logging.getLogger(__name__)
+
+#: How long shutdown goes on interrupting a lock wait that has not ended (seconds), and how
+#: often: an interrupt that reaches the server before the wait's statement does finds nothing
+#: to end, and the wait that then starts would otherwise run its whole ``LOCK_WAIT``.
+CANCEL_FOR = 5.0
+CANCEL_EVERY = 0.05
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,9 @@ class LeaderLock:
         self._mutex = threading.RLock()
         # Set by cancel_wait() (shutdown): no lock wait starts or goes on after it.
         self._cancelled = threading.Event()
-        self._waiting = False
+        # Clear while a blocking acquire is under way (from before it looks at _cancelled).
+        self._not_waiting = threading.Event()
+        self._not_waiting.set()
 
     def __repr__(self) -> str:
         state = "held" if self.acquired else "not held"
@@ -79,9 +88,13 @@ class LeaderLock:
         with self._mutex:
             if self.acquired:
                 return True
-            if wait > 0 and self._cancelled.is_set():
-                return False
-            self._waiting = wait > 0
+            if wait > 0:
+                # Marked before the look at _cancelled: a cancel either sees this wait or
+                # is seen by it.
+                self._not_waiting.clear()
+                if self._cancelled.is_set():
+                    self._not_waiting.set()
+                    return False
             try:
                 self.acquired = bool(self._acquire(max(0.0, wait)))
             except Exception as exc:
@@ -99,7 +112,7 @@ class LeaderLock:
                     raise
                 return False
             finally:
-                self._waiting = False
+                self._not_waiting.set()
             return self.acquired
 
     def still_held(self) -> bool:
@@ -188,14 +201,23 @@ class LeaderLock:
 
         Only a wait in progress is interrupted: the same connection also serves the workers'
         ``still_held()`` checks, which must not be cancelled (a transactional run inside its
-        shutdown grace period would roll back).
+        shutdown grace period would roll back). The interrupt is sent again until the wait has
+        ended (up to ``CANCEL_FOR``): one sent before the wait's statement reached the server
+        ends nothing.
         """
         self._cancelled.set()
-        if self._waiting:
+        deadline = time.monotonic() + CANCEL_FOR
+        while not self._not_waiting.is_set() and time.monotonic() < deadline:
             try:
                 self._interrupt_wait()
             except Exception:
                 logger.debug("[%s] interrupting a lock wait failed", self.label)
+            self._not_waiting.wait(CANCEL_EVERY)
+
+    @property
+    def _waiting(self) -> bool:
+        """Whether a blocking acquire is under way."""
+        return not self._not_waiting.is_set()
 
     def _interrupt_wait(self) -> None:
         """End a blocking wait on the lock connection (vendors that block in the server)."""

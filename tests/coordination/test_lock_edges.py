@@ -81,6 +81,47 @@ def test_shutdown_ends_a_wait_for_a_lock_someone_else_holds(locks, key, caplog):
     assert holder.still_held()
 
 
+@pytest.mark.server
+def test_shutdown_ends_a_wait_that_reached_the_server_only_after_the_first_interrupt(locks, key):
+    """A cancel sent between the wait's start and its statement reaching the server finds no
+    statement to interrupt; the wait that then starts must still end, not run its 30 s."""
+    holder = locks(key)
+    assert holder.acquire()
+    lock = locks(key, label="stopping")
+    assert not lock.acquire()  # connected, so the wait below is the server's (or the file's)
+    entered, interrupted, result = threading.Event(), threading.Event(), {}
+    wait_in_server, interrupt = lock._acquire, lock._interrupt_wait
+
+    def late_wait(wait):
+        entered.set()
+        interrupted.wait(10)  # the statement is sent only after the first interrupt
+        return wait_in_server(wait)
+
+    def interrupt_and_tell():
+        interrupt()
+        interrupted.set()
+
+    lock._acquire, lock._interrupt_wait = late_wait, interrupt_and_tell
+
+    def wait_for_it():
+        started = time.monotonic()
+        result["acquired"] = lock.acquire(wait=30)
+        result["waited"] = time.monotonic() - started
+
+    waiter = threading.Thread(target=wait_for_it)
+    waiter.start()
+    try:
+        assert entered.wait(10)
+        lock.cancel_wait()
+        waiter.join(15)
+        assert not waiter.is_alive(), "the wait went on after shutdown cancelled it"
+    finally:
+        interrupted.set()
+        holder.release()
+        waiter.join(30)
+    assert result["acquired"] is False and result["waited"] < 15
+
+
 # --- a database server: the lock's session ends --------------------------------------------------
 @pytest.mark.server
 def test_a_check_on_an_ended_session_raises_when_asked_to(locks, key, caplog):
