@@ -12,7 +12,8 @@ from pathlib import Path
 BASE_DIR = Path(__file__).resolve().parents[2]
 LEASE = 3.0
 HEARTBEAT = 0.5
-SESSION_GROUPS = ("publishing", "plugins")  # what the session-lock replicas run
+# What the session-lock replicas run: CHAIN_GROUP has the when-due job on workers alone.
+SESSION_GROUPS = ("publishing", "plugins", "chaoschain")
 LEASE_GROUP = "chaoslease"  # run only by the lease-mode replicas (tests/chaosapp/jobs.py)
 LEASE_REPLICAS = (101, 102)  # their indexes, apart from the session replicas' 1..5
 LEASE_JOB = "chaosapp.lease_tick"
@@ -140,6 +141,18 @@ WORKER_DISRUPTIONS = PUBLISHING_DISRUPTIONS | WORKER_FAULTS | {"lockonly", "runn
 # sweep queues it again, and a worker that crashed on a database error is started again by
 # its pool within a restart interval (coordination.workers.pool.RESTART_INTERVAL).
 WORKER_FAULT_SLACK = LEASE + 3.0
+# The when-due job on workers, alone in its group (tests/chaosapp/jobs.py): each run answers
+# "next due CHAIN_ANSWER s from now", which its leader learns only from the wake-up the
+# worker sends after the outcome (or from the run's abandonment, when its worker died). The
+# leader sleeps up to INSTATIC_NOTIFY_MAX_TICK (30 s) where it listens, so a lost wake-up
+# shows as a gap: the next run is queued within CHAIN_BOUND of when it was due; within
+# CHAIN_FAULT_BOUND when a fault window (WORKER_DISRUPTIONS) overlaps the wait: a dead
+# worker's run is abandoned once its heartbeat is a lease stale, a dead leader's lock passes
+# within a lease, a restarted database is back within its back-off (RETRY_MAX).
+CHAIN_JOB = "chaoschain.worker_chain"
+CHAIN_ANSWER = 1.0
+CHAIN_BOUND = 3.0
+CHAIN_FAULT_BOUND = 15.0
 
 # The editors' quiet spells: busy editing for this long (s) between two of them.
 QUIET_EVERY = (3.0, 6.0)

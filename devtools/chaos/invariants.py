@@ -11,8 +11,11 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from devtools.chaos.chain_checks import chain_runs_again_when_due
 from devtools.chaos.clock import clock_text, utc
 from devtools.chaos.config import (
+    CHAIN_BOUND,
+    CHAIN_FAULT_BOUND,
     CLAIMED_ELSEWHERE_PER_FAULT,
     DELIVERY_WAIT_BOUND,
     DOUBLE_FAULT_BOUND,
@@ -627,6 +630,11 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("workers: no task row left RUNNING", no_task_left_running),
     (f"workers: queue wait <= {QUEUE_WAIT_BOUND:.0f} s unless behind a fault", queue_wait_bounded),
     ("workers: every pool has its worker processes running", worker_pools_running),
+    (
+        f"workers: a when-due job runs again <= {CHAIN_BOUND:.0f} s after its run said"
+        f" ({CHAIN_FAULT_BOUND:.0f} s near a fault)",
+        chain_runs_again_when_due,
+    ),
     ("releases: every one due before the settle ended went out", releases_go_out),
     ("releases: all or nothing, every event at the release's time", releases_all_or_nothing),
     ("releases: none went out before its time", releases_never_early),

@@ -6,6 +6,7 @@ publish jobs. ``worker_tick`` and ``worker_claim`` run on worker processes (``ru
 the plugins leader queues their slots and a worker process of any replica, or of the soak's
 worker-only node, executes them. ``chaosevents.record`` is a transactional subscriber of the
 ``published`` events, on worker processes too: one ``Effect`` per event (``event:<id>``).
+``chaoschain.worker_chain`` runs when due, on worker processes, alone in a group of its own.
 
 Whether a slot fails or hangs is decided from the slot itself, so a rerun of the same slot
 behaves the same and the soak stays reproducible.
@@ -15,13 +16,19 @@ import hashlib
 import threading
 from datetime import timedelta
 
+from coordination.clock import database_now
 from coordination.models import JobRun
 from coordination.registry import job
+from coordination.schedules import WhenDue
 from plugins.sdk import Missed, every, on_post_event, plugin_job
 from tests.jobsapp.models import Effect
 
 # The group of the lease-mode replicas (devtools.chaos starts them with --group chaoslease).
 LEASE_GROUP = "chaoslease"
+# The group of the when-due job on workers, with no other job in it.
+CHAIN_GROUP = "chaoschain"
+# How long after its run the chain job is next due (devtools/chaos/config.py CHAIN_ANSWER).
+CHAIN_ANSWER = timedelta(seconds=1)
 
 
 def _chance(slot, salt: str) -> float:
@@ -138,6 +145,28 @@ def publish_probe(ctx):
     it still goes live on time.
     """
     _effect(ctx)
+
+
+@job(
+    name="chaoschain.worker_chain",
+    group=CHAIN_GROUP,
+    schedule=WhenDue(fallback=timedelta(seconds=30)),
+    run_on="workers",
+)
+def worker_chain(ctx):
+    """When due, on a worker process, claim first: each run answers that the job is next due
+    a second later, which its leader did not plan when it queued the run.
+
+    Nothing else in its group wakes that leader, which sleeps up to 30 s where it listens for
+    ``NOTIFY``: the answer reaches it only through the wake-up the worker sends after the
+    run's outcome, or, for a run lost with its worker, through the run's abandonment. A lost
+    one leaves a gap the soak sees. A run that fails (its worker's sessions ended) answers
+    nothing: the job waits for its 30 s fallback. Half a second of work gives the worker
+    faults a run in hand.
+    """
+    _effect(ctx)
+    threading.Event().wait(0.5)
+    return database_now() + CHAIN_ANSWER
 
 
 @on_post_event(
