@@ -174,7 +174,9 @@ def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
     are left (the server ends a killed client's sessions one by one, and a lock wait at its
     next check of the client); about one with a lock session left only once per heartbeat
     (``LockSessionWaits``), so a live ex-leader delays the leader's maintenance by at most
-    that wait per heartbeat interval.
+    that wait per heartbeat interval. It answers as soon as a look proves one gone: a live
+    worker mid-run, whose sessions stay, does not hold up the runs of a killed node beside it;
+    the processes still in doubt are asked about at the next maintenance.
     """
     reader = _SESSION_READERS.get(connection.vendor)
     if reader is None or not candidates:
@@ -203,7 +205,7 @@ def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
                 )
             if verdict != Vanished.ENDING or late:
                 del pending[instance]
-        if not pending:
+        if gone or not pending:
             return gone
         time.sleep(0.02)
 

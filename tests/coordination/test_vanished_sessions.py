@@ -157,11 +157,13 @@ def _dsn() -> dict:
     return dsn
 
 
-def open_lock_session(node: str, instance: str):
+def open_lock_session(node: str, instance: str, role: str = "lock"):
     """Open a real connection that the server attributes to ``node``'s process ``instance``
-    as one of its lock sessions (PostgreSQL: by name; MySQL: by a recorded connection)."""
+    as one of its lock (or, with ``role="work"``, work) sessions (PostgreSQL: by name; MySQL:
+    by a recorded connection)."""
     if connection.vendor == "postgresql":
-        return psycopg.connect(**{**_dsn(), "application_name": lock_application_name(node)})
+        name = lock_application_name(node) if role == "lock" else work_application_name(node)
+        return psycopg.connect(**{**_dsn(), "application_name": name})
     other = connection.get_new_connection(connection.get_connection_params())
     with other.cursor() as cursor:
         cursor.execute(
@@ -171,7 +173,7 @@ def open_lock_session(node: str, instance: str):
     NodeSession.objects.create(
         node=node,
         instance=instance,
-        role="lock",
+        role=role,
         connection_id=connection_id,
         client=client,
         opened_at=database_now(),
@@ -202,6 +204,30 @@ def test_a_lock_session_that_ends_just_after_the_check_starts_still_proves_the_n
         if not closed.is_set():
             session.close()
     assert time.monotonic() - started < vanish_wait(connection.vendor) + 0.5
+
+
+@pytest.mark.server
+@pytest.mark.django_db(transaction=True)
+def test_a_node_proven_gone_is_not_held_up_by_a_live_worker_whose_sessions_stay():
+    """A new leader's first look: the killed node is gone, a worker is mid-run beside it."""
+    session = open_lock_session("vn-busy", "busy", role="work")
+    if connection.vendor == "mysql":  # the killed node recorded its connection, now gone
+        busy = NodeSession.objects.get(instance="busy")
+        NodeSession.objects.create(
+            node="vn-dead",
+            instance="dead",
+            role="lock",
+            connection_id=busy.connection_id + 100000,
+            client=busy.client,
+            opened_at=database_now(),
+        )
+    try:
+        candidates = {"dead": ("vn-dead", fresh()), "busy": ("vn-busy", fresh())}
+        started = time.monotonic()
+        assert vanished_instances(candidates) == {"dead"}
+        assert time.monotonic() - started < vanish_wait(connection.vendor) / 2
+    finally:
+        session.close()
 
 
 @pytest.mark.server
