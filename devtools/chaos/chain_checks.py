@@ -3,7 +3,13 @@ when its last run said, so no wake-up between a worker, the ledger and the leade
 ``invariants.INVARIANTS`` lists it."""
 
 from devtools.chaos.clock import clock_text
-from devtools.chaos.config import CHAIN_ANSWER, CHAIN_BOUND, CHAIN_FAULT_BOUND, CHAIN_JOB
+from devtools.chaos.config import (
+    CHAIN_ANSWER,
+    CHAIN_BOUND,
+    CHAIN_FAULT_BOUND,
+    CHAIN_GROUP,
+    CHAIN_JOB,
+)
 from devtools.chaos.evidence import waited_behind, worker_disturbances
 from devtools.chaos.soak import Soak
 
@@ -15,6 +21,8 @@ def chain_runs_again_when_due(soak: Soak, end_db) -> tuple[bool, str]:
     overlaps a fault window (WORKER_DISRUPTIONS). A failed run (its worker's sessions ended
     mid-run) gave no answer and has no retries: its job waits for its fallback, as the policy
     says, and is not checked; nor is a due time less than the bound before the end."""
+    if CHAIN_GROUP not in soak.session_groups:
+        return True, f"not run on {soak.db.vendor}: its leaders poll every second"
     runs = soak.query(
         "SELECT status, queued_at, finished_at FROM coordination_jobrun WHERE job = %s"
         " AND queued_at IS NOT NULL ORDER BY queued_at",

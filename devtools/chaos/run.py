@@ -25,7 +25,6 @@ from devtools.chaos.config import (
     LEASE_GROUP,
     LEASE_JOB,
     LEASE_REPLICAS,
-    SESSION_GROUPS,
     WORKER_JOBS,
 )
 from devtools.chaos.editors import editor_stream
@@ -59,7 +58,7 @@ def setup_django(env: dict) -> str:
 
 def wait_for_leaders(soak: Soak) -> None:
     """Wait until every group leads and every worker process serves (its node registered)."""
-    for group in (*SESSION_GROUPS, LEASE_GROUP):
+    for group in (*soak.session_groups, LEASE_GROUP):
         while soak.leader(group) is None:
             time.sleep(0.1)
     expected = sum(r.workers for r in soak.replicas.values())

@@ -16,6 +16,7 @@ from pathlib import Path
 from devtools.chaos.clock import db_epoch
 from devtools.chaos.config import (
     BASE_DIR,
+    CHAIN_GROUP,
     HEARTBEAT,
     JOBS,
     LEASE,
@@ -112,6 +113,13 @@ class Soak:
             env["INSTATIC_MAX_TICK"] = str(LEASE / 6)
         return env
 
+    @property
+    def session_groups(self) -> tuple[str, ...]:
+        """The groups the session-lock replicas run: CHAIN_GROUP too on PostgreSQL."""
+        if self.db.vendor == "postgresql":
+            return (*SESSION_GROUPS, CHAIN_GROUP)
+        return SESSION_GROUPS
+
     def lease_mode(self, lease: bool) -> bool:
         """Lease lock mode is PostgreSQL's (behind PgBouncer); elsewhere LEASE_GROUP's replicas
         use the vendor's session lock like the others."""
@@ -164,7 +172,7 @@ class Soak:
             process = self.scheduler(
                 name,
                 log_path,
-                groups=SESSION_GROUPS,
+                groups=self.session_groups,
                 env=self.env(self.network.address(index)),
                 prefix=self.network.prefix(index),
                 extra=["--workers", str(WORKERS_PER_REPLICA)],

@@ -12,7 +12,6 @@ from devtools.chaos.config import (
     LEASE_TERM_MAX,
     LEASE_TERM_WAIT,
     ONCE_CUT_OFF,
-    SESSION_GROUPS,
 )
 from devtools.chaos.faults.targets import gap_after_kill, leader_fault, new_fault, pick_leader
 from devtools.chaos.records import Fault, OnceRun, Replica
@@ -169,7 +168,7 @@ def fault_once(soak: Soak) -> Fault:
     fault.expects_takeover = False
     log_path = soak.workdir / f"{name}.log"
     process = soak.scheduler(
-        name, log_path, groups=SESSION_GROUPS, env=soak.env(), extra=["--once"]
+        name, log_path, groups=soak.session_groups, env=soak.env(), extra=["--once"]
     )
     soak.once_runs.append(OnceRun(fault, process, log_path))
     fault.note = "running"
