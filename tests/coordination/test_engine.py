@@ -9,7 +9,7 @@ before a whole second, minute or hour) changes no count.
 
 import threading
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.core.management import call_command
@@ -40,6 +40,23 @@ from tests.support.polling import wait_until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MINUTE = timedelta(minutes=1)
+
+
+def running_on_a_dead_node(job) -> datetime:
+    """Record a run of ``job`` in progress, for the slot five minutes ago, on a node that
+    stopped heartbeating then; return that moment."""
+    stale = database_now() - timedelta(minutes=5)
+    Node.objects.create(
+        name="dead", instance="dead0", host="h", pid=1, started_at=stale, last_heartbeat=stale
+    )
+    JobRun.objects.create(
+        job=job.name,
+        slot=stale,
+        status=JobRun.Status.RUNNING,
+        node="dead",
+        node_instance="dead0",
+    )
+    return stale
 
 
 def test_first_tick_creates_state_at_the_next_slot_without_running():
@@ -216,13 +233,7 @@ def test_abandoned_runs_stay_abandoned_without_retry():
     reg, job = declare(recorder, schedule=hourly())
     make_due(job, ago=timedelta(0))
     JobState.objects.filter(name=job.name).update(next_due=database_now() + timedelta(hours=1))
-    stale = database_now() - timedelta(minutes=5)
-    Node.objects.create(
-        name="dead", instance="dead0", host="h", pid=1, started_at=stale, last_heartbeat=stale
-    )
-    JobRun.objects.create(
-        job=job.name, slot=stale, status=JobRun.Status.RUNNING, node="dead", node_instance="dead0"
-    )
+    running_on_a_dead_node(job)
     tick(reg)
     assert JobRun.objects.get(job=job.name).status == JobRun.Status.ABANDONED
     assert recorder.slots == []
@@ -442,13 +453,7 @@ def test_a_when_due_jobs_abandoned_run_makes_the_job_due_at_once():
     reg, job = declare(recorder, schedule=WhenDue(fallback=timedelta(hours=1)))
     tick(reg)  # a when-due job checks at start-up, then waits for its fallback
     assert len(recorder.slots) == 1
-    stale = database_now() - timedelta(minutes=5)
-    Node.objects.create(
-        name="dead", instance="dead0", host="h", pid=1, started_at=stale, last_heartbeat=stale
-    )
-    JobRun.objects.create(
-        job=job.name, slot=stale, status=JobRun.Status.RUNNING, node="dead", node_instance="dead0"
-    )
+    stale = running_on_a_dead_node(job)
     tick(reg)
     assert JobRun.objects.get(job=job.name, slot=stale).status == JobRun.Status.ABANDONED
     assert len(recorder.slots) == 2
