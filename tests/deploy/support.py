@@ -16,7 +16,7 @@ from pathlib import Path
 
 from devtools.servers import RUN_MARKER
 from tests.support.polling import wait_until
-from tests.support.processes import BASE_DIR, process_env, track
+from tests.support.processes import BASE_DIR, process_env, start_tracked
 
 DEPLOY = BASE_DIR / "deploy"
 VENV_BIN = Path(sys.executable).parent
@@ -51,16 +51,14 @@ class ScriptProcess:
         self.name = name or script
         self.log_path = Path(tempfile.mkstemp(prefix=f"instatic-{self.name}-", suffix=".log")[1])
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
+        # Its own process group, so stop() also ends whatever a broken script left behind.
+        self.process = start_tracked(
             [str(DEPLOY / script), *args],
             cwd="/",  # the scripts must find the project on their own
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            # Its own process group, so stop() also ends whatever a broken script left behind.
-            start_new_session=True,
         )
-        track(self.process)
 
     @property
     def pid(self) -> int:

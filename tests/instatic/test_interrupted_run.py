@@ -20,9 +20,10 @@ import pytest
 from devtools import pgcluster
 from devtools.servers import RUN_MARKER, exited, pid_in
 from devtools.testsuite import leftovers, lost_folders
+from tests.support import processes
 from tests.support.interrupted_run import PidFileServer
 from tests.support.polling import wait_until
-from tests.support.processes import BASE_DIR
+from tests.support.processes import BASE_DIR, ManagedProcess
 
 pytestmark = [
     pytest.mark.multiprocess,
@@ -149,3 +150,26 @@ def test_pytest_terminated_during_a_test_stops_its_schedulers():
         (scheduler,) = run.read_until("scheduler")
         assert int(scheduler) in {process.pid for process in leftovers(run.run_id)}
         assert "KeyboardInterrupt" in run.interrupt(signal.SIGTERM)
+
+
+def test_an_interrupt_while_a_process_starts_leaves_it_to_be_stopped(monkeypatch):
+    """A real SIGINT that comes the moment ``Popen`` has started a test's process: the
+    interrupt is raised, and the process is tracked, so the run's end stops it."""
+    started: list[subprocess.Popen] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_interrupted(*args, **kwargs):
+        process = real_popen(*args, **kwargs)
+        started.append(process)
+        os.kill(os.getpid(), signal.SIGINT)
+        return process
+
+    monkeypatch.setattr(subprocess, "Popen", popen_then_interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ManagedProcess(["help"], name="interrupted-start")
+        assert len(started) == 1
+        assert started[0] in processes._children, "started, and nothing knows of it"
+    finally:
+        for process in started:
+            processes.kill_group(process)

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from urllib.parse import quote
 
@@ -49,6 +50,45 @@ def track(process: subprocess.Popen) -> subprocess.Popen:
     """Have :func:`stop_children` end ``process`` (started with ``start_new_session=True``)."""
     _children.append(process)
     return process
+
+
+#: The signals that end a test run by raising in its main thread (Ctrl-C's
+#: ``KeyboardInterrupt``, SIGTERM and SIGHUP turned into exceptions by the suite's handlers).
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def start_tracked(args: list[str], **popen_kwargs) -> subprocess.Popen:
+    """Start a process in a session of its own and track it, with no interrupt between the
+    two: one that comes while the process starts is taken once it is tracked, so
+    :func:`stop_children` ends it. (Raised inside ``Popen``, or between it and
+    :func:`track`, it would leave a started process that nothing knows of.)"""
+    with interrupts_held():
+        return track(subprocess.Popen(args, start_new_session=True, **popen_kwargs))
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """Hold back the Python handlers of :data:`INTERRUPTS` until the block ends, then deliver
+    what came meanwhile. Outside the main thread (where handlers never run) it does nothing.
+
+    The handlers are swapped, not the signals blocked: a blocked signal mask is inherited by
+    the processes started meanwhile, which could then not be stopped.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = {}
+    for sig in INTERRUPTS:
+        if callable(signal.getsignal(sig)):
+            previous[sig] = signal.signal(sig, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(came):
+            signal.raise_signal(sig)
 
 
 def kill_group(process: subprocess.Popen, *, timeout: float = 10.0) -> None:
@@ -108,15 +148,13 @@ class ManagedProcess:
         self.name = name
         self.log_path = Path(tempfile.mkstemp(prefix=f"instatic-{name}-", suffix=".log")[1])
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
+        self.process = start_tracked(
             [*prefix, sys.executable, str(BASE_DIR / "manage.py"), *args],
             cwd=BASE_DIR,
             env=env or process_env(),
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
         )
-        track(self.process)
         self.paused = False
 
     @property
