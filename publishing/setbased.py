@@ -95,6 +95,8 @@ def _postgresql(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
     # ``id = ANY(array)``: the planner sizes that by the array and looks each id up in the
     # primary key. (A join to ``unnest(array)`` was planned as a hash join over a sequential
     # scan of the whole table once it held 100,000 posts: 40 ms of every 2,000-post batch.)
+    # The array goes as its text, which the cast reads: psycopg would quote a list one item
+    # at a time in Python (20 ms for a 10,000-post batch, against 1 ms for the join).
     # The condition is wrapped in ``IS TRUE`` (the same rows pass) so that it can only be a
     # filter on those rows: as index conditions, with statistics from before a backlog fell
     # due, it made the planner walk a status index through every entry a drained backlog
@@ -127,7 +129,7 @@ def _postgresql(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
     """
     params = [
         *change.values.values(),
-        list(ids),
+        "{" + ",".join(map(str, ids)) + "}",
         *where_params,
         change.kind,
         change.node,

@@ -91,8 +91,11 @@ def test_a_failing_post_stays_scheduled_with_its_error_and_does_not_block_others
         "node-a",
         {"error": "the title is empty"},
     )
+    assert event.lateness == pytest.approx((result.now - bad.publish_at).total_seconds())
+    assert event.lateness >= 60
     assert any(
-        f"post {bad.pk}" in r.getMessage() and "failed to publish" in r.getMessage()
+        f"post {bad.pk}" in r.getMessage()
+        and f"due at {bad.publish_at.isoformat()} failed to publish" in r.getMessage()
         for r in caplog.records
     )
     # Later batches skip it instead of failing it again and again.
