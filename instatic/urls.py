@@ -7,6 +7,7 @@ from coordination.views import metrics_view
 from editors.views import my_notifications, my_time_zone
 from instatic import health
 from instatic.view_on_site import view_on_site
+from outbox.watching import watch_post
 
 urlpatterns = [
     # Ahead of the admin's own "view on site" URL, which checks no permission.
@@ -20,6 +21,7 @@ urlpatterns = [
         admin.site.admin_view(my_notifications),
         name="my_notifications",
     ),
+    path("admin/watch/<int:post_id>/", admin.site.admin_view(watch_post), name="watch_post"),
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

@@ -21,7 +21,7 @@ def endpoint_names(subscribers: Iterable[str]) -> dict[str, str]:
 def subscriber_text(name: str, endpoints: dict[str, str]) -> str:
     """Return who the delivery ledger's ``name`` is, as an editor reads it."""
     if name == NOTIFY_JOB:
-        return _("Email to the author")
+        return _("Emails to the author and watchers")
     if is_webhook(name):
         endpoint = endpoints.get(name)
         if endpoint is None:

@@ -11,8 +11,10 @@ class OutboxConfig(AppConfig):
     def ready(self) -> None:
         from outbox import wakeups
         from outbox.post_section import deliveries_section
-        from publishing.admin_sections import add_post_section
+        from outbox.watching import watch_tool
+        from publishing.admin_sections import add_post_section, add_post_tool
         from publishing.public_events import events_committed
 
         events_committed.connect(wakeups.wake_dispatcher, dispatch_uid="outbox.wake_dispatcher")
         add_post_section(deliveries_section)
+        add_post_tool(watch_tool)

@@ -186,6 +186,7 @@ def deliver_pending(subscription, ctx: JobContext) -> datetime | None:
         transactional=job.transactional,
         retry_at=lambda row, attempt, now: job.retry_at(attempt, now),
         give_up=give_up,
+        savepoint=subscription.atomic,
     )
     return deliver_batch(subscriber, ctx)
 

@@ -82,12 +82,14 @@ def send_webhooks(ctx: JobContext) -> datetime | None:
 
 
 #: Claim-first (mail is not transactional): an email is sent once across the replicas, and
-#: again only when its attempt failed or was lost with its node.
+#: again only when its attempt failed or was lost with its node. Not atomic: each person told
+#: is recorded as their email goes, so a retry tells only the others.
 register_job(
     Subscription(
-        notifications.notify_author,
+        notifications.notify_people,
         notifications.NOTIFIED_KINDS,
-        audience=notifications.posts_with_authors,
+        audience=notifications.posts_with_people,
+        atomic=False,
     ),
     name=NOTIFY_JOB,
     group="plugins",

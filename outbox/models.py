@@ -8,6 +8,7 @@ the same across attempts: a receiver that sees a retry of something it handled t
 
 import uuid
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
@@ -164,3 +165,55 @@ class WebhookAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint}: {self.status_code or self.error}"
+
+
+class Watch(models.Model):
+    """An editor emailed about a post they did not write, as its author is (its watcher)."""
+
+    post = models.ForeignKey(
+        "publishing.Post", verbose_name=_("post"), on_delete=models.CASCADE, related_name="watches"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("editor"),
+        on_delete=models.CASCADE,
+        related_name="watches",
+    )
+    created_at = models.DateTimeField(_("watching since"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("watcher")
+        verbose_name_plural = _("watchers")
+        constraints = [models.UniqueConstraint(fields=["post", "user"], name="outbox_watch_once")]
+
+    def __str__(self) -> str:
+        return f"{self.user} watches post {self.post_id}"
+
+
+class Told(models.Model):
+    """One person emailed about one publish event.
+
+    The notifications' delivery is one per event, with several people to tell: each one told
+    is recorded as soon as their email is sent, so a delivery tried again after a failure
+    emails only those not told yet.
+    """
+
+    event = models.ForeignKey(
+        "publishing.PublishEvent",
+        verbose_name=_("event"),
+        on_delete=models.CASCADE,
+        related_name="told",
+        db_constraint=False,
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("editor"), on_delete=models.CASCADE
+    )
+    at = models.DateTimeField(_("at"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("person told")
+        verbose_name_plural = _("people told")
+        constraints = [models.UniqueConstraint(fields=["event", "user"], name="outbox_told_once")]
+
+    def __str__(self) -> str:
+        return f"{self.user} told of event {self.event_id}"

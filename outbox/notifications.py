@@ -1,13 +1,16 @@
-"""Emails to a post's author: it went live, its publish failed, it is late.
+"""Emails to a post's author and watchers: it went live, its publish failed, it is late.
 
 A built-in subscriber of the outbox (``outbox.notify_authors``, claim-first like any
-subscriber that talks to the world): each (event, author) pair is one delivery, sent once
-across all replicas, retried with back-off when the mail server refuses it. Deciding is
-:func:`compose`, pure over values: whether the author is told and the words, with times in
-the author's own zone; doing is :func:`notify_author`, which reads the post and sends the
-email through Django's mail (so the console and file backends work in development).
+subscriber that talks to the world): each event is one delivery, sent across all replicas
+once, retried with back-off when the mail server refuses it. Everyone it tells is recorded
+(:class:`outbox.models.Told`) as soon as their email is sent, so a retry tells only those
+not told yet: each person is emailed once per event, twice only when a node dies between an
+email and its record. Deciding is :func:`compose`, pure over values: whether a person is
+told and the words, with times in their own zone; doing is :func:`notify_people`, which
+reads the post and its people and sends through Django's mail (so the console and file
+backends work in development).
 
-Each kind can be turned off on the author's "My notifications" page
+Each kind can be turned off on each editor's "My notifications" page
 (``EditorProfile.EMAIL_SWITCHES``); nobody is told about what they did themselves.
 """
 
@@ -24,7 +27,9 @@ from django.utils.translation import gettext as _
 from coordination.registry import JobContext
 from coordination.wording import duration_text, local_time
 from editors.models import EditorProfile
+from outbox.delivering import DeliveryRefused
 from outbox.events import PostEvent
+from outbox.models import Told, Watch
 from publishing.models import Post
 
 #: The publish events an author is emailed about.
@@ -32,13 +37,15 @@ NOTIFIED_KINDS = tuple(EditorProfile.EMAIL_SWITCHES)
 
 
 @dataclass(frozen=True)
-class Author:
-    """Who a post's email goes to: their address, name, zone, and the kinds they want."""
+class Recipient:
+    """Who a post's email goes to: their address, name, zone, the kinds they want, and
+    whether they watch the post (``False``: they wrote it)."""
 
     username: str
     email: str
     zone: str
     wants: frozenset[str]
+    watching: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,76 +65,117 @@ class Email:
     to: str
 
 
-def posts_with_authors(post_ids: set[int]) -> list[int]:
-    """Return the posts of ``post_ids`` whose author can be emailed (the dispatcher asks)."""
-    return list(
+def posts_with_people(post_ids: set[int]) -> list[int]:
+    """Return the posts of ``post_ids`` with an author or a watcher who can be emailed (the
+    dispatcher asks)."""
+    authored = (
         Post.objects.filter(pk__in=post_ids, author__is_active=True)
         .exclude(author__email="")
         .values_list("pk", flat=True)
     )
+    watched = (
+        Watch.objects.filter(post_id__in=post_ids, user__is_active=True)
+        .exclude(user__email="")
+        .values_list("post_id", flat=True)
+    )
+    return sorted({*authored, *watched})
 
 
-def author_of(user) -> Author | None:
-    """Return the :class:`Author` a post's ``user`` is, or ``None`` when they cannot be told."""
+def recipient(user, *, watching: bool = False) -> Recipient | None:
+    """Return the :class:`Recipient` ``user`` is, or ``None`` when they cannot be told."""
     if user is None or not user.is_active or not user.email:
         return None
     profile = EditorProfile.objects.filter(user=user).first() or EditorProfile(user=user)
     wants = {
         kind for kind, field in EditorProfile.EMAIL_SWITCHES.items() if getattr(profile, field)
     }
-    return Author(
+    return Recipient(
         username=user.get_username(),
         email=user.email,
         zone=profile.time_zone or django_settings.TIME_ZONE,
         wants=frozenset(wants),
+        watching=watching,
     )
 
 
-def compose(event: PostEvent, post: PostFacts, author: Author | None) -> Email | None:
-    """Return the email that tells ``author`` about ``event``, or ``None`` if nobody is told.
+def people(post: Post) -> list[tuple[int, Recipient]]:
+    """Return who may be told about ``post``, by user id: its author, then its watchers in
+    the order they began watching (an author who also watches is told as the author)."""
+    found: dict[int, Recipient] = {}
+    if post.author_id is not None and (author := recipient(post.author)) is not None:
+        found[post.author_id] = author
+    watches = Watch.objects.filter(post=post).select_related("user").order_by("created_at", "id")
+    for watch in watches:
+        if watch.user_id not in found and (them := recipient(watch.user, watching=True)):
+            found[watch.user_id] = them
+    return list(found.items())
 
-    Nobody is told when the post has no author who can be emailed, when they turned the kind
-    off, or when they made the change themselves (publishing by hand).
+
+def compose(event: PostEvent, post: PostFacts, person: Recipient | None) -> Email | None:
+    """Return the email that tells ``person`` about ``event``, or ``None`` if they are not told.
+
+    Nobody is told who cannot be emailed, who turned the kind off, or who made the change
+    themselves (publishing by hand).
     """
-    if author is None or event.kind not in author.wants or event.by == author.username:
+    if person is None or event.kind not in person.wants or event.by == person.username:
         return None
-    with timezone.override(author.zone):
-        words = _words(event, post)
+    with timezone.override(person.zone):
+        words = _words(event, post, yours=not person.watching)
     if words is None:
         return None
     subject, lines = words
-    footer = _(
-        "You get this email because you wrote this post. Choose which emails you get: %(url)s"
-    )
+    if person.watching:
+        why = _(
+            "You get this email because you watch this post; stop watching it on its page. "
+            "Choose which emails you get: %(url)s"
+        )
+    else:
+        why = _(
+            "You get this email because you wrote this post. Choose which emails you get: %(url)s"
+        )
     body = "\n\n".join(
-        [*lines, _("Edit it: %(url)s") % {"url": post.edit_url}, footer % {"url": _settings_url()}]
+        [*lines, _("Edit it: %(url)s") % {"url": post.edit_url}, why % {"url": _settings_url()}]
     )
-    return Email(subject=subject, body=body + "\n", to=author.email)
+    return Email(subject=subject, body=body + "\n", to=person.email)
 
 
-def _words(event: PostEvent, post: PostFacts) -> tuple[str, list[str]] | None:
-    """Return the subject and paragraphs for ``event``, in the active zone."""
+def _words(event: PostEvent, post: PostFacts, *, yours: bool) -> tuple[str, list[str]] | None:
+    """Return the subject and paragraphs for ``event``, in the active zone, to its author
+    (``yours``) or a watcher."""
     title = post.title
     if event.kind == "published":
-        lines = [
+        went_live = (
             _("Your post “%(title)s” went live at %(when)s.")
-            % {"title": title, "when": local_time(event.at)}
-        ]
+            if yours
+            else _("The post “%(title)s” went live at %(when)s.")
+        )
+        lines = [went_live % {"title": title, "when": local_time(event.at)}]
         if post.public_url:
             lines.append(_("Read it: %(url)s") % {"url": post.public_url})
         return _("“%(title)s” is live") % {"title": title}, lines
     due = _time(event.data.get("was_due_at")) or post.publish_at
     due_text = local_time(due) if due is not None else _("its time")
     if event.kind == "failed":
-        return _("“%(title)s” could not be published") % {"title": title}, [
+        could_not = (
             _("Your post “%(title)s” was due at %(when)s and could not be published:")
-            % {"title": title, "when": due_text},
+            if yours
+            else _("The post “%(title)s” was due at %(when)s and could not be published:")
+        )
+        return _("“%(title)s” could not be published") % {"title": title}, [
+            could_not % {"title": title, "when": due_text},
             str(event.data.get("error", "")),
             _("It stays scheduled, and is not tried again until it is changed."),
         ]
     if event.kind == "late":
-        return _("“%(title)s” is late") % {"title": title}, [
+        still_not = (
             _("Your post “%(title)s” was due at %(when)s and is still not live %(after)s later.")
+            if yours
+            else _(
+                "The post “%(title)s” was due at %(when)s and is still not live %(after)s later."
+            )
+        )
+        return _("“%(title)s” is late") % {"title": title}, [
+            still_not
             % {
                 "title": title,
                 "when": due_text,
@@ -166,16 +214,30 @@ def facts(post: Post) -> PostFacts:
     )
 
 
-def notify_author(event: PostEvent, ctx: JobContext) -> None:
-    """Email the author of ``event``'s post about it, unless nobody is to be told.
+def notify_people(event: PostEvent, ctx: JobContext) -> None:
+    """Email the author and the watchers of ``event``'s post about it, each recorded as told
+    once their email is sent; those told already (by an earlier attempt) are skipped.
 
-    A refused email raises, so the delivery is tried again after its back-off.
+    Runs outside a transaction (the subscription is not atomic), so each record commits at
+    once. A refused email raises once the others are sent, so the delivery is tried again
+    after its back-off, for those not told.
     """
     post = Post.objects.select_related("author").filter(pk=event.post_id).first()
     if post is None:
         return
-    email = compose(event, facts(post), author_of(post.author))
-    if email is None:
-        return
-    send_mail(email.subject, email.body, None, [email.to], fail_silently=False)
-    ctx.logger.info("emailed %s about post %s (%s)", email.to, post.pk, event.kind)
+    told = set(Told.objects.filter(event_id=event.id).values_list("user_id", flat=True))
+    about = facts(post)
+    refused = []
+    for user_id, person in people(post):
+        email = None if user_id in told else compose(event, about, person)
+        if email is None:
+            continue
+        try:
+            send_mail(email.subject, email.body, None, [email.to], fail_silently=False)
+        except Exception as exc:
+            refused.append(f"{email.to}: {exc}")
+            continue
+        Told.objects.create(event_id=event.id, user_id=user_id)
+        ctx.logger.info("emailed %s about post %s (%s)", email.to, post.pk, event.kind)
+    if refused:
+        raise DeliveryRefused("could not email " + "; ".join(refused))

@@ -35,6 +35,7 @@ class Subscription:
         kinds: Iterable[str],
         *,
         audience: Callable[[set[int]], Iterable[int]] | None = None,
+        atomic: bool = True,
     ):
         kinds = tuple(kinds)
         unknown = sorted(set(kinds) - set(OUTBOX_KINDS))
@@ -50,6 +51,10 @@ class Subscription:
         #: Given the posts of a batch of events, returns the ones this subscriber is told
         #: about (``None``: all of them); asked by the dispatcher, once per batch.
         self.audience = audience
+        #: Call the handler in a transaction of its own (a savepoint in a transactional
+        #: run), so a failure undoes its writes. ``False`` for a handler that records each
+        #: step as it goes, each write committed at once (a claim-first one).
+        self.atomic = atomic
         functools.update_wrapper(self, handler)
 
     def __call__(self, ctx: JobContext):

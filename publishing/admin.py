@@ -41,7 +41,7 @@ from publishing.admin_revisions import (
     revision_action_view,
     revisions_view,
 )
-from publishing.admin_sections import post_sections
+from publishing.admin_sections import post_sections, post_tools
 from publishing.admin_view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
@@ -511,7 +511,7 @@ class PostAdmin(admin.ModelAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """Name the post's scheduled revision, which a direct edit of the text supersedes, and
-        show the sections other apps add (:mod:`publishing.admin_sections`)."""
+        show the sections and tools other apps add (:mod:`publishing.admin_sections`)."""
         post = self.get_object(request, object_id)
         scheduled = PostRevision.Status.SCHEDULED
         pending = selectors.pending_revision(post, scheduled) if post else None
@@ -519,6 +519,7 @@ class PostAdmin(admin.ModelAdmin):
             **(extra_context or {}),
             "scheduled_revision": pending,
             "post_sections": post_sections(request, post),
+            "post_tools": post_tools(request, post),
         }
         return super().change_view(request, object_id, form_url, extra_context)
 

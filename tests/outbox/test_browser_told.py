@@ -7,9 +7,9 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from editors.models import EditorProfile
-from outbox.models import Delivery, WebhookAttempt, WebhookEndpoint
+from outbox.models import Delivery, Watch, WebhookAttempt, WebhookEndpoint
 from publishing.models import PublishEvent
-from tests.publishing.conftest import editor, make_post  # noqa: F401 (the fixture)
+from tests.publishing.conftest import editor, future_post, make_post  # noqa: F401 (the fixture)
 from tests.support.browser import screenshot, signed_in
 
 pytestmark = pytest.mark.sqlite
@@ -40,7 +40,7 @@ def test_the_post_page_says_who_was_told(live_server, editor, browser, request):
         told.scroll_into_view_if_needed()
         text = told.inner_text()
         assert "Webhook “Search index”" in text and "answered 200" in text
-        assert "Email to the author" in text and "CET" in text
+        assert "Emails to the author and watchers" in text and "CET" in text
         assert "webhook:" not in text and "+00:00" not in text
         screenshot(page, "who-was-told-on-the-post-page")
         told.get_by_text("All of this post's deliveries").click()
@@ -64,6 +64,25 @@ def test_an_editor_turns_off_the_emails_of_late_posts(live_server, editor, brows
         page.get_by_text("Your email settings are saved.").wait_for()
         profile = EditorProfile.objects.get(user=editor)
         assert (profile.email_published, profile.email_late) == (True, False)
+    except BaseException:
+        screenshot(page, request.node.name)
+        raise
+
+
+def test_an_editor_watches_a_colleagues_post(live_server, editor, browser, request):  # noqa: F811
+    post = future_post(title="Opening hours")
+    page = signed_in(browser, live_server, "editor", "pw")
+    try:
+        page.goto(f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}")
+        page.locator(".object-tools").get_by_role("link", name="Watch", exact=True).click()
+        page.get_by_text("to get the emails its author gets").wait_for()
+        assert "editor@example.com" in page.locator("#content-main").inner_text()
+        screenshot(page, "watch-a-post")
+        page.get_by_role("button", name="Watch this post").click()
+        page.get_by_text("You are watching “Opening hours”").wait_for()
+        assert page.locator(".object-tools").get_by_role("link", name="Watching").is_visible()
+        screenshot(page, "watching-a-post")
+        assert Watch.objects.filter(post=post, user=editor).exists()
     except BaseException:
         screenshot(page, request.node.name)
         raise

@@ -16,14 +16,14 @@ from editors.models import EditorProfile
 from outbox.events import PostEvent
 from outbox.job_names import NOTIFY_JOB
 from outbox.models import Delivery
-from outbox.notifications import Author, PostFacts, compose
+from outbox.notifications import PostFacts, Recipient, compose
 from plugins.testing import deliver_events
 from publishing.job_names import LATE_JOB
 from publishing.posts import publish_now
 from tests.publishing.conftest import due_post, run_job, run_publish_job
 
 AT = datetime(2026, 12, 1, 14, 0, 5, tzinfo=UTC)
-ANN = Author(
+ANN = Recipient(
     username="ann",
     email="ann@example.com",
     zone="America/New_York",
@@ -72,7 +72,7 @@ def event(kind: str, *, by: str = "node-a", **data) -> PostEvent:
         ),
         (
             event("published"),
-            Author("bo", "bo@example.com", "Asia/Tokyo", frozenset({"published"})),
+            Recipient("bo", "bo@example.com", "Asia/Tokyo", frozenset({"published"})),
             "“Launch day” is live",
             ["went live at 2026-12-01 23:00:05 JST."],
         ),
@@ -90,7 +90,7 @@ def test_an_email_says_what_happened_in_the_authors_zone(the_event, author, subj
     ("the_event", "author"),
     [
         (event("published"), None),  # no author who can be emailed
-        (event("published"), Author("ann", "a@example.com", "UTC", frozenset({"late"}))),
+        (event("published"), Recipient("ann", "a@example.com", "UTC", frozenset({"late"}))),
         (event("published", by="ann"), ANN),  # she published it herself
         (event("unpublished"), ANN),  # not a kind authors are emailed about
     ],

@@ -54,7 +54,7 @@ def test_the_post_page_shows_who_was_told_with_the_last_attempt(admin_client, de
     section = html[html.index('id="post-deliveries"') :]
     assert "Who was told" in section
     assert "Webhook “Search index”" in section and "answered 503" in section
-    assert "Email to the author" in section and "Subscriber demo.reindex" in section
+    assert "Emails to the author and watchers" in section and "Subscriber demo.reindex" in section
     assert section.count("<tr>") == 1 + 3, "the header and this post's three deliveries"
     assert f"?post_id={delivered_post.pk}" in section
 
@@ -81,10 +81,10 @@ def test_the_delivery_list_names_who_each_is_for_in_words(admin_client, delivere
         reverse("admin:outbox_delivery_changelist") + f"?post_id={delivered_post.pk}"
     )
     html = page.content.decode()
-    assert "Webhook “Search index”" in html and "Email to the author" in html
+    assert "Webhook “Search index”" in html and "Emails to the author and watchers" in html
     cells = re.findall(r'<td class="field-to">([^<]*)</td>', html)
     assert sorted(cells) == [
-        "Email to the author",
+        "Emails to the author and watchers",
         "Subscriber demo.reindex",
         "Webhook “Search index”",
     ]

@@ -1,0 +1,71 @@
+"""Watching a post: an editor who did not write it gets the emails its author gets.
+
+The post's admin page has a "Watch" link at the top (a tool added through
+:mod:`publishing.admin_sections`); it opens :func:`watch_post`, a page that says what
+watching means and starts or stops it with one button, then goes back to the post. A link
+to a page of its own, not a button in the post's form: the form may hold changes the editor
+has not saved.
+"""
+
+from django.contrib import messages
+from django.contrib.admin import site
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
+from outbox.models import Watch
+from publishing.models import Post
+
+
+def may_watch(user) -> bool:
+    """Return True if ``user`` may watch posts: anyone who may see them in the admin."""
+    return user.is_active and user.is_staff and user.has_perm("publishing.view_post")
+
+
+def is_watching(user, post: Post) -> bool:
+    return Watch.objects.filter(post=post, user=user).exists()
+
+
+def watch_tool(request, post: Post) -> tuple[str, str] | None:
+    """The post page's "Watch" (or "Watching") link, for an editor who did not write it."""
+    user = request.user
+    if post.author_id == user.pk or not may_watch(user):
+        return None
+    words = _("Watching") if is_watching(user, post) else _("Watch")
+    return words, reverse("watch_post", args=[post.pk])
+
+
+def watch_post(request, post_id: int):
+    """Show whether the signed-in editor watches the post; start or stop it on POST."""
+    if not may_watch(request.user):
+        raise PermissionDenied
+    post = get_object_or_404(Post, pk=post_id)
+    back = reverse("admin:publishing_post_change", args=[post.pk])
+    if request.method == "POST":
+        if request.POST.get("watch") == "1":
+            Watch.objects.get_or_create(post=post, user=request.user)
+            messages.success(
+                request,
+                _(
+                    "You are watching “%(title)s”: you get an email when it goes live, cannot be "
+                    "published or is late."
+                )
+                % {"title": post.title},
+            )
+        else:
+            Watch.objects.filter(post=post, user=request.user).delete()
+            messages.success(request, _("You no longer watch “%(title)s”.") % {"title": post.title})
+        return redirect(back)
+    context = {
+        **site.each_context(request),
+        "title": _("Watch “%(title)s”") % {"title": post.title},
+        "post": post,
+        "back": back,
+        "watching": is_watching(request.user, post),
+        "email": request.user.email,
+        "wrote_it": post.author_id == request.user.pk,
+        "settings_url": reverse("my_notifications"),
+    }
+    return TemplateResponse(request, "admin/outbox/watch_post.html", context)
