@@ -56,6 +56,7 @@ class PostFacts:
     publish_at: datetime | None
     edit_url: str
     public_url: str = ""
+    watch_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -124,18 +125,16 @@ def compose(event: PostEvent, post: PostFacts, person: Recipient | None) -> Emai
     if words is None:
         return None
     subject, lines = words
+    choose = _("Choose which emails you get: %(url)s") % {"url": _settings_url()}
     if person.watching:
-        why = _(
-            "You get this email because you watch this post; stop watching it on its page. "
-            "Choose which emails you get: %(url)s"
-        )
+        why = [
+            _("You get this email because you watch this post. Stop watching it: %(url)s")
+            % {"url": post.watch_url},
+            choose,
+        ]
     else:
-        why = _(
-            "You get this email because you wrote this post. Choose which emails you get: %(url)s"
-        )
-    body = "\n\n".join(
-        [*lines, _("Edit it: %(url)s") % {"url": post.edit_url}, why % {"url": _settings_url()}]
-    )
+        why = [_("You get this email because you wrote this post. %(choose)s") % {"choose": choose}]
+    body = "\n\n".join([*lines, _("Edit it: %(url)s") % {"url": post.edit_url}, *why])
     return Email(subject=subject, body=body + "\n", to=person.email)
 
 
@@ -210,6 +209,7 @@ def facts(post: Post) -> PostFacts:
         title=post.title,
         publish_at=post.publish_at,
         edit_url=_absolute(reverse("admin:publishing_post_change", args=[post.pk])),
+        watch_url=_absolute(reverse("watch_post", args=[post.pk])),
         public_url=_absolute(post.get_absolute_url()) if public else "",
     )
 

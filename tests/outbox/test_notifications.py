@@ -34,6 +34,7 @@ POST = PostFacts(
     publish_at=datetime(2026, 12, 1, 14, 0, tzinfo=UTC),
     edit_url="https://news.example.com/admin/publishing/post/7/change/",
     public_url="https://news.example.com/posts/launch-day/",
+    watch_url="https://news.example.com/admin/watch/7/",
 )
 
 

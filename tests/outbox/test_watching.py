@@ -51,6 +51,7 @@ def test_a_watcher_is_told_in_words_for_a_watcher():
     assert "The post “Launch day” went live at 2026-12-01 23:00:05 JST." in email.body
     assert "Your post" not in email.body
     assert "because you watch this post" in email.body
+    assert f"Stop watching it: {POST.watch_url}\n" in email.body
     assert "because you wrote this post" not in email.body
 
 
