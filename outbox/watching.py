@@ -19,9 +19,10 @@ from outbox.models import Watch
 from publishing.models import Post
 
 
-def may_watch(user) -> bool:
-    """Return True if ``user`` may watch posts: anyone who may see them in the admin."""
-    return user.is_active and user.is_staff and user.has_perm("publishing.view_post")
+def may_watch(request) -> bool:
+    """Return True if the signed-in user may watch posts: anyone the posts' admin lets see
+    them (who may view them, or change them)."""
+    return site.get_model_admin(Post).has_view_permission(request)
 
 
 def is_watching(user, post: Post) -> bool:
@@ -31,7 +32,7 @@ def is_watching(user, post: Post) -> bool:
 def watch_tool(request, post: Post) -> tuple[str, str] | None:
     """The post page's "Watch" (or "Watching") link, for an editor who did not write it."""
     user = request.user
-    if post.author_id == user.pk or not may_watch(user):
+    if post.author_id == user.pk or not may_watch(request):
         return None
     words = _("Watching") if is_watching(user, post) else _("Watch")
     return words, reverse("watch_post", args=[post.pk])
@@ -39,7 +40,7 @@ def watch_tool(request, post: Post) -> tuple[str, str] | None:
 
 def watch_post(request, post_id: int):
     """Show whether the signed-in editor watches the post; start or stop it on POST."""
-    if not may_watch(request.user):
+    if not may_watch(request):
         raise PermissionDenied
     post = get_object_or_404(Post, pk=post_id)
     back = reverse("admin:publishing_post_change", args=[post.pk])

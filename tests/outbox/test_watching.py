@@ -6,7 +6,7 @@ import smtplib
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.core import mail
 from django.core.mail.backends.locmem import EmailBackend
 from django.test import override_settings
@@ -150,3 +150,12 @@ def test_who_may_not_see_posts_may_not_watch_them(client):
     assert client.get(url).status_code == 403
     assert client.post(url, {"watch": "1"}).status_code == 403
     assert not Watch.objects.exists()
+
+
+def test_an_editor_who_may_change_posts_but_not_only_view_them_may_watch(client):
+    post = make_post()
+    changer = User.objects.create_user("changer", "c@example.com", "pw", is_staff=True)
+    changer.user_permissions.add(Permission.objects.get(codename="change_post"))
+    client.force_login(changer)
+    assert client.post(reverse("watch_post", args=[post.pk]), {"watch": "1"}).status_code == 302
+    assert Watch.objects.filter(post=post, user=changer).exists()
