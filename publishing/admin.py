@@ -41,7 +41,7 @@ from publishing.admin_revisions import (
     revision_action_view,
     revisions_view,
 )
-from publishing.admin_sections import post_sections, post_tools
+from publishing.admin_sections import page_context
 from publishing.admin_view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
@@ -518,8 +518,7 @@ class PostAdmin(admin.ModelAdmin):
         extra_context = {
             **(extra_context or {}),
             "scheduled_revision": pending,
-            "post_sections": post_sections(request, post),
-            "post_tools": post_tools(request, post),
+            **page_context(request, post),
         }
         return super().change_view(request, object_id, form_url, extra_context)
 

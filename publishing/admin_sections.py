@@ -28,21 +28,22 @@ def add_post_section(section: Section) -> None:
         _sections.append(section)
 
 
-def post_sections(request: HttpRequest, post: Post | None) -> list[SafeString]:
-    """Return the sections' HTML for ``post``'s page, in the order they were added."""
-    if post is None:
-        return []
-    return [html for html in (section(request, post) for section in _sections) if html]
-
-
 def add_post_tool(tool: Tool) -> None:
     """Show ``tool``'s link at the top of every post's admin page (once, however often)."""
     if tool not in _tools:
         _tools.append(tool)
 
 
-def post_tools(request: HttpRequest, post: Post | None) -> list[tuple[str, str]]:
-    """Return the tools' (words, address) for ``post``'s page, in the order they were added."""
+def page_context(request: HttpRequest, post: Post | None) -> dict:
+    """Return the post page's ``post_sections`` (HTML) and ``post_tools`` (words, address)
+    for ``request``'s user, each in the order they were added; none for a new post."""
+    return {
+        "post_sections": _shown(_sections, request, post),
+        "post_tools": _shown(_tools, request, post),
+    }
+
+
+def _shown(added: list, request: HttpRequest, post: Post | None) -> list:
     if post is None:
         return []
-    return [link for link in (tool(request, post) for tool in _tools) if link]
+    return [shown for shown in (each(request, post) for each in added) if shown]
