@@ -6,18 +6,25 @@ once, retried with back-off when the mail server refuses it. Everyone it tells i
 (:class:`outbox.models.Told`) as soon as their email is sent, so a retry tells only those
 not told yet: each person is emailed once per event, twice only when a node dies between an
 email and its record. Deciding is :func:`compose`, pure over values: whether a person is
-told and the words, with times in their own zone; doing is :func:`notify_people`, which
-reads the post and its people and sends through Django's mail (so the console and file
-backends work in development).
+told and the words, with times in their own zone (:func:`email_zone`); doing is
+:func:`notify_people`, which reads the post and its people and sends through Django's mail
+(so the console and file backends work in development).
 
 Each kind can be turned off on each editor's "My notifications" page
-(``EditorProfile.EMAIL_SWITCHES``); nobody is told about what they did themselves.
+(``EditorProfile.EMAIL_SWITCHES``); nobody is told about what they did themselves. Whether
+someone may still see the post is asked as their email is sent, not when they began
+watching (:func:`outbox.watching.may_see`): an author or a watcher who left or lost access
+is not told. Each person is tried on their own: one person's failure is logged and tells
+nobody less, and the delivery fails afterwards, so its retry tells those not told yet.
 """
 
+import logging
+import zoneinfo
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings as django_settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.mail import send_mail
 from django.urls import reverse
 from django.utils import timezone
@@ -30,7 +37,10 @@ from editors.models import EditorProfile
 from outbox.delivering import DeliveryRefused
 from outbox.events import PostEvent
 from outbox.models import Told, Watch
+from outbox.watching import may_see
 from publishing.models import Post
+
+logger = logging.getLogger(__name__)
 
 #: The publish events an author is emailed about.
 NOTIFIED_KINDS = tuple(EditorProfile.EMAIL_SWITCHES)
@@ -68,48 +78,70 @@ class Email:
 
 def posts_with_people(post_ids: set[int]) -> list[int]:
     """Return the posts of ``post_ids`` with an author or a watcher who can be emailed (the
-    dispatcher asks)."""
+    dispatcher asks; whether they may see the post is asked when it is sent)."""
     authored = (
-        Post.objects.filter(pk__in=post_ids, author__is_active=True)
+        Post.objects.filter(pk__in=post_ids, author__is_active=True, author__is_staff=True)
         .exclude(author__email="")
         .values_list("pk", flat=True)
     )
     watched = (
-        Watch.objects.filter(post_id__in=post_ids, user__is_active=True)
+        Watch.objects.filter(post_id__in=post_ids, user__is_active=True, user__is_staff=True)
         .exclude(user__email="")
         .values_list("post_id", flat=True)
     )
     return sorted({*authored, *watched})
 
 
+def email_zone(chosen: str, *, site: str) -> str:
+    """Return the zone an email's times are in: the one its person ``chose`` if this host
+    knows it, else the ``site``'s (none chosen, or a name from newer time zone data)."""
+    if not chosen:
+        return site
+    try:
+        zoneinfo.ZoneInfo(chosen)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return site
+    return chosen
+
+
 def recipient(user, *, watching: bool = False) -> Recipient | None:
-    """Return the :class:`Recipient` ``user`` is, or ``None`` when they cannot be told."""
-    if user is None or not user.is_active or not user.email:
+    """Return the :class:`Recipient` ``user`` is, or ``None`` when they have no address
+    (whether they may be told at all is :func:`outbox.watching.may_see`)."""
+    if user is None or not user.email:
         return None
     profile = EditorProfile.objects.filter(user=user).first() or EditorProfile(user=user)
     wants = {
         kind for kind, field in EditorProfile.EMAIL_SWITCHES.items() if getattr(profile, field)
     }
+    site = django_settings.TIME_ZONE
+    zone = email_zone(profile.time_zone, site=site)
+    if profile.time_zone and zone != profile.time_zone:
+        logger.warning(
+            "%s's time zone %r is not one this host knows; their emails are in the site's, %s",
+            user.get_username(),
+            profile.time_zone,
+            site,
+        )
     return Recipient(
         username=user.get_username(),
         email=user.email,
-        zone=profile.time_zone or django_settings.TIME_ZONE,
+        zone=zone,
         wants=frozenset(wants),
         watching=watching,
     )
 
 
-def people(post: Post) -> list[tuple[int, Recipient]]:
-    """Return who may be told about ``post``, by user id: its author, then its watchers in
-    the order they began watching (an author who also watches is told as the author)."""
-    found: dict[int, Recipient] = {}
-    if post.author_id is not None and (author := recipient(post.author)) is not None:
-        found[post.author_id] = author
+def people(post: Post) -> list[tuple[AbstractBaseUser, bool]]:
+    """Return who may be told about ``post``, each with whether they watch it: its author,
+    then its watchers in the order they began watching (an author who also watches is told
+    as the author). Who can be emailed, and may still see it, is asked for each in turn."""
+    found = {}
+    if post.author is not None:
+        found[post.author_id] = (post.author, False)
     watches = Watch.objects.filter(post=post).select_related("user").order_by("created_at", "id")
     for watch in watches:
-        if watch.user_id not in found and (them := recipient(watch.user, watching=True)):
-            found[watch.user_id] = them
-    return list(found.items())
+        found.setdefault(watch.user_id, (watch.user, True))
+    return list(found.values())
 
 
 def compose(event: PostEvent, post: PostFacts, person: Recipient | None) -> Email | None:
@@ -219,25 +251,57 @@ def notify_people(event: PostEvent, ctx: JobContext) -> None:
     once their email is sent; those told already (by an earlier attempt) are skipped.
 
     Runs outside a transaction (the subscription is not atomic), so each record commits at
-    once. A refused email raises once the others are sent, so the delivery is tried again
-    after its back-off, for those not told.
+    once. Each person is tried whatever happened to the others before; if any failed (their
+    email refused, or anything else), the delivery fails once the others are told, and is
+    tried again after its back-off, for those not told.
     """
     post = Post.objects.select_related("author").filter(pk=event.post_id).first()
     if post is None:
         return
     told = set(Told.objects.filter(event_id=event.id).values_list("user_id", flat=True))
     about = facts(post)
-    refused = []
-    for user_id, person in people(post):
-        email = None if user_id in told else compose(event, about, person)
-        if email is None:
+    failed = []
+    for user, watching in people(post):
+        if user.pk in told:
             continue
         try:
-            send_mail(email.subject, email.body, None, [email.to], fail_silently=False)
+            tell(event, post, about, user, watching=watching, ctx=ctx)
         except Exception as exc:
-            refused.append(f"{email.to}: {exc}")
-            continue
-        Told.objects.create(event_id=event.id, user_id=user_id)
-        ctx.logger.info("emailed %s about post %s (%s)", email.to, post.pk, event.kind)
-    if refused:
-        raise DeliveryRefused("could not email " + "; ".join(refused))
+            # Logged here with its traceback; the delivery's error names each person's.
+            logger.exception(
+                "could not tell %s about post %s (%s event %s)",
+                user.get_username(),
+                post.pk,
+                event.kind,
+                event.id,
+            )
+            failed.append(f"{user.email or user.get_username()}: {type(exc).__name__}: {exc}")
+    if failed:
+        raise DeliveryRefused("could not email " + "; ".join(failed))
+
+
+def tell(
+    event: PostEvent,
+    post: Post,
+    about: PostFacts,
+    user: AbstractBaseUser,
+    *,
+    watching: bool,
+    ctx: JobContext,
+) -> None:
+    """Email ``user`` about ``event`` and record them told, if :func:`compose` says so and
+    they may still see ``post`` (active, staff, let see it by the posts' admin)."""
+    email = compose(event, about, recipient(user, watching=watching))
+    if email is None:
+        return
+    if not may_see(user, post):
+        logger.info(
+            "not telling %s about post %s (%s): they may no longer see it",
+            user.get_username(),
+            post.pk,
+            event.kind,
+        )
+        return
+    send_mail(email.subject, email.body, None, [email.to], fail_silently=False)
+    Told.objects.create(event_id=event.id, user_id=user.pk)
+    ctx.logger.info("emailed %s about post %s (%s)", email.to, post.pk, event.kind)

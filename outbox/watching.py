@@ -5,11 +5,15 @@ The post's admin page has a "Watch" link at the top (a tool added through
 watching means and starts or stops it with one button, then goes back to the post. A link
 to a page of its own, not a button in the post's form: the form may hold changes the editor
 has not saved.
+
+Who may watch is asked again whenever a watcher (or the author) is about to be emailed
+(:func:`may_see`): an editor who lost the right since is not told.
 """
 
 from django.contrib import messages
 from django.contrib.admin import site
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -19,10 +23,22 @@ from outbox.models import Watch
 from publishing.models import Post
 
 
-def may_watch(request) -> bool:
-    """Return True if the signed-in user may watch posts: anyone the posts' admin lets see
-    them (who may view them, or change them)."""
-    return site.get_model_admin(Post).has_view_permission(request)
+def may_watch(request, post: Post | None = None) -> bool:
+    """Return True if the signed-in user may watch posts (``post``: that one): anyone the
+    posts' admin lets see them (who may view them, or change them)."""
+    return site.get_model_admin(Post).has_view_permission(request, post)
+
+
+def may_see(user, post: Post) -> bool:
+    """Return True if ``user`` may see ``post`` now, as the watch page would let them: the
+    admin lets them in (active and staff) and :func:`may_watch`.
+
+    Asked without a request (when an email is sent), so asked of one made for ``user``.
+    """
+    request = HttpRequest()
+    request.method = "GET"
+    request.user = user
+    return site.has_permission(request) and may_watch(request, post)
 
 
 def is_watching(user, post: Post) -> bool:

@@ -5,7 +5,7 @@ import socket
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.core import mail
 from django.test import override_settings
 from django.urls import reverse
@@ -100,6 +100,22 @@ def test_nobody_is_told_what_they_turned_off_or_did_themselves(the_event, author
     assert compose(the_event, POST, author) is None
 
 
+@pytest.mark.parametrize(
+    ("chosen", "zone"),
+    [
+        ("Asia/Tokyo", "Asia/Tokyo"),
+        ("UTC", "UTC"),
+        ("", "Europe/Berlin"),  # none chosen
+        ("Mars/Olympus_Mons", "Europe/Berlin"),  # not in this host's time zone data
+        ("../etc/passwd", "Europe/Berlin"),  # not a zone's name at all
+    ],
+)
+def test_an_email_is_in_the_zone_its_person_chose_if_the_host_knows_it(chosen, zone):
+    from outbox.notifications import email_zone
+
+    assert email_zone(chosen, site="Europe/Berlin") == zone
+
+
 def test_the_notifications_are_a_built_in_claim_first_subscriber():
     job = registry.get(NOTIFY_JOB)
     assert job.group == "plugins" and not job.transactional and job.retries == 8
@@ -108,7 +124,12 @@ def test_the_notifications_are_a_built_in_claim_first_subscriber():
 
 @pytest.fixture
 def author(db):
-    return User.objects.create_user("ann", email="ann@example.com", is_staff=True)
+    """An editor who may view posts, as the authors of the posts she is told about are."""
+    user = User.objects.create_user("ann", email="ann@example.com", is_staff=True)
+    user.user_permissions.add(
+        Permission.objects.get(content_type__app_label="publishing", codename="view_post")
+    )
+    return user
 
 
 def notify() -> int:
@@ -133,6 +154,7 @@ def test_posts_whose_author_cannot_be_emailed_get_no_delivery_at_all(author):
     User.objects.filter(pk=author.pk).update(email="")
     due_post(author=author)
     due_post()  # no author
+    due_post(author=User.objects.create_user("out", email="out@example.com"))  # not staff
     run_publish_job()
     assert notify() == 0
     assert not Delivery.objects.filter(subscriber=NOTIFY_JOB).exists()

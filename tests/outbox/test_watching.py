@@ -1,12 +1,15 @@
 """Watchers: an editor who did not write a post gets its author's emails, once each, in
-their own zone; a retry tells only those not told yet. Watching starts and stops on a page
-of its own, linked from the post's page."""
+their own zone, while they may still see it; one person's failure holds back no other, and a
+retry tells only those not told yet. Watching starts and stops on a page of its own, linked
+from the post's page."""
 
+import logging
 import smtplib
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.backends import BaseBackend
+from django.contrib.auth.models import Group, Permission, User
 from django.core import mail
 from django.core.mail.backends.locmem import EmailBackend
 from django.test import override_settings
@@ -27,11 +30,17 @@ pytestmark = pytest.mark.django_db
 
 
 def person(username: str, *, zone: str = "UTC", email: str | None = None) -> User:
+    """A staff user who may view posts (and so watch them), with their zone."""
     user = User.objects.create_user(
         username, email=f"{username}@example.com" if email is None else email, is_staff=True
     )
+    user.user_permissions.add(post_permission("view_post"))
     EditorProfile.objects.create(user=user, time_zone=zone)
     return user
+
+
+def post_permission(codename: str) -> Permission:
+    return Permission.objects.get(content_type__app_label="publishing", codename=codename)
 
 
 def notify() -> int:
@@ -108,6 +117,98 @@ def test_a_refused_email_is_tried_again_for_its_person_only():
     assert notify() == 1
     assert sent_to() == ["ann@example.com", "bo@example.com"], "ann is not told twice"
     assert mail.outbox[1].subject == "“Late one” is late"
+
+
+# --- who is told: whoever may see the post when the email is sent --------------------------
+
+
+def outbox_records(caplog, level: int) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "outbox.notifications" and r.levelno == level]
+
+
+def take_permissions(user: User) -> None:
+    user.user_permissions.clear()
+
+
+def take_staff_flag(user: User) -> None:
+    User.objects.filter(pk=user.pk).update(is_staff=False)
+
+
+def take_both(user: User) -> None:
+    take_permissions(user)
+    take_staff_flag(user)
+
+
+@pytest.mark.parametrize("take_access", [take_permissions, take_staff_flag, take_both])
+def test_an_author_or_watcher_who_lost_access_since_is_not_emailed(take_access, caplog):
+    ann, bo = person("ann"), person("bo")
+    cy = User.objects.create_user("cy", email="cy@example.com", is_staff=True)
+    changers = Group.objects.create(name="changers")  # the admin lets a changer see posts too
+    changers.permissions.add(post_permission("change_post"))
+    cy.groups.add(changers)
+    post = due_post(author=ann, seconds_ago=600, title="Embargoed")
+    Watch.objects.create(post=post, user=bo)
+    Watch.objects.create(post=post, user=cy)
+    take_access(ann)
+    take_access(bo)
+    run_job(LATE_JOB)
+    with caplog.at_level(logging.INFO, logger="outbox.notifications"):
+        assert notify() == 1, "delivered: nobody else is left to tell"
+    assert sent_to() == ["cy@example.com"]
+    assert list(Told.objects.values_list("user__username", flat=True)) == ["cy"]
+    skipped = outbox_records(caplog, logging.INFO)
+    assert {record.args[0] for record in skipped} == {"ann", "bo"}
+    assert all("%s" in record.msg for record in skipped), "%-style arguments"
+
+
+class DirectoryDownForBo(BaseBackend):
+    """An authentication backend whose directory fails when asked about one user."""
+
+    def has_perm(self, user_obj, perm, obj=None):
+        if user_obj.get_username() == "bo":
+            raise ConnectionError("the directory did not answer")
+        return False
+
+
+def test_one_persons_failure_is_logged_the_others_are_told_and_the_retry_tells_them(caplog):
+    ann, bo, cy = person("ann"), person("bo"), person("cy")
+    post = due_post(author=ann, seconds_ago=600, title="Late one")
+    Watch.objects.create(post=post, user=bo)
+    Watch.objects.create(post=post, user=cy)
+    run_job(LATE_JOB)
+    backends = [f"{__name__}.DirectoryDownForBo", "django.contrib.auth.backends.ModelBackend"]
+    with override_settings(AUTHENTICATION_BACKENDS=backends), caplog.at_level(logging.INFO):
+        assert notify() == 0
+    assert sent_to() == ["ann@example.com", "cy@example.com"], "cy, after bo, is told"
+    [failure] = outbox_records(caplog, logging.ERROR)
+    assert failure.exc_info is not None and failure.args[0] == "bo"
+    delivery = Delivery.objects.get(subscriber=NOTIFY_JOB)
+    assert delivery.status == Delivery.Status.PENDING and delivery.attempts == 1
+    assert "bo@example.com" in delivery.last_error
+    assert "the directory did not answer" in delivery.last_error
+    Delivery.objects.filter(pk=delivery.pk).update(due_at=database_now() - timedelta(seconds=1))
+    assert notify() == 1
+    assert sent_to() == ["ann@example.com", "bo@example.com", "cy@example.com"]
+    assert len(mail.outbox) == 3, "nobody is told twice"
+
+
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_a_zone_the_host_does_not_know_is_the_sites_and_everyone_after_is_told(caplog):
+    ann = person("ann", zone="Asia/Tokyo")
+    bo = person("bo", zone="Mars/Olympus_Mons")  # chosen on a host with newer time zone data
+    cy = person("cy", zone="America/New_York")
+    post = due_post(author=ann, title="Launch day")
+    Watch.objects.create(post=post, user=bo)
+    Watch.objects.create(post=post, user=cy)
+    run_publish_job()
+    with caplog.at_level(logging.INFO, logger="outbox.notifications"):
+        assert notify() == 1
+    by_address = {email.to[0]: email.body for email in mail.outbox}
+    assert sorted(by_address) == ["ann@example.com", "bo@example.com", "cy@example.com"]
+    assert " JST." in by_address["ann@example.com"] and " EST." in by_address["cy@example.com"]
+    assert " CET." in by_address["bo@example.com"], "in the site's zone"
+    [warning] = outbox_records(caplog, logging.WARNING)
+    assert warning.args[:2] == ("bo", "Mars/Olympus_Mons")
 
 
 # --- the watch page -----------------------------------------------------------------------
