@@ -19,8 +19,9 @@ from django.utils.translation import gettext_lazy as _
 
 from coordination.wording import local_time
 from publishing import reviews
+from publishing.diffs import revision_diff
 from publishing.exceptions import PublishingError
-from publishing.models import Post, Review
+from publishing.models import ItemAction, Post, Review
 from publishing.rendering import render
 
 RV = Review.Status
@@ -135,15 +136,84 @@ class ReviewAdmin(admin.ModelAdmin):
 
 
 def _content(review: Review) -> dict:
-    """Return what the reviewer reads: the title and the body as HTML, or a release's items."""
+    """Return what the reviewer reads: the content as it was submitted (its snapshot), and
+    what differs from it now; for a release, each item's change and text."""
     if review.target == Review.Target.RELEASE:
-        items = list(review.release.items.order_by("id")) if review.release else []
-        return {"release_items": items}
+        return {
+            "release": True,
+            "release_items": _release_items(review),
+            "not_kept": "items" not in review.snapshot,
+        }
+    live = _live_text(review)
+    snapshot = review.snapshot
+    if not snapshot:
+        # Submitted before copies were kept: the content now is shown only if it is the same.
+        if live is None or not reviews.is_current(review):
+            return {"not_kept": True}
+        snapshot = {"title": live[0], "body": live[1]}
+    content = {
+        "title": snapshot["title"],
+        "html": render(snapshot["body"]).html,
+        "slug": snapshot.get("slug", ""),
+    }
+    if review.target == Review.Target.REVISION and review.post is not None:
+        post = review.post
+        content["against_live"] = revision_diff(
+            old_title=post.title, old_body=post.body, **_new(snapshot)
+        )
+    elif live is not None and not reviews.is_current(review):
+        content["since"] = revision_diff(
+            old_title=snapshot["title"],
+            old_body=snapshot["body"],
+            new_title=live[0],
+            new_body=live[1],
+        )
+    return content
+
+
+def _new(snapshot: dict) -> dict:
+    return {"new_title": snapshot["title"], "new_body": snapshot["body"]}
+
+
+def _live_text(review: Review) -> tuple[str, str] | None:
+    """Return the title and body of what ``review`` is about as it is now, if it still is."""
     source = review.revision if review.revision_id else review.post
-    if source is None:
-        return {}
-    html = source.body_html or render(source.body).html
-    return {"title": source.title, "html": html}
+    return (source.title, source.body) if source is not None else None
+
+
+def _release_items(review: Review) -> list[dict]:
+    """Return each item of a release's review as the reviewer reads it.
+
+    Each has its change, its text as submitted, a diff against the live post now (a new
+    revision's, or a takedown's if the live text changed since) and whether a reviewer
+    rejected that very text before (:func:`publishing.reviews.rejected_texts`).
+    """
+    items = review.snapshot.get("items")
+    if items is None:
+        return []
+    live = {
+        post.pk: post
+        for post in Post.objects.filter(pk__in=[item["post_id"] for item in items]).only(
+            "title", "body", "status"
+        )
+    }
+    rejected = reviews.rejected_texts(items)
+    labels = dict(ItemAction.choices)
+    shown = []
+    for item in items:
+        post = live.get(item["post_id"])
+        diff = None
+        if post is not None and item["action"] != "publish":
+            diff = revision_diff(old_title=post.title, old_body=post.body, **_new(item))
+        shown.append(
+            {
+                **item,
+                "label": labels.get(item["action"], item["action"]),
+                "diff": diff,
+                "rejected": rejected.get((item["post_id"], item["action"])),
+            }
+        )
+    return shown
 
 
 def decide_view(model_admin, request, object_id: int):

@@ -25,7 +25,7 @@ from django.db.models.functions import Length, Trim
 from coordination.clock import database_now
 from coordination.metrics import observe_publish_lateness
 from coordination.wording import scheduler_text
-from publishing import setbased
+from publishing import reviews, setbased
 from publishing.conf import settings
 from publishing.models import Post, PostRevision, PublishEvent
 from publishing.revisions import PENDING
@@ -131,7 +131,8 @@ def publish_selected(
 
     The change re-checks status and due time, so a post cancelled or rescheduled after it was
     selected is left alone. ``published_at`` is ``now``, the database time read in this
-    transaction.
+    transaction. With reviews required, a post whose content as it is now no reviewer
+    approved is held (a failure that approving it clears), checked here with its row locked.
     """
     good: list[DueRow] = []
     failed: list[int] = []
@@ -144,6 +145,15 @@ def publish_selected(
             good.append(row)
         elif _record_failure(row, "; ".join(problems), node=node, now=now):
             failed.append(row.pk)
+    # Their rows are locked by this transaction: the content approved is what goes live.
+    held = reviews.unapproved_posts([row.pk for row in good])
+    if held:
+        good = [row for row in good if row.pk not in held]
+        failed += [
+            row.pk
+            for row in rows
+            if row.pk in held and _record_failure(row, reviews.HELD_PROBLEM, node=node, now=now)
+        ]
     published: list[tuple[int, float]] = []
     if good:
         published = _change_as_scheduler(
@@ -363,10 +373,15 @@ def switch_selected_revisions(
     posts' versions. A revision whose post is not live at its time is superseded (every
     takedown supersedes its post's revisions already, so only one written some other way),
     and of two due revisions of one post (which the editor actions never leave) only the newest
-    goes live. ``now`` is the database time read in this transaction.
+    goes live. With reviews required, a revision whose text no reviewer approved is
+    superseded too, checked here with its post locked. ``now`` is the database time read in
+    this transaction.
     """
     winners, losers = _newest_of_live_posts(rows, post_statuses)
     scheduler = scheduler_name(node)
+    unapproved = reviews.unapproved_revisions([row.pk for row in winners])
+    held = [row for row in winners if row.pk in unapproved]
+    winners = [row for row in winners if row.pk not in unapproved]
     switched = _close_still_due(
         winners, now=now, status=R.PUBLISHED, published_at=now, closed_at=now, closed_by=scheduler
     )
@@ -378,9 +393,21 @@ def switch_selected_revisions(
             updated_by=scheduler,
         )
         setbased.record_revision_events(K.REVISION_PUBLISHED, switched, node=node, now=now)
-    note = NOT_LIVE_NOTE
+    _set_aside_due(losers, NOT_LIVE_NOTE, now=now, node=node)
+    _set_aside_due(held, reviews.REVISION_HELD_NOTE, now=now, node=node)
+    return BatchResult(
+        now=now,
+        selected=len(rows),
+        done=[row.pk for row in switched],
+        failed=[],
+        batch_size=_batch_size(batch_size),
+    )
+
+
+def _set_aside_due(rows: list[DueRevision], note: str, *, now: datetime, node: str) -> None:
+    """Supersede those of ``rows`` still scheduled and due, each with ``note`` and an event."""
     superseded = _close_still_due(
-        losers, now=now, status=R.SUPERSEDED, closed_at=now, closed_by=scheduler, note=note
+        rows, now=now, status=R.SUPERSEDED, closed_at=now, closed_by=scheduler_name(node), note=note
     )
     if superseded:
         setbased.record_revision_events(
@@ -394,13 +421,6 @@ def switch_selected_revisions(
             row.planned.isoformat(),
             note,
         )
-    return BatchResult(
-        now=now,
-        selected=len(rows),
-        done=[row.pk for row in switched],
-        failed=[],
-        batch_size=_batch_size(batch_size),
-    )
 
 
 def _newest_of_live_posts(

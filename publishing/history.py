@@ -25,9 +25,9 @@ Keys (each optional; which ones an event has depends on its kind):
     for a late post, the seconds past ``was_due_at`` after which it was told late;
 ``release``, ``release_name``
     the release the change went out with (or a revision was taken into);
-``review``, ``target``, ``note``, ``comment``
-    a review: its id, what was submitted (post or revision), the submitter's note and the
-    reviewer's comment.
+``review``, ``target``, ``note``, ``reason``, ``comment``
+    a review: its id, what was submitted (post or revision), the submitter's note, Instatic's
+    reason when it submitted it again by itself, and the reviewer's comment.
 """
 
 from datetime import UTC, datetime
@@ -139,7 +139,10 @@ def _describe_review(kind: str, data: dict) -> str:
     )
     said = data.get("comment") if kind in (K.REVIEW_APPROVED, K.REVIEW_REJECTED) else None
     said = said or data.get("note")
-    return f"{what}: “{said}”" if said else what
+    if said:
+        return f"{what}: “{said}”"
+    # Instatic's own reason (a change after the approval) is not quoted as anyone's words.
+    return f"{what}: {data['reason']}" if data.get("reason") else what
 
 
 def _describe_revision(kind: str, data: dict) -> str:

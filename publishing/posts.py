@@ -140,7 +140,7 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
             content["status"] = S.DRAFT
         action.change(wake_at=wake_at, **content, last_error="")
         if sent_back:
-            reviews.send_back(current, user=user, note=SENT_BACK_NOTE)
+            reviews.send_back(current, user=user, reason=SENT_BACK_NOTE)
         if current.status == S.PUBLISHED and (post.title, post.body) != (
             current.title,
             current.body,

@@ -55,9 +55,19 @@ def tell_reviewers(review_id: int) -> int:
     sent = 0
     for user in reviewers().exclude(pk=review.submitted_by_id):
         with timezone.override(zone_of(user)):
+            asks = (
+                _("%(what)s needs a review again (since %(when)s): %(reason)s.")
+                if review.reason
+                else _("%(who)s asks you to review %(what)s (submitted at %(when)s).")
+            )
             lines = [
-                _("%(who)s asks you to review %(what)s (submitted at %(when)s).")
-                % {"who": who, "what": review, "when": local_time(review.submitted_at)},
+                asks
+                % {
+                    "who": who,
+                    "what": review,
+                    "when": local_time(review.submitted_at),
+                    "reason": review.reason,
+                },
                 *([_("Their note: %(note)s") % {"note": review.note}] if review.note else []),
                 _("Approve or reject it: %(url)s") % {"url": url},
             ]

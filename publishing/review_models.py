@@ -1,8 +1,9 @@
 """Reviews: a post, a revision or a release submitted for approval before it may go live.
 
 Only with ``INSTATIC_REQUIRE_REVIEW`` on (:mod:`publishing.reviews`). A review approves one
-exact content, named by its ``fingerprint`` (:mod:`publishing.review_rules`): a post's title,
-slug and body, a revision's title and body, a release's items as pinned. Anything changed
+exact content: its ``snapshot`` keeps what was submitted (a post's title, slug and body, a
+revision's title and body, each release item's change and text), which is what the reviewer
+reads, and its ``fingerprint`` (:mod:`publishing.review_rules`) names it. Anything changed
 after the approval has another fingerprint, so it needs a review again.
 
 Imported into :mod:`publishing.models`, where Django looks for the app's models.
@@ -61,10 +62,16 @@ class Review(models.Model):
     )
     title = models.CharField(_("title"), max_length=200)
     fingerprint = models.CharField(_("content fingerprint"), max_length=64, editable=False)
+    # What was submitted, exactly: the reviewer reads this, never the content as it is now.
+    # Empty only for reviews submitted before copies were kept.
+    snapshot = models.JSONField(_("content submitted"), default=dict, editable=False)
     status = models.CharField(
         _("status"), max_length=20, choices=Status.choices, default=Status.PENDING
     )
     note = models.TextField(_("note to the reviewer"), blank=True)
+    # Why Instatic submitted it again by itself (a change after the approval): never shown as
+    # a person's note.
+    reason = models.CharField(_("submitted again because"), max_length=300, blank=True)
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         verbose_name=_("submitted by"),

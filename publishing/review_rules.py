@@ -1,9 +1,11 @@
 """What a review approves and who may decide: pure functions, tested with tables.
 
-A review approves one exact content, named by a fingerprint (SHA-256 of its fields as JSON):
-a post's title, slug and body; a revision's title and body; a release's items as pinned
-(each post, its change, its pinned version and revision). Approval of one content says
-nothing of any other, so a change after the approval needs a review again, whoever made it.
+A review approves one exact content, kept as its *snapshot* (the text the reviewer reads) and
+named by a fingerprint (SHA-256 of its fields as JSON): a post's title, slug and body; a
+revision's title and body; a release's items, each the post, its change and the exact text
+the change puts live (or, for a takedown, takes down). Approval of one content says nothing
+of any other, so a change after the approval needs a review again, whoever made it, and
+what goes live must have the fingerprint of an approved snapshot at the moment it goes live.
 """
 
 import hashlib
@@ -27,9 +29,27 @@ def revision_fingerprint(*, post_id: int, title: str, body: str) -> str:
 
 
 def release_fingerprint(items: Iterable[tuple]) -> str:
-    """Return the fingerprint of a release's items: ``(post_id, action, pinned_version,
-    revision_id)`` each, in any order."""
+    """Return the fingerprint of a release's items: ``(post_id, action, title, slug, body)``
+    each (the text the item puts live or takes down), in any order."""
     return _digest(["release", sorted(list(item) for item in items)])
+
+
+#: The fields of a release item's snapshot, in the order its fingerprint takes them.
+RELEASE_ITEM_FIELDS = ("post_id", "action", "title", "slug", "body")
+
+
+def snapshot_fingerprint(target: str, snapshot: dict, *, post_id: int | None) -> str:
+    """Return the fingerprint of a review's ``snapshot`` of ``target`` (post, revision,
+    release): the same as the content's own, read from the database when it goes live."""
+    if target == "post":
+        return post_fingerprint(
+            title=snapshot["title"], slug=snapshot["slug"], body=snapshot["body"]
+        )
+    if target == "revision":
+        return revision_fingerprint(post_id=post_id, title=snapshot["title"], body=snapshot["body"])
+    return release_fingerprint(
+        tuple(item[name] for name in RELEASE_ITEM_FIELDS) for item in snapshot["items"]
+    )
 
 
 def decision_problem(*, may_review: bool, is_submitter: bool, status: str) -> str:

@@ -18,19 +18,30 @@ from functools import partial
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import F
 from django.db.models.functions import Now
 
+from coordination.services import request_wakeup
 from publishing import review_mail
 from publishing.actions import editor_action, record_event, require_permission, user_or_none
 from publishing.conf import settings
 from publishing.exceptions import InvalidTransition, NotPublishable
-from publishing.models import Post, PostRevision, PublishEvent, Release, ReleaseItem, Review
+from publishing.job_names import PUBLISH_JOB
+from publishing.models import (
+    ItemAction,
+    Post,
+    PostRevision,
+    PublishEvent,
+    Release,
+    ReleaseItem,
+    Review,
+)
 from publishing.rendering import render
 from publishing.review_rules import (
     decision_problem,
     post_fingerprint,
-    release_fingerprint,
     revision_fingerprint,
+    snapshot_fingerprint,
     unapproved_problem,
 )
 
@@ -55,15 +66,55 @@ def can_review(user) -> bool:
     return user is None or user.has_perm(REVIEW_PERMISSION)
 
 
+def snapshot_of_post(post: Post) -> dict:
+    """Return what a review of ``post`` keeps: its title, slug and body as they are."""
+    return {"title": post.title, "slug": post.slug, "body": post.body}
+
+
 def fingerprint_of_post(post: Post) -> str:
     return post_fingerprint(title=post.title, slug=post.slug, body=post.body)
 
 
-def fingerprint_of_release(release: Release) -> str:
-    items = ReleaseItem.objects.filter(release=release).values_list(
-        "post_id", "action", "pinned_version", "revision_id"
+def snapshot_of_release(release: Release) -> dict:
+    """Return what a review of ``release`` keeps: each item's post, change and exact text.
+
+    The text is what the item puts live (the post's, or its pinned revision's title and body
+    with the post's slug) or, for a takedown, what it takes down (the post's now). Items
+    whose post was deleted have no text: such a release cannot go out anyway.
+    """
+    rows = (
+        ReleaseItem.objects.filter(release=release, post__isnull=False)
+        .order_by("post_id")
+        .values_list(
+            "post_id",
+            "post_title",
+            "action",
+            "post__title",
+            "post__slug",
+            "post__body",
+            "revision__title",
+            "revision__body",
+        )
     )
-    return release_fingerprint(items)
+    items = []
+    for post_id, label, action, title, slug, body, revision_title, revision_body in rows:
+        if action == ItemAction.REVISION:
+            title, body = revision_title, revision_body
+        items.append(
+            {
+                "post_id": post_id,
+                "post_title": label,
+                "action": action,
+                "title": title,
+                "slug": slug,
+                "body": body,
+            }
+        )
+    return {"items": items}
+
+
+def fingerprint_of_release(release: Release) -> str:
+    return snapshot_fingerprint(T.RELEASE, snapshot_of_release(release), post_id=None)
 
 
 def is_approved(**lookup) -> bool:
@@ -103,6 +154,93 @@ def require_release_approved(release: Release) -> None:
     )
 
 
+#: Why the publish job holds a due post: nobody approved its content as it is now.
+HELD_PROBLEM = (
+    "Not approved by a reviewer as it is now, and reviews are required on this site: it stays "
+    "scheduled and goes live at once when a reviewer approves it. Submit it for review."
+)
+#: Why the publish job sets a due revision aside: nobody approved its text.
+REVISION_HELD_NOTE = (
+    "it was not approved by a reviewer, and reviews are required on this site; restore it "
+    "to submit it for review"
+)
+
+
+def unapproved_posts(post_ids: list[int]) -> set[int]:
+    """Return those of ``post_ids`` whose content as it is now no review approved.
+
+    Called by the publish job in the transaction that puts them live, with their rows
+    locked, so what it checks is what goes live. Empty when reviews are off.
+    """
+    if not required() or not post_ids:
+        return set()
+    approved = set(
+        Review.objects.filter(target=T.POST, status=RS.APPROVED, post_id__in=post_ids).values_list(
+            "post_id", "fingerprint"
+        )
+    )
+    contents = Post.objects.filter(pk__in=post_ids).values_list("pk", "title", "slug", "body")
+    return {
+        pk
+        for pk, title, slug, body in contents
+        if (pk, post_fingerprint(title=title, slug=slug, body=body)) not in approved
+    }
+
+
+def unapproved_revisions(revision_ids: list[int]) -> set[int]:
+    """Return those of ``revision_ids`` whose text no review approved (see
+    :func:`unapproved_posts`)."""
+    if not required() or not revision_ids:
+        return set()
+    contents = list(
+        PostRevision.objects.filter(pk__in=revision_ids).values_list(
+            "pk", "post_id", "title", "body"
+        )
+    )
+    approved = set(
+        Review.objects.filter(
+            target=T.REVISION,
+            status=RS.APPROVED,
+            post_id__in={post_id for _, post_id, _, _ in contents},
+        ).values_list("post_id", "fingerprint")
+    )
+    return {
+        pk
+        for pk, post_id, title, body in contents
+        if (post_id, revision_fingerprint(post_id=post_id, title=title, body=body)) not in approved
+    }
+
+
+def rejected_texts(items: list[dict]) -> dict[tuple[int, str], Review]:
+    """Return the rejection of each of a release snapshot's ``items`` whose very text a
+    reviewer rejected on its own before, by ``(post id, action)``: the release's reviewer is
+    shown it, so a rejected text never goes out unnoticed in a release."""
+    wanted = {}
+    for item in items:
+        if item["action"] == ItemAction.PUBLISH:
+            target = T.POST
+            fingerprint = post_fingerprint(
+                title=item["title"], slug=item["slug"], body=item["body"]
+            )
+        elif item["action"] == ItemAction.REVISION and item["title"] is not None:
+            target = T.REVISION
+            fingerprint = revision_fingerprint(
+                post_id=item["post_id"], title=item["title"], body=item["body"]
+            )
+        else:
+            continue
+        wanted[(item["post_id"], target, fingerprint)] = (item["post_id"], item["action"])
+    rejections = Review.objects.filter(
+        status=RS.REJECTED, post_id__in={post_id for post_id, _, _ in wanted}
+    ).select_related("decided_by")
+    found = {}
+    for review in rejections.order_by("decided_at"):
+        key = wanted.get((review.post_id, review.target, review.fingerprint))
+        if key is not None:
+            found[key] = review
+    return found
+
+
 def is_release_approved(release: Release) -> bool:
     """Return True if review is off or ``release``'s items as they are now were approved."""
     return not required() or _approved(
@@ -110,8 +248,13 @@ def is_release_approved(release: Release) -> bool:
     )
 
 
-def _submit(*, target: str, fingerprint: str, title: str, user, note: str, **lookup) -> Review:
-    """Record a pending review (replacing a pending one of the same thing); tell reviewers."""
+def _submit(
+    *, target: str, snapshot: dict, title: str, user, note: str = "", reason: str = "", **lookup
+) -> Review:
+    """Record a pending review of ``snapshot`` (replacing a pending one of the same thing);
+    tell reviewers. ``note`` is the submitter's own words, ``reason`` Instatic's."""
+    post = lookup.get("post")
+    fingerprint = snapshot_fingerprint(target, snapshot, post_id=post.pk if post else None)
     if _approved(target=target, fingerprint=fingerprint, **lookup):
         raise InvalidTransition(f"“{title}” is approved as it is already.")
     Review.objects.filter(target=target, status=RS.PENDING, **lookup).update(
@@ -120,8 +263,10 @@ def _submit(*, target: str, fingerprint: str, title: str, user, note: str, **loo
     review = Review.objects.create(
         target=target,
         fingerprint=fingerprint,
+        snapshot=snapshot,
         title=title[:200],
         note=note,
+        reason=reason[:300],
         submitted_by=user_or_none(user),
         **lookup,
     )
@@ -139,7 +284,7 @@ def submit_post(*, post: Post, user, note: str = "") -> Review:
             )
         review = _submit(
             target=T.POST,
-            fingerprint=fingerprint_of_post(current),
+            snapshot=snapshot_of_post(current),
             title=str(current),
             user=user,
             note=note,
@@ -166,7 +311,7 @@ def submit_revision(*, post: Post, title: str, body: str, user, note: str = "") 
         action.change(public=False)
         review = _submit(
             target=T.REVISION,
-            fingerprint=revision_fingerprint(post_id=current.pk, title=title, body=body),
+            snapshot={"title": title, "body": body},
             title=f"{title} (revision {draft.number})",
             user=user,
             note=note,
@@ -190,7 +335,7 @@ def submit_release(*, release: Release, user, note: str = "") -> Review:
             raise InvalidTransition(f"“{act.current}” has no items yet: add posts to it first.")
         return _submit(
             target=T.RELEASE,
-            fingerprint=fingerprint_of_release(act.current),
+            snapshot=snapshot_of_release(act.current),
             title=act.current.name,
             user=user,
             note=note,
@@ -202,10 +347,10 @@ def submit_items_again(release: Release, *, user) -> Review:
     """Submit ``release`` (locked by the caller) again after its items changed."""
     return _submit(
         target=T.RELEASE,
-        fingerprint=fingerprint_of_release(release),
+        snapshot=snapshot_of_release(release),
         title=release.name,
         user=user,
-        note=RELEASE_SENT_BACK_NOTE,
+        reason=RELEASE_SENT_BACK_NOTE,
         release=release,
     )
 
@@ -227,6 +372,8 @@ def decide(*, review: Review, user, approve: bool, comment: str = "") -> Review:
         Review.objects.filter(pk=current.pk, status=RS.PENDING).update(
             status=status, decided_by=user_or_none(user), decided_at=Now(), comment=comment
         )
+        if approve and current.target == T.POST:
+            _let_held_post_go(current.post_id)
         if current.post_id is not None:
             post = Post.objects.get(pk=current.post_id)
             kind = K.REVIEW_APPROVED if approve else K.REVIEW_REJECTED
@@ -239,6 +386,21 @@ def decide(*, review: Review, user, approve: bool, comment: str = "") -> Review:
     return review
 
 
+def _let_held_post_go(post_id: int) -> None:
+    """Let the publish job take a scheduled post it held for want of this approval."""
+    at = (
+        Post.objects.filter(pk=post_id, status=S.SCHEDULED, last_error=HELD_PROBLEM)
+        .values_list("publish_at", flat=True)
+        .first()
+    )
+    if at is None:
+        return
+    Post.objects.filter(pk=post_id, last_error=HELD_PROBLEM).update(
+        last_error="", version=F("version") + 1
+    )
+    request_wakeup(PUBLISH_JOB, at=at, skip_locked=True)
+
+
 def _lock_target(review: Review) -> None:
     """Lock the post or release a review is about, so it cannot change while it is decided."""
     if review.release_id is not None:
@@ -247,14 +409,14 @@ def _lock_target(review: Review) -> None:
         Post.objects.select_for_update().filter(pk=review.post_id).first()
 
 
-def send_back(current: Post, *, user, note: str) -> None:
+def send_back(current: Post, *, user, reason: str) -> None:
     """Record that ``current`` (locked, changed after approval) needs a review again."""
     review = _submit(
         target=T.POST,
-        fingerprint=fingerprint_of_post(Post.objects.get(pk=current.pk)),
+        snapshot=snapshot_of_post(Post.objects.get(pk=current.pk)),
         title=str(current),
         user=user,
-        note=note,
+        reason=reason,
         post=current,
     )
     record_event(current, K.REVIEW_RESET, user=user, data=_data(review))
@@ -289,4 +451,8 @@ def is_current(review: Review) -> bool:
 
 
 def _data(review: Review) -> dict:
-    return {"review": review.pk, "target": review.target, "note": review.note}
+    """Return a review event's data: a person's note and Instatic's reason kept apart."""
+    data = {"review": review.pk, "target": review.target, "note": review.note}
+    if review.reason:
+        data["reason"] = review.reason
+    return data

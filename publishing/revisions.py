@@ -27,6 +27,7 @@ from publishing.actions import (
 from publishing.exceptions import InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.history import local_time, stored_time
 from publishing.models import Post, PostRevision, PublishEvent
+from publishing.release_checks import pending_item_of
 from publishing.rendering import render
 from publishing.validation import body_text_problems, publish_problems, schedule_problems
 
@@ -204,6 +205,22 @@ def cancel_revision(
     return revision
 
 
+def _refuse_if_released(current: Post) -> None:
+    """Refuse a new draft of ``current`` (locked) that would set aside the draft revision a
+    pending release goes out with: that would stop the release, whoever wrote the draft."""
+    item = pending_item_of(current)
+    if item is None or item.revision_id is None:
+        return
+    pinned = PostRevision.objects.filter(pk=item.revision_id, status=R.DRAFT).first()
+    if pinned is not None:
+        raise InvalidTransition(
+            f"Revision {pinned.number} of “{current}” goes out with the release "
+            f"“{item.release}”, so a new text cannot replace it now. Ask the release's owner "
+            "to remove the post from the release first, or write the new text once the release "
+            "has gone out."
+        )
+
+
 def write_draft(
     current: Post,
     *,
@@ -219,6 +236,7 @@ def write_draft(
     The caller moves the post's version (``action.change(public=False)``) in the same
     transaction.
     """
+    _refuse_if_released(current)
     number = _next_number(current)
     reason = (
         f"revision {number} restores revision {restored_from.number}"

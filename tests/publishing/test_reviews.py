@@ -206,7 +206,9 @@ def test_a_release_is_scheduled_only_as_approved_and_a_change_sends_it_back(
     releases.add_item(release=release, post=make_post(title="Two"), user=editor)
     release.refresh_from_db()
     assert release.status == Release.Status.DRAFT
-    assert Review.objects.get(release=release, status=RV.PENDING).note.startswith("its posts")
+    again = Review.objects.get(release=release, status=RV.PENDING)
+    assert again.reason.startswith("its posts")
+    assert again.note == ""  # Instatic's sentence is never a person's note
 
 
 def test_a_release_changed_behind_its_approval_is_stopped_at_its_time(editor, reviewer):
