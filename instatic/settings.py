@@ -313,6 +313,8 @@ LOGGING = {
         "coordination": {"level": LOG_LEVEL},
         "publishing": {"level": LOG_LEVEL},
         "plugins": {"level": LOG_LEVEL},
+        "outbox": {"level": LOG_LEVEL},
+        "editors": {"level": LOG_LEVEL},
         "instatic": {"level": LOG_LEVEL},
         "django": {"level": "WARNING"},
     },
