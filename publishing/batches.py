@@ -187,6 +187,7 @@ def _change_as_scheduler(
     node: str,
     now: datetime,
     set_aside: SetAside | None = None,
+    counters: tuple[str, ...] = ("version",),
     **values,
 ) -> list[tuple[int, float]]:
     """Apply a due change (``values``) to the posts of ``rows`` still matching ``condition``.
@@ -203,6 +204,7 @@ def _change_as_scheduler(
         node=node,
         now=now,
         set_aside=set_aside,
+        counters=counters,
     )
     return change_due_posts(change, [row.pk for row in rows])
 
@@ -293,7 +295,8 @@ def unpublish_selected(
 ) -> BatchResult:
     """Take down the selected posts that are still published and past their unpublish time.
 
-    Their pending revisions are superseded in the same change (see :class:`SetAside`).
+    Their pending revisions are superseded in the same change (see :class:`SetAside`), and
+    their preview links end (``preview_generation`` moves on).
     """
     unpublished: list[tuple[int, float]] = []
     if rows:
@@ -305,6 +308,7 @@ def unpublish_selected(
             node=node,
             now=now,
             set_aside=SetAside(statuses=PENDING, note=EXPIRED_NOTE),
+            counters=setbased.TAKEDOWN_COUNTERS,
             status=S.UNPUBLISHED,
         )
     return BatchResult(

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import F
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
@@ -310,7 +311,8 @@ def publish_now(*, post: Post, user, expected_version: int | None = None) -> Pos
 
 
 def unpublish_now(*, post: Post, user, expected_version: int | None = None) -> Post:
-    """Take a published post down at once; its pending revisions are superseded."""
+    """Take a published post down at once; its pending revisions are superseded and its
+    preview links end."""
     require_permission(user, "unpublish posts")
     with editor_action(post, user=user, expected_version=expected_version) as action:
         current = action.current
@@ -318,7 +320,12 @@ def unpublish_now(*, post: Post, user, expected_version: int | None = None) -> P
             raise InvalidTransition(
                 f"Cannot unpublish “{current}”: it is {current.get_status_display()}, not live."
             )
-        action.change(K.UNPUBLISHED, data={"by_hand": True}, status=S.UNPUBLISHED)
+        action.change(
+            K.UNPUBLISHED,
+            data={"by_hand": True},
+            status=S.UNPUBLISHED,
+            preview_generation=F("preview_generation") + 1,  # its preview links end
+        )
         revisions.supersede(current, revisions.PENDING, note=UNPUBLISHED_NOTE, user=user)
     post.refresh_from_db()
     return post

@@ -41,6 +41,7 @@ from publishing.public_events import announce_events
 from publishing.release_rules import PENDING_REVISION
 from publishing.row_locks import skip_locked
 from publishing.setbased import (
+    TAKEDOWN_COUNTERS,
     ConcurrentChange,
     ReleaseChange,
     SetAside,
@@ -162,7 +163,9 @@ def apply(
     }
     common = {"updated_at": now, "updated_by": by[:200]}
 
-    def change(kind: str, items: list[checks.ItemRow], from_statuses, **values) -> None:
+    def change(
+        kind: str, items: list[checks.ItemRow], from_statuses, counters=("version",), **values
+    ) -> None:
         if not items:
             return
         ids = [item.post_id for item in items]
@@ -178,6 +181,7 @@ def apply(
                 now=now,
                 lateness=lateness,
                 data=context,
+                counters=counters,
             )
         )
         if changed != len(ids):
@@ -196,7 +200,8 @@ def apply(
         last_error="",
     )
     down = by_action[A.UNPUBLISH]
-    change(K.UNPUBLISHED, down, (S.PUBLISHED,), status=S.UNPUBLISHED)
+    # A takedown ends the post's preview links too.
+    change(K.UNPUBLISHED, down, (S.PUBLISHED,), TAKEDOWN_COUNTERS, status=S.UNPUBLISHED)
     if down:
         set_aside_revisions(
             [item.post_id for item in down],

@@ -58,8 +58,9 @@ class DueChange:
 
     ``condition`` is the queryset of posts the change applies to (the whole condition, with
     the due time), ``planned`` the column whose time the posts were due at, ``values`` the
-    columns to set (``version`` is always added one to), ``set_aside`` the changed posts'
-    revisions to supersede with it.
+    columns to set, ``counters`` the columns added one to (``version`` always; a takedown's
+    ``preview_generation`` too, which ends its preview links), ``set_aside`` the changed
+    posts' revisions to supersede with it.
     """
 
     condition: QuerySet
@@ -69,10 +70,26 @@ class DueChange:
     node: str
     now: datetime
     set_aside: SetAside | None = None
+    counters: tuple[str, ...] = ("version",)
 
     @property
     def closed_by(self) -> str:
         return self.values.get("updated_by", "")[:200]
+
+
+#: What a change that takes posts down adds one to: their preview links end with it.
+TAKEDOWN_COUNTERS = ("version", "preview_generation")
+
+
+def _counted(counters: tuple[str, ...]) -> str:
+    """Return the SQL that adds one to each of ``counters`` (post fields)."""
+    quote = connection.ops.quote_name
+    columns = [quote(Post._meta.get_field(name).column) for name in counters]
+    return ", ".join(f"{column} = {column} + 1" for column in columns)
+
+
+def _counted_fields(counters: tuple[str, ...]) -> dict:
+    return {name: F(name) + 1 for name in counters}
 
 
 def change_due_posts(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
@@ -114,7 +131,7 @@ def _postgresql(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
     sql = f"""
         WITH changed AS (
             UPDATE {table}
-            SET {", ".join(assignments)}, "version" = "version" + 1
+            SET {", ".join(assignments)}, {_counted(change.counters)}
             WHERE {table}."id" = ANY(%s::bigint[]) AND ({where_sql}) IS TRUE
             RETURNING {table}."id", {planned} AS planned, {table}."version"
         ), recorded AS (
@@ -194,7 +211,7 @@ def _generic(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
     matching = [(pk, planned) for pk, planned, _ in rows]
     versions = {pk: version + 1 for pk, _, version in rows}
     updated = change.condition.filter(pk__in=[pk for pk, _ in matching]).update(
-        **change.values, version=F("version") + 1
+        **change.values, **_counted_fields(change.counters)
     )
     if updated != len(matching):
         raise ConcurrentChange(
@@ -321,9 +338,9 @@ class ReleaseChange:
     """One kind of change of a release's posts (all locked and checked already).
 
     The posts of release ``release_id``'s items of ``action`` change from one of
-    ``from_statuses`` by ``values`` (``version`` is always added one to); each gets one
-    ``kind`` event by ``node`` or ``user_id`` at ``now``, with ``lateness`` and ``data`` (the
-    event's ``version`` is the one the change wrote).
+    ``from_statuses`` by ``values`` (``counters`` added one to, as in :class:`DueChange`);
+    each gets one ``kind`` event by ``node`` or ``user_id`` at ``now``, with ``lateness`` and
+    ``data`` (the event's ``version`` is the one the change wrote).
     """
 
     release_id: int
@@ -336,6 +353,7 @@ class ReleaseChange:
     now: datetime
     lateness: float | None
     data: dict
+    counters: tuple[str, ...] = ("version",)
 
 
 def change_release_posts(change: ReleaseChange) -> int:
@@ -363,7 +381,7 @@ def _release_postgresql(change: ReleaseChange) -> int:
     sql = f"""
         WITH changed AS (
             UPDATE {table}
-            SET {", ".join(assignments)}, "version" = "version" + 1
+            SET {", ".join(assignments)}, {_counted(change.counters)}
             WHERE "id" IN (
                 SELECT "post_id" FROM {items} WHERE "release_id" = %s AND "action" = %s
             ) AND ("status" = ANY(%s::varchar[])) IS TRUE
@@ -401,7 +419,7 @@ def _release_generic(change: ReleaseChange) -> int:
     matching = Post.objects.filter(pk__in=items.values("post_id"), status__in=change.from_statuses)
     versions = dict(matching.values_list("pk", "version"))
     updated = matching.filter(pk__in=list(versions)).update(
-        **change.values, version=F("version") + 1
+        **change.values, **_counted_fields(change.counters)
     )
     PublishEvent.objects.bulk_create(
         [

@@ -163,3 +163,32 @@ def test_the_preview_of_a_live_post_says_it_is_live_now(client, editor):
     ).content.decode()
     assert "This post is live now" in page and 'href="/posts/live-notes/"' in page
     assert "not published" not in page
+
+
+def _take_down_by_hand(post, editor) -> None:
+    posts.unpublish_now(post=post, user=editor)
+
+
+def _take_down_at_its_time(post, editor) -> None:
+    Post.objects.filter(pk=post.pk).update(unpublish_at=database_now() - timedelta(seconds=1))
+    run_publish_job()
+
+
+def _take_down_with_a_release(post, editor) -> None:
+    from publishing import releases
+
+    release = releases.create_release(name="Takedown", user=editor)
+    releases.add_item(release=release, post=post, action="unpublish", user=editor)
+    releases.release_now(release=release, user=editor)
+
+
+@pytest.mark.parametrize(
+    "take_down", [_take_down_by_hand, _take_down_at_its_time, _take_down_with_a_release]
+)
+def test_a_takedown_ends_the_posts_preview_links(client, editor, not_found, take_down):
+    post = live_post(title="Embargo lifted too soon", body="Text taken down.")
+    path = previews.preview_url(post=post, user=editor, expires_in=HOUR)
+    assert client.get(path).status_code == 200
+    take_down(post, editor)
+    assert Post.objects.get(pk=post.pk).status == S.UNPUBLISHED
+    assert_ordinary_404(client.get(path), not_found)
