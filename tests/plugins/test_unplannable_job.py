@@ -11,6 +11,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import transaction
 
 from coordination.models import Alert, JobRun, JobState
 from tests.support.polling import wait_until
@@ -69,13 +70,25 @@ def test_a_job_whose_planning_raises_is_paused_and_the_group_goes_on(schedulers)
     assert listed[BAD]["paused"] and listed[BAD]["paused_reason"] == REASON
     assert f"paused ({REASON})" in jobs("list")
 
-    # Resuming clears the reason; still broken, the scheduler pauses it again at its next slot.
-    jobs("resume", BAD)
-    resumed = JobState.objects.get(name=BAD)
+    # Resuming clears the reason. The running scheduler may pause the job again the moment
+    # the resume commits, so what the resume wrote is read back before it commits.
+    with transaction.atomic():
+        assert jobs("resume", BAD) == f"resumed {BAD}\n"
+        resumed = JobState.objects.get(name=BAD)
     assert (resumed.paused, resumed.paused_reason) == (False, "")
-    wait_until(lambda: JobState.objects.filter(name=BAD, paused=True).exists(), timeout=30)
-    assert JobState.objects.get(name=BAD).paused_reason == REASON
+    # Still broken, the scheduler pauses it again at its next slot: a pause of its own, which
+    # it makes (and says) only of a job that is not paused.
+    wait_until(
+        lambda: (
+            proc.log().count(said) == 2
+            and JobState.objects.filter(name=BAD, paused=True, paused_reason=REASON).exists()
+        ),
+        timeout=30,
+        message=f"{BAD} was not paused again after the resume",
+    )
     since = JobState.objects.get(name=BAD).next_due or paused.next_due
     wait_until(lambda: runs_on("unplannable.steady", after=since - timedelta(seconds=1)))
-    assert "loop crashed" not in proc.log()
+    log = proc.log()
+    assert "loop crashed" not in log
+    assert log.count(said) == 2, log[-3000:]  # once after the resume, however many ticks followed
     assert proc.stop() == 0
