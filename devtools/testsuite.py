@@ -9,7 +9,9 @@ The SQLite run goes on in the background beside the server runs, its output kept
 MariaDB run, or at the end); the server runs follow
 each other in the foreground, PostgreSQL last. Most of a run is waiting (for a lease to pass,
 a process to start, a page to load), so two at once take much less than one after the other;
-and every test must hold on a busy machine anyway. A summary of the runs ends the output.
+and every test must hold on a busy machine anyway. Each run's output ends with its slowest
+tests (pytest's ``--durations``; a ``--durations`` of the caller's wins), so where a run's time
+goes shows in CI's log. A summary of the runs ends the output.
 
 Nothing a run starts outlives it. Every process of a vendor's run carries a marker of that run
 in its environment (``INSTATIC_TEST_RUN=<run id>``, inherited by pytest and everything the
@@ -40,6 +42,8 @@ BANNER = "=" * 78
 LEAK_REPORT = "INSTATIC_TEST_LEAK_REPORT"
 #: How long processes of a finished run get to exit on their own before they count as left.
 SETTLE_SECONDS = 5.0
+#: How many of its slowest tests each vendor's run lists at its end.
+SLOWEST_SHOWN = 30
 
 
 def notice(message: str) -> None:
@@ -78,7 +82,9 @@ class VendorRun:
             self.log.parent.mkdir(parents=True, exist_ok=True)
             out = self.log.open("wb")
         # Under coverage; the processes the tests start are measured too ([tool.coverage.run]).
-        command = [sys.executable, "-m", "coverage", "run", "-m", "pytest", *args]
+        # The caller's arguments come after ours: pytest keeps the last --durations given.
+        command = [sys.executable, "-m", "coverage", "run", "-m", "pytest"]
+        command += [f"--durations={SLOWEST_SHOWN}", *args]
         try:
             self.process = subprocess.Popen(command, env=env, stdout=out, stderr=out)
         finally:
