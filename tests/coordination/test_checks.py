@@ -31,6 +31,11 @@ def ids(messages) -> list[str]:
     return [message.id for message in messages]
 
 
+#: For a ``manage.py check`` with settings of its own (tests/coordination/checksettings.py),
+#: the same whatever the run's vendor: once per `make test`.
+OWN_SETTINGS = pytest.mark.sqlite
+
+
 def manage_check(database: str) -> subprocess.CompletedProcess:
     """Run ``manage.py check --database default`` on a misconfigured ``DATABASES``."""
     env = process_env(
@@ -155,6 +160,7 @@ def test_the_filesystem_type_is_that_of_the_longest_mount_point_above_the_path()
         assert checks._filesystem_type(Path("/")) == root_type
 
 
+@OWN_SETTINGS
 def test_an_in_memory_sqlite_database_is_warned_about():
     """No other process can share it, so no second scheduler can be coordinated with."""
     result = manage_check("memory")
@@ -163,6 +169,7 @@ def test_an_in_memory_sqlite_database_is_warned_about():
     assert "the SQLite database is in memory" in result.stderr
 
 
+@OWN_SETTINGS
 def test_an_unsupported_database_vendor_fails_the_check():
     result = manage_check("unsupported")
     assert result.returncode != 0
@@ -172,6 +179,7 @@ def test_an_unsupported_database_vendor_fails_the_check():
 
 
 # --- the task queue of runs on workers ---------------------------------------------------------
+@OWN_SETTINGS
 def test_a_tasks_backend_that_refuses_the_runs_queue_is_refused_in_one_line_saying_how_to_fix():
     env = process_env(
         DJANGO_SETTINGS_MODULE="tests.coordination.checksettings",

@@ -3,8 +3,13 @@
 import subprocess
 import sys
 
+import pytest
+
 from devtools.servers import free_port
 from tests.support.processes import BASE_DIR, process_env
+
+# Once per `make test`: the database it cannot reach is its own, whatever the run's vendor.
+pytestmark = pytest.mark.sqlite
 
 
 def test_migrate_without_a_database_is_one_clear_error():

@@ -10,6 +10,11 @@ recorded and how.
 import ast
 from pathlib import Path
 
+import pytest
+
+# Once per `make test`: it reads the sources, the same whatever the run's vendor.
+pytestmark = pytest.mark.sqlite
+
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ["coordination", "plugins", "publishing", "instatic"]
 LEDGER = Path("coordination/ledger")

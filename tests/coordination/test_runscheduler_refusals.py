@@ -51,6 +51,7 @@ def test_one_invalid_declaration_is_named_in_the_singular():
             call_command("runscheduler", "--once")
 
 
+@pytest.mark.sqlite  # once per `make test`: the unreachable database is its own
 def test_a_database_that_stays_unreachable_at_start_is_an_exit_with_the_reason():
     """It waits ``INSTATIC_STARTUP_DB_WAIT`` (saying so), then gives the one-line reason."""
     port = free_port()

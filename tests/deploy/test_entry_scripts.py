@@ -31,6 +31,9 @@ SCRIPTS = ["entrypoint.sh", "web.sh", "scheduler.sh", "migrate.sh"]
 FAST = {"INSTATIC_LEASE": "3", "INSTATIC_HEARTBEAT_INTERVAL": "0.5", "INSTATIC_MAX_TICK": "2"}
 SECRET = "deploy-test-secret-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFGH"
 HEALTH_TOKEN = "deploy-test-health-token-0123456789abcdef"
+#: For a script run on a SQLite file of its own, not the test database: the same whatever the
+#: run's vendor, so once per `make test`.
+OWN_DATABASE = pytest.mark.sqlite
 
 
 def logical_lines(text: str) -> list[str]:
@@ -230,6 +233,7 @@ def table_names(path) -> set[str]:
         return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
+@OWN_DATABASE
 @pytest.mark.multiprocess
 def test_migrate_sh_migrates_then_exits_and_is_the_python_process(tmp_path):
     database = tmp_path / "fresh.sqlite3"
@@ -273,6 +277,7 @@ def test_entrypoint_defaults_to_the_web_server(started):
     assert web.terminate() == 0
 
 
+@OWN_DATABASE
 @pytest.mark.multiprocess
 def test_entrypoint_runs_migrate_manage_and_other_commands(tmp_path):
     database = tmp_path / "entry.sqlite3"

@@ -16,6 +16,9 @@ from hypothesis import strategies as st
 from instatic import database_url, environment, process_options
 from instatic.environment import ConfigurationError
 
+# Once per `make test`: pure functions of strings, the same whatever the run's vendor.
+pytestmark = pytest.mark.sqlite
+
 #: How the property test calls each parser: its arguments besides the name and the value.
 #: A parser missing here fails test_every_parser_is_in_the_property_test.
 ARGUMENTS = {

@@ -19,6 +19,9 @@ from tests.support.processes import BASE_DIR, database_url
 pytestmark = pytest.mark.multiprocess
 
 ACCEPTED = ("postgres://", "postgresql://", "sqlite://", "mysql://")
+#: For a process that stops on its settings or on a ``DATABASE_URL`` of its own, before it
+#: uses the run's database: the same on every vendor, so once per `make test`.
+STOPS_BEFORE_THE_DATABASE = pytest.mark.sqlite
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -76,12 +79,14 @@ def test_check_deploy_fails_when_production_hardening_is_switched_off(tmp_path):
     assert "security.W008" in result.stderr and "security.W004" in result.stderr
 
 
+@STOPS_BEFORE_THE_DATABASE
 def test_missing_secret_key_in_production_is_one_clear_line(tmp_path):
     line = one_clear_line(manage("check", **production(tmp_path, DJANGO_SECRET_KEY=None)))
     assert "DJANGO_SECRET_KEY is not set" in line
     assert "DJANGO_DEBUG" in line
 
 
+@STOPS_BEFORE_THE_DATABASE
 @pytest.mark.parametrize(
     "url",
     ["redis://x", "postgres://", "postgres://user@host:5432/", "http://example.com/db", "nonsense"],
@@ -93,6 +98,7 @@ def test_bad_database_url_is_one_clear_line_naming_the_accepted_schemes(tmp_path
         assert scheme in line
 
 
+@STOPS_BEFORE_THE_DATABASE
 @pytest.mark.parametrize(
     "command", [["runscheduler", "--once"], ["migrate", "--noinput"], ["schedulerstatus"]]
 )
@@ -105,6 +111,7 @@ def test_commands_against_a_postgresql_server_that_is_down(tmp_path, command):
     assert "secret" not in line, "the password must not be printed"
 
 
+@STOPS_BEFORE_THE_DATABASE
 @pytest.mark.parametrize("variable", ["INSTATIC_HEALTH_TOKEN", "INSTATIC_METRICS_TOKEN"])
 def test_a_short_bearer_token_is_one_clear_line(tmp_path, variable):
     line = one_clear_line(manage("check", **production(tmp_path, **{variable: "letmein"})))

@@ -12,6 +12,9 @@ from devtools import mariadb, pgcluster
 from devtools.mariadb import MariaDBServer
 from devtools.pgcluster import PostgresCluster
 
+# Once per `make test`: these start servers and processes of their own, on no vendor's database.
+pytestmark = pytest.mark.sqlite
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 
 
