@@ -76,3 +76,49 @@ def test_a_draft_is_submitted_approved_scheduled_and_a_later_change_sends_it_bac
         screenshot(page, request.node.name)
         raise
     assert Review.objects.filter(post=post, status=Review.Status.PENDING).count() == 1
+
+
+@override_settings(INSTATIC_REQUIRE_REVIEW=True)
+def test_a_release_reviewer_reads_each_items_text_and_a_changed_submission_shows_its_diff(
+    live_server, drafter, reviewer, editor, browser, request
+):
+    from publishing import posts, releases, reviews
+
+    rejected = make_post(title="Quarterly results", body="Profits fell 40 percent, unaudited.")
+    reviews.decide(
+        review=reviews.submit_post(post=rejected, user=drafter),
+        user=reviewer,
+        approve=False,
+        comment="Not before the audit.",
+    )
+    release = releases.create_release(name="Results day", user=editor)
+    releases.add_item(release=release, post=rejected, user=editor)
+    releases.add_item(
+        release=release, post=make_post(title="Outlook", body="A steady year ahead."), user=editor
+    )
+    release_review = reviews.submit_release(release=release, user=editor)
+    draft = make_post(title="Budget 2027", body="The numbers for next year.")
+    post_review = reviews.submit_post(post=draft, user=drafter)
+    draft = Post.objects.get(pk=draft.pk)
+    draft.body = "The numbers for next year, and a paragraph added after submitting."
+    posts.save_post(post=draft, user=drafter)
+
+    page = signed_in(browser, live_server, "reviewer", "pw")
+    try:
+        page.goto(f"{live_server.url}/admin/publishing/review/{release_review.pk}/change/")
+        items = page.locator("#release-review-items details")
+        assert items.count() == 2
+        assert "Rejected as it is by reviewer" in page.inner_text("#release-review-items")
+        items.first.locator("summary").click()
+        assert page.locator("text=Profits fell 40 percent, unaudited.").is_visible()
+        screenshot(page, "review-release-items")
+
+        page.goto(f"{live_server.url}/admin/publishing/review/{post_review.pk}/change/")
+        assert "The numbers for next year." in page.inner_text("#review-content")
+        assert "paragraph added" not in page.inner_text("#review-content")
+        assert "paragraph added" in page.inner_text("#review-diff-since ins")
+        assert page.locator("#decide button[name=_approve]").count() == 0
+        screenshot(page, "review-changed-since-submitted")
+    except BaseException:
+        screenshot(page, request.node.name)
+        raise
