@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.db import connection, transaction
 from django.db.models.functions import Now
+from django.test import override_settings
 
 from coordination.clock import database_now
 from coordination.models import JobState, Node
@@ -40,6 +41,19 @@ def editor(db) -> User:
 def drafter(db) -> User:
     """A staff user who may write drafts but not schedule or publish."""
     return _staff("drafter", EDITOR_PERMISSIONS)
+
+
+@pytest.fixture
+def reviewer(db) -> User:
+    """A staff user who may publish and decide reviews."""
+    return _staff("reviewer", [*EDITOR_PERMISSIONS, "publish_post", "review_post"])
+
+
+@pytest.fixture
+def reviews_on():
+    """Require a review before anything goes live, for the test."""
+    with override_settings(INSTATIC_REQUIRE_REVIEW=True):
+        yield
 
 
 @pytest.fixture

@@ -7,19 +7,13 @@ Screenshots go to ``test-artifacts/`` so a person can check that the pages read 
 
 from datetime import timedelta
 
-import pytest
 from django.test import override_settings
 from django.utils import timezone
 
 from coordination.clock import database_now
 from publishing.models import Post, Review
-from tests.publishing.conftest import EDITOR_PERMISSIONS, _staff, make_post
+from tests.publishing.conftest import make_post
 from tests.support.browser import screenshot, signed_in
-
-
-@pytest.fixture
-def reviewer(db):
-    return _staff("reviewer", [*EDITOR_PERMISSIONS, "publish_post", "review_post"])
 
 
 @override_settings(INSTATIC_REQUIRE_REVIEW=True)

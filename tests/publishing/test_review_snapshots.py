@@ -17,8 +17,6 @@ from publishing import posts, releases, reviews, revisions
 from publishing.exceptions import InvalidTransition
 from publishing.models import Post, PostRevision, Release, ReleaseItem, Review
 from tests.publishing.conftest import (
-    EDITOR_PERMISSIONS,
-    _staff,
     live_post,
     make_due,
     make_post,
@@ -29,17 +27,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("reviews_on")]
 
 S = Post.Status
 RV = Review.Status
-
-
-@pytest.fixture
-def reviews_on():
-    with override_settings(INSTATIC_REQUIRE_REVIEW=True):
-        yield
-
-
-@pytest.fixture
-def reviewer(db):
-    return _staff("reviewer", [*EDITOR_PERMISSIONS, "publish_post", "review_post"])
 
 
 @pytest.fixture

@@ -20,8 +20,6 @@ from publishing.review_rules import (
     revision_fingerprint,
 )
 from tests.publishing.conftest import (
-    EDITOR_PERMISSIONS,
-    _staff,
     kinds,
     live_post,
     make_post,
@@ -33,17 +31,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("reviews_on")]
 S = Post.Status
 K = PublishEvent.Kind
 RV = Review.Status
-
-
-@pytest.fixture
-def reviews_on():
-    with override_settings(INSTATIC_REQUIRE_REVIEW=True):
-        yield
-
-
-@pytest.fixture
-def reviewer(db):
-    return _staff("reviewer", [*EDITOR_PERMISSIONS, "publish_post", "review_post"])
 
 
 def soon(seconds: float = 3600):
