@@ -34,7 +34,14 @@ from publishing import (
     selectors,
 )
 from publishing.admin_calendar import calendar_view
-from publishing.admin_panel import PostState, is_late, outcome_text, state_text
+from publishing.admin_panel import (
+    PostState,
+    is_late,
+    not_done_text,
+    outcome_text,
+    sent_back_text,
+    state_text,
+)
 from publishing.admin_revisions import (
     compare_view,
     preview_view,
@@ -377,6 +384,10 @@ class PostAdmin(admin.ModelAdmin):
         posts.save_post(post=obj, user=user, expected_version=expected)
         if "target_status" not in form.cleaned_data:
             return
+        if before == S.SCHEDULED and obj.status == S.DRAFT:
+            # The new text needs a review again: the save itself took the post off schedule.
+            self._say(request, sent_back_text(str(obj)), messages.WARNING)
+            return
         target = form.cleaned_data.get("target_status") or before
         publish_at = form.cleaned_data.get("publish_at")
         unpublish_at = form.cleaned_data.get("unpublish_at")
@@ -404,10 +415,16 @@ class PostAdmin(admin.ModelAdmin):
         except EditConflict:
             raise
         except PublishingError as exc:
-            self.message_user(request, str(exc), messages.ERROR)
+            self._say(request, not_done_text(str(obj), str(exc)), messages.ERROR)
         else:
             if done and (target != before or obj.status == S.SCHEDULED):
                 request.publishing_outcome = self._outcome(obj)
+
+    @staticmethod
+    def _say(request, text: str, level: int) -> None:
+        """Make ``text`` the one message of this save, in place of "changed successfully"."""
+        request.publishing_outcome = text
+        request.publishing_outcome_level = level
 
     def _outcome(self, post: Post) -> str:
         post.refresh_from_db()
@@ -446,7 +463,8 @@ class PostAdmin(admin.ModelAdmin):
         outcome = getattr(request, "publishing_outcome", None)
         if outcome is None or IS_POPUP_VAR in request.POST:
             return None
-        self.message_user(request, outcome, messages.SUCCESS)
+        level = getattr(request, "publishing_outcome_level", messages.SUCCESS)
+        self.message_user(request, outcome, level)
         if ACTION_BUTTON in request.POST or "_continue" in request.POST:
             return HttpResponseRedirect(reverse("admin:publishing_post_change", args=[obj.pk]))
         if "_addanother" in request.POST:

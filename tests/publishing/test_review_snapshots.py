@@ -219,3 +219,31 @@ def test_a_revision_scheduled_before_reviews_were_required_does_not_go_live(edit
     revision.refresh_from_db()
     assert revision.status == PostRevision.Status.SUPERSEDED
     assert "not approved by a reviewer" in revision.note
+
+
+def test_saving_an_approved_scheduled_post_with_a_new_text_says_it_went_back_to_review(
+    drafter, editor, reviewer, as_editor
+):
+    from tests.publishing.test_admin import change_url, submit
+
+    post = make_post(title="Budget", body="Approved.")
+    approve(reviews.submit_post(post=post, user=drafter), reviewer)
+    posts.schedule_post(post=post, publish_at=soon(), user=editor)
+
+    done = submit(as_editor, change_url(post), body="Changed after the approval.")
+    shown = [str(m) for m in done.wsgi_request._messages]
+    assert Post.objects.get(pk=post.pk).status == S.DRAFT
+    assert not any("Cannot reschedule" in m for m in shown), shown
+    assert any("went back to draft" in m and "review" in m for m in shown), shown
+
+
+def test_a_refused_publish_now_is_one_message_that_says_the_text_was_saved(editor, as_editor):
+    from tests.publishing.test_admin import change_url, submit
+
+    post = make_post(title="Budget", body="Never reviewed.")
+    done = submit(as_editor, change_url(post), _publishing_action="published")
+    shown = [(m.level_tag, str(m)) for m in done.wsgi_request._messages]
+    assert Post.objects.get(pk=post.pk).status == S.DRAFT
+    assert len(shown) == 1, shown
+    level, text = shown[0]
+    assert level == "error" and "were saved" in text and "not been approved" in text
