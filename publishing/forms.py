@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from coordination.clock import database_now
+from publishing import reviews
 from publishing.actions import can_publish, edit_conflict
 from publishing.conf import settings
 from publishing.exceptions import EditConflict
@@ -63,6 +64,9 @@ ACTION_HELP = {
     ),
 }
 
+#: The statuses a button puts a draft or unpublished post on its way live with.
+GOING_LIVE = (S.SCHEDULED, S.PUBLISHED)
+
 #: The name of the panel's buttons; their value is the status to move to.
 ACTION_BUTTON = "_publishing_action"
 
@@ -82,6 +86,9 @@ class PublishingActionsWidget(forms.Widget):
         super().__init__(attrs)
         self.current = S.DRAFT
         self.revisions_url = ""
+        # With reviews required, a post whose content is not approved as it is cannot go
+        # live: Schedule and Publish now are left out, and the panel says why.
+        self.needs_approval = False
 
     def get_context(self, name, value, attrs):
         context = super().get_context(name, value, attrs)
@@ -92,7 +99,9 @@ class PublishingActionsWidget(forms.Widget):
             buttons=[
                 {"value": target, "label": label, "default": target == S.SCHEDULED}
                 for target, label in TARGETS[self.current][1:]
+                if not (self.needs_approval and target in GOING_LIVE)
             ],
+            needs_approval=self.needs_approval,
             chosen=targets.get(chosen) if chosen else None,
             revisions_url=self.revisions_url if self.current == S.PUBLISHED else "",
             uses_times=any(t == S.SCHEDULED for t, _label in TARGETS[self.current][1:]),
@@ -153,6 +162,17 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
         fields = ["title", "slug", "body", "publish_at", "unpublish_at"]
         field_classes = {"publish_at": WallTimeField, "unpublish_at": WallTimeField}
 
+    def _needs_approval(self) -> bool:
+        """Return True if the post may not go live yet: reviews are required and its content
+        as saved was not approved (a draft or unpublished post; new posts too)."""
+        if not reviews.required() or self.current_status not in (S.DRAFT, S.UNPUBLISHED):
+            return False
+        return not self.instance.pk or not reviews.is_approved(
+            target=reviews.T.POST,
+            fingerprint=reviews.fingerprint_of_post(self.instance),
+            post=self.instance,
+        )
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.current_status = self.instance.status if self.instance.pk else S.DRAFT
@@ -168,6 +188,7 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
             field.choices = TARGETS[self.current_status]
             field.initial = self.current_status
             field.widget.current = self.current_status
+            field.widget.needs_approval = self._needs_approval()
             field.help_text = ACTION_HELP[self.current_status]
             if self.instance.pk:
                 field.widget.revisions_url = reverse(

@@ -247,3 +247,19 @@ def test_a_refused_publish_now_is_one_message_that_says_the_text_was_saved(edito
     assert len(shown) == 1, shown
     level, text = shown[0]
     assert level == "error" and "were saved" in text and "not been approved" in text
+
+
+def test_schedule_and_publish_now_are_offered_only_once_the_text_is_approved(
+    drafter, reviewer, as_editor
+):
+    from tests.publishing.test_admin import change_url
+
+    post = make_post(title="Budget", body="Not reviewed yet.")
+    page = as_editor.get(change_url(post)).content.decode()
+    assert 'value="scheduled"' not in page and 'value="published"' not in page
+    assert 'id="needs-approval"' in page
+
+    approve(reviews.submit_post(post=post, user=drafter), reviewer)
+    page = as_editor.get(change_url(post)).content.decode()
+    assert 'name="_publishing_action" value="scheduled"' in page
+    assert 'id="needs-approval"' not in page
