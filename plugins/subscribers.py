@@ -26,6 +26,7 @@ from coordination.registry import job_error
 from coordination.registry import registry as default_registry
 from coordination.schedules import WhenDue
 from outbox.subscriptions import DEFAULT_RETRIES, InvalidSubscription, Subscription
+from plugins.declarations import declare, make_plugin_job
 
 #: The longest a subscriber's new events wait when no wake-up reaches its job.
 SUBSCRIBER_FALLBACK = timedelta(seconds=60)
@@ -38,8 +39,6 @@ def on_post_event(
 
     The function is returned unchanged; its job is ``func.job``.
     """
-    from plugins.sdk import declare, make_plugin_job
-
     registry = registry or default_registry
     options.setdefault("retries", DEFAULT_RETRIES)
 

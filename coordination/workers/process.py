@@ -25,11 +25,11 @@ from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.liveness import NodeIdentity, mark_stopped, register_node
 from coordination.models import Node
+from coordination.node_setup import jobs_fingerprint, label_database_sessions
 from coordination.registry import JobRegistry, registry
 from coordination.workers.execution import Delivery, execute
 from coordination.workers.host import RunHeartbeat, WorkerHost
-from coordination.workers.queueing import WORKERS_CHANNEL
-from coordination.workers.tasks import QUEUE_NAME, run_queued
+from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, WORKERS_CHANNEL
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +51,6 @@ class WorkerProcess:
         self.host = WorkerHost(
             self.node, stopping=stop.is_set, log_prefix=f"worker {name}", registry=registry
         )
-        from coordination.scheduler import jobs_fingerprint
-
         names = [job.name for job in registry.all()]
         register_node(
             self.node,
@@ -114,7 +112,7 @@ class WorkerProcess:
         from django_tasks_db.models import DBTaskResult
 
         tasks = DBTaskResult.objects.ready().filter(
-            queue_name=QUEUE_NAME, backend_name=run_queued.backend
+            queue_name=QUEUE_NAME, backend_name=BACKEND_ALIAS
         )
         if not tasks.exists():
             return None  # an idle look: one SELECT, no transaction
@@ -212,8 +210,6 @@ def install(process: WorkerProcess | None) -> None:
 
 def serve(*, node_name: str, index: int, stop: threading.Event) -> None:
     """Run worker process ``index`` of node ``node_name`` until ``stop`` is set."""
-    from coordination.scheduler import label_database_sessions
-
     name = worker_node_name(node_name, index)
     label_database_sessions(name)
     # The runs execute on this thread: its connection (opened unlabelled while the command

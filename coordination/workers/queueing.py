@@ -18,12 +18,10 @@ from django.db import connection, transaction
 from coordination import ledger
 from coordination.models import JobRun
 from coordination.planner import RunPlan, plan_queueable_together
+from coordination.workers.meeting import WORKERS_CHANNEL
 from coordination.workers.tasks import run_queued
 
 logger = logging.getLogger(__name__)
-
-#: The PostgreSQL channel idle worker processes listen on.
-WORKERS_CHANNEL = "instatic_workers"
 
 
 def uses_database_queue() -> bool:

@@ -9,8 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django_tasks import task
 from django_tasks.exceptions import InvalidTaskError
 
-#: The queue Instatic's runs go to, so Instatic's workers take only its own tasks.
-QUEUE_NAME = "instatic-runs"
+from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME
 
 
 def run_queued(run_id: int, attempt: int) -> str:
@@ -21,7 +20,7 @@ def run_queued(run_id: int, attempt: int) -> str:
 
 
 try:
-    run_queued = task(queue_name=QUEUE_NAME)(run_queued)
+    run_queued = task(queue_name=QUEUE_NAME, backend=BACKEND_ALIAS)(run_queued)
 except InvalidTaskError as exc:
     raise ImproperlyConfigured(
         f"Instatic queues the runs of jobs on workers on the task queue {QUEUE_NAME!r}, which "

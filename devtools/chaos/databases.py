@@ -161,7 +161,7 @@ class PostgresDatabase(SoakDatabase):
         self, node: str, *, role: str = "lock", connection_id: int | None = None
     ) -> int:
         """Terminate the backends named ``<node>/<role>`` (how each process labels its
-        sessions: ``coordination.scheduler.label_database_sessions``)."""
+        sessions: ``coordination.node_setup.label_database_sessions``)."""
         rows = self.query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
             " AND (%s::integer IS NULL OR pid = %s::integer)",

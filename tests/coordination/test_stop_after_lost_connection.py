@@ -15,7 +15,7 @@ from django.db import connection, connections
 
 from coordination.conf import settings
 from coordination.models import Node
-from coordination.scheduler import label_database_sessions
+from coordination.node_setup import label_database_sessions
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True)]
 

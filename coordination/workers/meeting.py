@@ -1,0 +1,16 @@
+"""The names a leader and its worker processes meet by: the task queue runs travel on, the
+tasks backend it belongs to, and the PostgreSQL channel idle workers listen on.
+
+Below the leader's side (``queueing``, ``sweep``), the task (``tasks``) and the worker
+process (``process``), so each of them takes the names from here and none imports another
+for them.
+"""
+
+#: The queue Instatic's runs go to, so Instatic's workers take only its own tasks.
+QUEUE_NAME = "instatic-runs"
+
+#: The ``TASKS`` backend alias the runs' task is declared on (django-tasks' default).
+BACKEND_ALIAS = "default"
+
+#: The PostgreSQL channel idle worker processes listen on.
+WORKERS_CHANNEL = "instatic_workers"
