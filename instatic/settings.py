@@ -292,6 +292,15 @@ INSTATIC_WEBHOOK_CONNECT_TIMEOUT = _env(
 INSTATIC_WEBHOOK_READ_TIMEOUT = _env(
     parse_seconds, "INSTATIC_WEBHOOK_READ_TIMEOUT", 10.0, positive=True
 )
+INSTATIC_WEBHOOK_ATTEMPT_DEADLINE = _env(
+    parse_seconds, "INSTATIC_WEBHOOK_ATTEMPT_DEADLINE", 15.0, positive=True
+)
+INSTATIC_WEBHOOK_LANES = _env(parse_int, "INSTATIC_WEBHOOK_LANES", 32, minimum=1)
+INSTATIC_WEBHOOK_LANE_LEASE = _env(
+    parse_seconds, "INSTATIC_WEBHOOK_LANE_LEASE", 60.0, positive=True
+)
+INSTATIC_WEBHOOK_ROTATION_HOURS = _env(parse_int, "INSTATIC_WEBHOOK_ROTATION_HOURS", 24, minimum=0)
+INSTATIC_OUTBOX_RETENTION_DAYS = _env(parse_int, "INSTATIC_OUTBOX_RETENTION_DAYS", 30, minimum=1)
 
 LOG_LEVEL = _env(parse_log_level, "INSTATIC_LOG_LEVEL", "INFO")
 # "text" (default) for people, "json" for log shippers: one object per line (instatic/logging.py).
