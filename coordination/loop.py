@@ -24,6 +24,7 @@ from coordination.dberrors import DATABASE_ERRORS
 from coordination.holdoff import HoldOffs
 from coordination.journal import ClaimJournal, Entry
 from coordination.locks import make_lock
+from coordination.maintenance import Maintenance
 from coordination.models import JobRun, JobState
 from coordination.planner import (
     Advance,
@@ -33,17 +34,14 @@ from coordination.planner import (
     TickInput,
     TickPlan,
     needs_full_tick,
-    plan_claimable_together,
-    plan_for_workers,
     plan_tick,
 )
 from coordination.registry import Group, Job
 from coordination.runner import Worker
-from coordination.selectors import declared_by_live_nodes, group_states, runs_awaiting_retry
+from coordination.selectors import group_states, runs_awaiting_retry
 from coordination.supervision import Supervision
 from coordination.threads import JobThreads, between_runs
 from coordination.waker import Waker
-from coordination.workers import sweep
 from coordination.workers.queueing import queue_plans
 
 logger = logging.getLogger(__name__)
@@ -54,15 +52,6 @@ logger = logging.getLogger(__name__)
 #: claimed, and recorded failed with that exception as if the job had raised it. The plugins
 #: app refuses the jobs of a disabled plugin this way: one read a tick, not one a run.
 runs_starting = Signal()
-
-MAINTENANCE_INTERVAL = 300.0
-
-
-def sweep_interval() -> float:
-    """Seconds between sweeps of the runs on workers: half the lease, so a dead worker's run
-    is found within about a lease and a half of its last heartbeat."""
-    return float(settings.LEASE) / 2
-
 
 #: While runs keep finishing, the leader still reads its states at least this often (seconds),
 #: as a safety net for a wake-up it did not hear.
@@ -111,16 +100,6 @@ class LastTick:
     wake_at: float = 0.0
 
 
-@dataclass
-class Maintenance:
-    """When the loop next looks after its states and the runs of dead nodes: when asked, at a
-    ``recheck_at`` (monotonic), and every ``MAINTENANCE_INTERVAL`` seconds since ``last``."""
-
-    requested: bool = True
-    last: float = 0.0
-    recheck_at: float | None = None
-
-
 class GroupLoop(threading.Thread):
     """The tick loop of one group, in its own thread (led by its ``supervision``)."""
 
@@ -143,11 +122,9 @@ class GroupLoop(threading.Thread):
         self._starting: deque[Worker] = deque()
         self.holds = HoldOffs()
         self.wakeups = Wakeups()
-        self.maintenance = Maintenance()
+        self.maintenance = Maintenance(self.group.name, instance=self.node.instance)
         self.last_tick = LastTick()
         self.started_last_tick = 0
-        #: When the runs on workers are next swept (monotonic; ``None``: none are out).
-        self.sweep_at: float | None = None
 
     def run(self) -> None:
         self.supervision.run()
@@ -283,7 +260,8 @@ class GroupLoop(threading.Thread):
         return max(0.0, self.last_tick.wake_at - time.monotonic())
 
     def tick(self) -> float:
-        """Read, plan, apply: start what is due (one slot per job); return the sleep (seconds)."""
+        """Read, plan once, apply: start what is due (one slot per job); return the sleep
+        (seconds)."""
         self.wakeups.take_all()
         self.started_last_tick = 0
         if not self.lock.keep_alive():
@@ -309,24 +287,41 @@ class GroupLoop(threading.Thread):
                 return 0.5
             if not self.lock.still_held():
                 return 0.0
-            self._refuse(runs)
-            here = self._claim_together(self._queue_for_workers(runs))
-            self._start_workers(here)
-            # A queued run's job moves on to its next slot as a started one's does.
-            runs = [plan for plan in runs if plan_for_workers(plan)] + here
+            runs = self._start(plan, runs)
         return plan.sleep_for(runs, elapsed=time.monotonic() - read_at)
+
+    def _start(self, plan: TickPlan, runs: list[RunPlan]) -> list[RunPlan]:
+        """Start ``runs`` (the plan's runs that its writes left) as ``plan`` routes them: ask
+        the ``runs_starting`` receivers, queue the runs for workers they did not refuse,
+        claim the slots to claim together, start the rest here; return the runs started (a
+        queued run's job moves on to its next slot as a started one's does)."""
+        self._refuse(runs)
+        starting = {id(run) for run in runs}
+        queued = [run for run in plan.for_workers if id(run) in starting and run.refusal is None]
+        self._queue_for_workers(queued)
+        starting -= {id(run) for run in queued}
+        here = [run for run in runs if id(run) in starting]
+        together = [run for run in plan.claim_together if id(run) in starting]
+        here = self._claim_together(here, together)
+        self._start_workers(here)
+        return queued + here
 
     def _read_states(self) -> tuple[datetime, list, dict[str, Job], float]:
         """Read the database time and the group's states (after maintenance, when it is
         due); return them with the jobs declared and the monotonic time of the read."""
         declared = {job.name: job for job in self.scheduler.jobs_for(self.group.name)}
-        self._sweep_queue(declared)
+        if self.maintenance.sweep_due():
+            self.maintenance.sweep(declared)
+            self._read_retries(declared)
         now, states = group_states(self.group.name, exclude_instance=self.node.instance)
         read_at = time.monotonic()
         self.clock.sync(now)
         by_name = {state.name: state for state in states}
-        if self._needs_maintenance(declared, by_name):
-            self._maintain(now, declared, by_name)
+        if self.maintenance.due(declared, by_name):
+            self.maintenance.run(
+                now, declared, by_name, log_prefix=self.log_prefix, paused=self._unplannable_paused
+            )
+            self._read_retries(declared)
             now, states = group_states(self.group.name, exclude_instance=self.node.instance)
             read_at = time.monotonic()
             self.clock.sync(now)
@@ -436,23 +431,21 @@ class GroupLoop(threading.Thread):
         for plan in plans:
             plan.refusal = refusals.get(plan.job.name)
 
-    def _queue_for_workers(self, plans: list[RunPlan]) -> list[RunPlan]:
-        """Queue the runs of jobs on workers (claim and task in one fenced transaction,
-        ``workers.queueing``); return the plans this loop runs itself."""
-        queued = [plan for plan in plans if plan_for_workers(plan)]
+    def _queue_for_workers(self, queued: list[RunPlan]) -> None:
+        """Queue runs of jobs on workers (claim and task in one fenced transaction,
+        ``workers.queueing``)."""
         if not queued:
-            return plans
+            return
         runs = queue_plans(queued, node=self.node, fence=self.lock.fence_work_transaction)
         self._remember_queued(runs, {plan.job.name: plan.job for plan in queued})
-        if runs and self.sweep_at is None:
-            self.sweep_at = time.monotonic() + sweep_interval()
+        if runs:
+            self.maintenance.runs_queued()
         logger.debug(
             "[%s] queued %d of %d run(s) for worker processes",
             self.group.log_prefix,
             len(runs),
             len(queued),
         )
-        return [plan for plan in plans if not plan_for_workers(plan)]
 
     def _remember_queued(self, runs: list[JobRun], jobs: dict[str, Job]) -> None:
         """Note the claim-first runs this leader queued in its journal (``journal``), as
@@ -473,14 +466,14 @@ class GroupLoop(threading.Thread):
                 )
             )
 
-    def _claim_together(self, plans: list[RunPlan]) -> list[RunPlan]:
-        """Claim the scheduled slots of claim-first jobs in one transaction; return what to start.
+    def _claim_together(self, plans: list[RunPlan], batch: list[RunPlan]) -> list[RunPlan]:
+        """Claim ``batch``'s slots (of ``plans``; claim-first scheduled slots) in one
+        transaction; return the plans to start.
 
         A thousand jobs due at the same instant then cost a few statements to claim, not a
         transaction each, and every row is committed before any of them starts. Slots another
         node holds are skipped (their jobs have moved on), like a worker's taken claim.
         """
-        batch = [plan for plan in plans if plan_claimable_together(plan)]
         if not batch:
             return plans
         claimed = ledger.claim_scheduled(
@@ -525,73 +518,12 @@ class GroupLoop(threading.Thread):
         )
         alerts.job_cannot_be_planned(job.name, f"{type(exc).__name__}: {exc}")
 
-    # --- maintenance --------------------------------------------------------------------
-    def _needs_maintenance(self, declared: dict[str, Job], by_name: dict[str, JobState]) -> bool:
-        maintenance = self.maintenance
-        if maintenance.requested:
-            return True
-        if maintenance.recheck_at is not None and time.monotonic() >= maintenance.recheck_at:
-            maintenance.recheck_at = None
-            return True
-        if time.monotonic() - maintenance.last > MAINTENANCE_INTERVAL:
-            return True
-        for name, job in declared.items():
-            state = by_name.get(name)
-            if state is None or state.fingerprint != job.fingerprint or state.retired_at:
-                return True
-        return any(name not in declared and not s.retired_at for name, s in by_name.items())
-
-    def _maintain(self, now, declared: dict[str, Job], by_name: dict[str, JobState]) -> None:
-        logger.debug(
-            "[%s] maintenance (requested %s, states %s, declared %s)",
-            self.group.log_prefix,
-            self.maintenance.requested,
-            sorted(by_name),
-            sorted(declared),
-        )
-        self.maintenance.requested = False
-        self.maintenance.last = time.monotonic()
-        unplannable = ledger.ensure_states(list(declared.values()), by_name, now)
-        for name, exc in unplannable.items():
-            self._unplannable_paused(declared[name], exc)
-        undeclared = {n for n, s in by_name.items() if n not in declared and not s.retired_at}
-        if undeclared:
-            retired = ledger.retire_undeclared(
-                self.group.name, set(declared), declared_by_live_nodes()
-            )
-            if retired:
-                logger.info(
-                    "[%s] retired %d job(s) no live node declares", self.group.log_prefix, retired
-                )
-        jobs = list(declared.values())
-        abandoned = ledger.abandon_orphans(jobs)
-        abandoned += ledger.abandon_vanished(jobs, instance=self.node.instance)
-        if abandoned:
-            logger.warning(
-                "[%s] marked %d run(s) of dead nodes as abandoned",
-                self.group.log_prefix,
-                abandoned,
-            )
-        self._read_retries(declared)
-        self.sweep_at = time.monotonic()  # a new leader looks after the runs on workers at once
-
     def _read_retries(self, declared: dict[str, Job]) -> None:
         """Read the runs waiting for another attempt (planned as their time comes)."""
         self.last_tick.retries = runs_awaiting_retry(
             abandoned=[name for name, job in declared.items() if job.retry_abandoned],
             failed=[name for name, job in declared.items() if job.retries],
         )
-
-    def _sweep_queue(self, declared: dict[str, Job]) -> None:
-        """Every half lease while runs of the group are out on workers, sweep them
-        (``workers.sweep``: dead workers fenced, their runs abandoned or queued again) and
-        read the retries their outcomes asked for; the next sweep is planned while any run
-        is still queued or running."""
-        if self.sweep_at is None or time.monotonic() < self.sweep_at:
-            return
-        outstanding = sweep.sweep([job for job in declared.values() if job.on_workers])
-        self._read_retries(declared)
-        self.sweep_at = time.monotonic() + sweep_interval() if outstanding else None
 
     # --- workers --------------------------------------------------------------------------
     def _reap_workers(self) -> None:

@@ -2,12 +2,14 @@
 
 ``plan_tick`` takes the database time, the job states and everything else a tick knows (the
 jobs declared, the runs going and the plan each runs, the jobs held off, the runs awaiting a
-retry, the ``--once`` horizon and the tick's bounds) and returns the tick's decisions: the runs
-to start (a run-now request first), the slots to record as missed with their reason, the states
-to move on, the jobs whose planning raised, the retries still waiting, the busy jobs with work
-due behind their run, and when to wake. ``needs_full_tick`` decides whether a wake-up needs a
-tick at all. Neither reads a clock, the database or a setting: the loop (coordination/loop.py)
-reads, calls them and applies the answer, and every rule is a row of a table test.
+retry, the ``--once`` horizon and the tick's bounds) and returns the tick's decisions in one
+``TickPlan``: the runs to start (a run-now request first), which of them go to worker
+processes and which slots the leader claims together, the slots to record as missed with their
+reason, the states to move on, the jobs whose planning raised, the retries still waiting, the
+busy jobs with work due behind their run, and when to wake. A tick reads, plans once, applies.
+``needs_full_tick`` decides whether a wake-up needs a tick at all. Neither reads a clock, the
+database or a setting: the loop (coordination/loop.py) reads, calls them and applies the
+answer, and every rule is a row of a table test.
 """
 
 from collections.abc import Collection, Mapping, Sequence
@@ -60,13 +62,6 @@ def plan_queueable_together(plan: RunPlan) -> bool:
         and plan.manual_requested_at is None
         and plan.next_due is not None
     )
-
-
-def plan_for_workers(plan: RunPlan) -> bool:
-    """Return True if ``plan`` is queued for a worker process rather than run by the leader:
-    its job runs on workers, and no ``runs_starting`` receiver refused it (a refused run is
-    recorded failed at once, by the leader)."""
-    return plan.job.on_workers and plan.refusal is None
 
 
 @dataclass(frozen=True)
@@ -135,10 +130,20 @@ class Unplannable:
 class TickPlan:
     """A tick's decisions. ``writes`` are applied in order (a job's missed slots before its
     advance), before any run starts; ``wake_at`` does not yet count the runs that start (see
-    ``sleep_for``)."""
+    ``sleep_for``).
+
+    ``for_workers`` are the runs (of ``runs``) of jobs on workers: the leader queues them for a
+    worker process, claim and task in one transaction, unless a ``runs_starting`` receiver
+    refuses one (the leader then records it failed at once, like its own). ``claim_together``
+    are the claim-first scheduled slots (``plan_claimable_together``) that the leader claims in
+    one transaction before starting them, when it runs them itself; the others it runs claim
+    on their own.
+    """
 
     now: datetime
     runs: list[RunPlan]
+    for_workers: list[RunPlan]
+    claim_together: list[RunPlan]
     writes: list[MissedSlots | Advance]
     unplannable: list[Unplannable]
     waiting_retries: list[JobRun]
@@ -218,6 +223,8 @@ def plan_tick(tick: TickInput) -> TickPlan:
     return TickPlan(
         now=now,
         runs=runs,
+        for_workers=[plan for plan in runs if plan.job.on_workers],
+        claim_together=[plan for plan in runs if plan_claimable_together(plan)],
         writes=writes,
         unplannable=unplannable,
         waiting_retries=waiting,

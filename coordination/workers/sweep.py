@@ -1,7 +1,7 @@
 """The leader's watch over runs on workers: nothing queued is lost, nothing stays stuck.
 
 While runs of its group are queued or running on workers, the leader sweeps every half
-lease (``GroupLoop._sweep_queue``):
+lease (``maintenance.Maintenance.sweep``):
 
 - a worker process whose heartbeat stopped while it had work (SIGKILL, SIGSTOP, a lost
   host) is fenced: its database sessions are ended, so a transaction it still has open

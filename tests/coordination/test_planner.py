@@ -695,6 +695,50 @@ def test_only_claim_first_scheduled_slots_are_claimed_together(options, plan_fie
     assert plan_claimable_together(RunPlan(job=job(**options), slot=T0, **plan_fields)) is together
 
 
+# --- how each run starts: one plan says it all --------------------------------------------
+ROUTE_ROWS = [
+    # (id, job options, what is due, queued for workers, claimed together by the leader)
+    ("leader-scheduled", {}, "slot", False, True),
+    ("leader-transactional", {"transactional": True}, "slot", False, False),
+    ("leader-run-now", {}, "run-now", False, False),
+    ("leader-retry", {"retries": 1}, "retry", False, False),
+    ("workers-scheduled", {"run_on": "workers"}, "slot", True, True),
+    ("workers-transactional", {"run_on": "workers", "transactional": True}, "slot", True, False),
+    ("workers-run-now", {"run_on": "workers"}, "run-now", True, False),
+    ("workers-retry", {"run_on": "workers", "retries": 1}, "retry", True, False),
+]
+
+
+@pytest.mark.parametrize(
+    "options, due, for_workers, together",
+    [row[1:] for row in ROUTE_ROWS],
+    ids=[row[0] for row in ROUTE_ROWS],
+)
+def test_the_tick_plan_says_which_runs_go_to_workers_and_which_are_claimed_together(
+    options, due, for_workers, together
+):
+    """The loop applies the one plan: it asks the planner nothing more during the tick."""
+    declared = job(**options)
+    fields = {"next_due": at(HOUR)}
+    retries = []
+    if due == "slot":
+        fields = {"next_due": at(0)}
+    elif due == "run-now":
+        fields["run_requested_at"] = at(-5)
+    else:
+        retries = [retry(declared, at(-60))]
+    plan = plan_tick(tick_of(at(5), (declared, state(declared, **fields)), retries=retries))
+    [run] = plan.runs
+    assert (run in plan.for_workers, run in plan.claim_together) == (for_workers, together)
+
+
+def test_the_routes_keep_the_order_of_the_runs():
+    declared = [job(f"plan.job{i}", run_on="workers" if i % 2 else "leader") for i in range(6)]
+    plan = plan_tick(tick_of(at(5), *[(j, state(j, next_due=at(0))) for j in declared]))
+    assert [run.job for run in plan.for_workers] == declared[1::2]
+    assert [run.job for run in plan.claim_together] == declared
+
+
 # --- whether a wake-up needs a full tick ----------------------------------------------------
 QUIET = {
     "replan": False,

@@ -1,0 +1,116 @@
+"""A leader's upkeep of its group, besides its ticks: when to do it, and doing it.
+
+Maintenance makes the job states match what is declared (new jobs get a state, changed ones a
+new schedule), retires the jobs no live node declares, and marks the runs of dead nodes
+abandoned. It runs when asked (a new leader, an operator's command), at a recheck instant (once
+the previous leader's lease has run out), every ``MAINTENANCE_INTERVAL`` seconds, and whenever
+a tick's read finds the states and the declarations apart. The runs out on worker processes
+are swept every half lease while any is out (``workers.sweep``). The loop
+(coordination/loop.py) asks ``due``/``sweep_due`` before it reads, and reads again after.
+"""
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from coordination import ledger
+from coordination.conf import settings
+from coordination.models import JobState
+from coordination.registry import Job
+from coordination.selectors import declared_by_live_nodes
+from coordination.workers import sweep as workers_sweep
+
+logger = logging.getLogger(__name__)
+
+MAINTENANCE_INTERVAL = 300.0
+
+
+def sweep_interval() -> float:
+    """Seconds between sweeps of the runs on workers: half the lease, so a dead worker's run
+    is found within about a lease and a half of its last heartbeat."""
+    return float(settings.LEASE) / 2
+
+
+@dataclass
+class Maintenance:
+    """When group ``group``'s leader (node instance ``instance``) next looks after its states
+    and the runs of dead nodes: when ``requested``, at ``recheck_at`` (monotonic), and every
+    ``MAINTENANCE_INTERVAL`` seconds since ``last``; and when it next sweeps the runs on
+    workers (``sweep_at``, monotonic; ``None``: none are out)."""
+
+    group: str
+    instance: str
+    requested: bool = True
+    last: float = 0.0
+    recheck_at: float | None = None
+    sweep_at: float | None = None
+
+    def due(self, declared: dict[str, Job], by_name: dict[str, JobState]) -> bool:
+        """Return whether maintenance is due, given the jobs ``declared`` and the states read."""
+        if self.requested:
+            return True
+        if self.recheck_at is not None and time.monotonic() >= self.recheck_at:
+            self.recheck_at = None
+            return True
+        if time.monotonic() - self.last > MAINTENANCE_INTERVAL:
+            return True
+        for name, job in declared.items():
+            state = by_name.get(name)
+            if state is None or state.fingerprint != job.fingerprint or state.retired_at:
+                return True
+        return any(name not in declared and not s.retired_at for name, s in by_name.items())
+
+    def run(
+        self,
+        now: datetime,
+        declared: dict[str, Job],
+        by_name: dict[str, JobState],
+        *,
+        log_prefix: str,
+        paused: Callable[[Job, Exception], None],
+    ) -> None:
+        """Bring the states in line with ``declared`` (``paused(job, error)`` for each job
+        paused because its state could not be planned), retire undeclared jobs and abandon
+        the runs of dead nodes. The runs on workers are swept at the next read."""
+        logger.debug(
+            "[%s] maintenance (requested %s, states %s, declared %s)",
+            log_prefix,
+            self.requested,
+            sorted(by_name),
+            sorted(declared),
+        )
+        self.requested = False
+        self.last = time.monotonic()
+        unplannable = ledger.ensure_states(list(declared.values()), by_name, now)
+        for name, exc in unplannable.items():
+            paused(declared[name], exc)
+        undeclared = {n for n, s in by_name.items() if n not in declared and not s.retired_at}
+        if undeclared:
+            retired = ledger.retire_undeclared(self.group, set(declared), declared_by_live_nodes())
+            if retired:
+                logger.info("[%s] retired %d job(s) no live node declares", log_prefix, retired)
+        jobs = list(declared.values())
+        abandoned = ledger.abandon_orphans(jobs)
+        abandoned += ledger.abandon_vanished(jobs, instance=self.instance)
+        if abandoned:
+            logger.warning(
+                "[%s] marked %d run(s) of dead nodes as abandoned", log_prefix, abandoned
+            )
+        self.sweep_at = time.monotonic()  # a new leader looks after the runs on workers at once
+
+    def runs_queued(self) -> None:
+        """Note that runs went out to workers: sweep them within half a lease."""
+        if self.sweep_at is None:
+            self.sweep_at = time.monotonic() + sweep_interval()
+
+    def sweep_due(self) -> bool:
+        return self.sweep_at is not None and time.monotonic() >= self.sweep_at
+
+    def sweep(self, declared: dict[str, Job]) -> None:
+        """Sweep the group's runs on workers (``workers.sweep``: dead workers fenced, their
+        runs abandoned or queued again); plan the next sweep while any run is still queued or
+        running. The caller reads the retries the outcomes asked for."""
+        outstanding = workers_sweep.sweep([job for job in declared.values() if job.on_workers])
+        self.sweep_at = time.monotonic() + sweep_interval() if outstanding else None
