@@ -22,6 +22,12 @@ pytest before it drops the database (tests/support/databases.py). Either fails t
 naming them; the processes are then stopped. Processes of other runs on the same machine
 carry other run ids and are never counted. SIGINT and SIGTERM stop pytest, then the server,
 before the runner exits.
+
+The first SIGINT, SIGTERM or SIGHUP stops the run; any that follows (a Ctrl-C pressed again, a
+terminal closed) is ignored, so the stopping always finishes: pytest is waited for, then every
+process of the run still running is stopped, looking again until none is left (one may start
+while another stops). Should the runner die all the same (SIGKILL), the kernel sends its pytest
+SIGTERM (``PR_SET_PDEATHSIG``), which stops the test's processes as Ctrl-C does.
 """
 
 import os
@@ -35,8 +41,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coordination.parent_death import die_with_parent
 from devtools import coverage_report, mariadb, pgcluster
-from devtools.servers import RUN_MARKER, exited, signals_exit, stop_pid
+from devtools.servers import RUN_MARKER, exited, stop_pid
 
 BANNER = "=" * 78
 LEAK_REPORT = "INSTATIC_TEST_LEAK_REPORT"
@@ -44,6 +51,8 @@ LEAK_REPORT = "INSTATIC_TEST_LEAK_REPORT"
 SETTLE_SECONDS = 5.0
 #: How many of its slowest tests each vendor's run lists at its end.
 SLOWEST_SHOWN = 30
+#: How long the runner's last look for processes of its runs goes on while it finds some.
+SWEEP_SECONDS = 60.0
 
 
 def notice(message: str) -> None:
@@ -86,7 +95,14 @@ class VendorRun:
         command = [sys.executable, "-m", "coverage", "run", "-m", "pytest"]
         command += [f"--durations={SLOWEST_SHOWN}", *args]
         try:
-            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=out)
+            # Should the runner die without stopping it, pytest stops as on Ctrl-C.
+            self.process = subprocess.Popen(
+                command,
+                env=env,
+                stdout=out,
+                stderr=out,
+                preexec_fn=die_with_parent(signal.SIGTERM),
+            )
         finally:
             if out is not None:
                 out.close()
@@ -233,21 +249,65 @@ def check_left_behind(run: VendorRun) -> list[str]:
     return problems
 
 
+class StopOnce:
+    """The runner's SIGINT, SIGTERM and SIGHUP, while it runs: the first one stops the run
+    (``KeyboardInterrupt`` for SIGINT, ``SystemExit`` for the others); any that comes after
+    it, or while the run is being stopped (``stopping``), is said and ignored, so the stopping
+    of what the run started is never cut short."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self):
+        self.stopping = False
+        self._previous: dict = {}
+
+    def __enter__(self) -> "StopOnce":
+        self._previous = {sig: signal.signal(sig, self._received) for sig in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _received(self, signum, frame) -> None:
+        if self.stopping:
+            print(
+                f"\n{signal.Signals(signum).name}: still stopping what the test run started",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        self.stopping = True
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+
 def main(argv: list[str]) -> int:
     run_id = uuid.uuid4().hex
     os.environ[RUN_MARKER] = run_id  # inherited by the servers; each vendor's run has its own
     runs: list[VendorRun] = []
-    try:
-        with signals_exit():
+    with StopOnce() as signals:
+        try:
             return run_all(argv, runs)
-    finally:  # interrupted or not: nothing of this run outlives it
-        for run in runs:
-            run.stop()
-        for marker in [run_id, *(run.run_id for run in runs)]:
-            for leftover in leftovers(marker):
-                stop_quietly(leftover.pid)
-        for run in runs:
-            run.report.unlink(missing_ok=True)
+        finally:  # interrupted or not: nothing of this run outlives it
+            signals.stopping = True
+            for run in runs:
+                run.stop()
+            stop_leftovers([run_id, *(run.run_id for run in runs)])
+            for run in runs:
+                run.report.unlink(missing_ok=True)
+
+
+def stop_leftovers(markers: list[str], *, within: float = SWEEP_SECONDS) -> None:
+    """Stop every process that carries one of ``markers``, looking again until none is left
+    (or ``within`` seconds have passed): a process may start while another is stopped."""
+    deadline = time.monotonic() + within
+    while left := [leftover for marker in markers for leftover in leftovers(marker)]:
+        for leftover in left:
+            stop_quietly(leftover.pid)
+        if time.monotonic() > deadline:
+            return
 
 
 def stop_quietly(pid: int) -> None:

@@ -11,9 +11,7 @@ Deciding when to start a child again is :func:`plan_restart` (pure); the supervi
 """
 
 import contextlib
-import ctypes
 import logging
-import os
 import signal
 import subprocess
 import sys
@@ -24,6 +22,8 @@ from pathlib import Path
 
 from django.conf import settings as django_settings
 
+from coordination.parent_death import die_with_parent
+
 logger = logging.getLogger(__name__)
 
 #: Least seconds between two starts of one child (its first gap; it doubles while the child
@@ -32,8 +32,6 @@ RESTART_INTERVAL = 3.0
 MAX_RESTART_GAP = 60.0
 #: How often the supervisor looks at its children.
 SUPERVISE_POLL = 0.1
-
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -70,25 +68,6 @@ def describe_exit(returncode: int) -> str:
             name = f"signal {-returncode}"
         return f"was killed by {name}"
     return f"exited with code {returncode}"
-
-
-def _die_with_parent():
-    """Return a ``preexec_fn`` that has the kernel SIGKILL the child when its parent dies.
-
-    ``None`` where there is no ``prctl`` (not Linux): there, a parent killed with SIGKILL
-    leaves its workers running until they are stopped.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return preexec
 
 
 @dataclass
@@ -194,9 +173,7 @@ class WorkerPool:
             self.node_name,
         ]
         try:
-            # The preexec_fn only calls prctl and getppid (no locks, no imports), which is
-            # what keeps it safe in a process with other threads.
-            child.process = subprocess.Popen(command, preexec_fn=_die_with_parent())
+            child.process = subprocess.Popen(command, preexec_fn=die_with_parent())
         except OSError as exc:
             restart = plan_restart(lived=0.0, gap=child.gap, interval=self.restart_interval)
             logger.warning(

@@ -6,7 +6,9 @@ real (SIGKILL, SIGSTOP/SIGCONT, SIGTERM) and always clean up, even when the test
 Every process starts in a process group of its own (so a Ctrl-C meant for pytest reaches
 pytest alone, which then stops them in order) and is tracked: :func:`stop_children` ends
 whatever is still running, group and all, at the end of the session, at exit, and when pytest
-is interrupted by SIGINT or SIGTERM (:func:`interrupt_on_sigterm`).
+is interrupted by SIGINT or SIGTERM (:func:`interrupt_on_sigterm`); an interrupt that comes
+while it stops them waits until it is done. A process started from pytest's main thread is
+also killed by the kernel should pytest die first (``PR_SET_PDEATHSIG``).
 """
 
 import atexit
@@ -23,6 +25,7 @@ from urllib.parse import quote
 
 from django.db import connection
 
+from coordination.parent_death import die_with_parent
 from tests.support.polling import wait_until
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -62,8 +65,14 @@ def start_tracked(args: list[str], **popen_kwargs) -> subprocess.Popen:
     two: one that comes while the process starts is taken once it is tracked, so
     :func:`stop_children` ends it. (Raised inside ``Popen``, or between it and
     :func:`track`, it would leave a started process that nothing knows of.)"""
+    main = threading.current_thread() is threading.main_thread()
+    # Only from the main thread: the kernel signals the child when the thread that started
+    # it ends, and pytest's main thread ends with pytest.
+    preexec = die_with_parent() if main else None
     with interrupts_held():
-        return track(subprocess.Popen(args, start_new_session=True, **popen_kwargs))
+        return track(
+            subprocess.Popen(args, start_new_session=True, preexec_fn=preexec, **popen_kwargs)
+        )
 
 
 @contextlib.contextmanager
@@ -112,11 +121,18 @@ def _group_alive(pgid: int) -> bool:
 
 @atexit.register
 def stop_children() -> None:
-    """End every tracked process (and its process group) that is still running."""
-    while _children:
-        process = _children.pop()
-        if process.poll() is None or _group_alive(process.pid):
-            kill_group(process)
+    """End every tracked process (and its process group) that is still running.
+
+    Interrupts wait until it is done (a Ctrl-C pressed again, the runner's SIGTERM after its
+    grace), and a process is forgotten only once it is stopped: cut short, this would leave
+    running a process that nothing stops any more.
+    """
+    with interrupts_held():
+        while _children:
+            process = _children[-1]
+            if process.poll() is None or _group_alive(process.pid):
+                kill_group(process)
+            _children.remove(process)
 
 
 def interrupt_on_sigterm() -> None:
