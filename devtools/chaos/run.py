@@ -30,7 +30,7 @@ from devtools.chaos.config import (
 from devtools.chaos.editors import editor_stream
 from devtools.chaos.faults import fault_kinds, inject, parse_fault_selection
 from devtools.chaos.faults.processes import reap_once
-from devtools.chaos.invariants import check_invariants, worker_pools_running
+from devtools.chaos.invariants import check_invariants
 from devtools.chaos.network import Network
 from devtools.chaos.queries import (
     dead_running_sql,
@@ -41,6 +41,7 @@ from devtools.chaos.queries import (
 from devtools.chaos.releases import release_stream
 from devtools.chaos.report import print_trouble, report
 from devtools.chaos.soak import Soak
+from devtools.chaos.worker_checks import worker_pools_running
 
 
 def setup_django(env: dict) -> str:
