@@ -2,11 +2,14 @@
 
 Each group (publishing, plugins, ...) has its own thread, lock and database connections, so a
 slow plugin job never delays a publish. A tick reads the group's job states and the database
-time in one query, asks the planner (coordination/planner.py, pure) what is due, records what
-it decided (missed slots, states moved on), starts a worker for every run it planned, and
+time in one query, asks the planner (coordination/planner.py, pure) once what to do, records
+what it decided (missed slots, states moved on), queues the runs the plan gives to worker
+processes, claims together the slots it says to, starts a worker for every other run, and
 sleeps until the next due instant (bounded by ``INSTATIC_MAX_TICK``); on PostgreSQL a
 ``NOTIFY`` on the group's channel ends the sleep early. Following, taking and losing the lock
-and restarting after a crash are coordination/supervision.py's.
+and restarting after a crash are coordination/supervision.py's; the group's upkeep between
+ticks (states, retirement, dead nodes' runs, the sweep of runs on workers) is
+coordination/maintenance.py's.
 """
 
 import logging
