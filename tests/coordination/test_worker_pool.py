@@ -25,6 +25,11 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
 ]
 
+#: Once per `make test` (in the SQLite run): what the kernel and the pool do with processes
+#: (restarts, kills, priority), or a database URL of the test's own; the same on every vendor.
+ONCE = pytest.mark.sqlite
+
+
 SERVING = r"worker process \d+ of node {node} serving"
 
 
@@ -210,6 +215,7 @@ def test_sigterm_stops_runworker_and_both_its_workers_within_the_grace(nodes):
     assert "starting it again" not in log
 
 
+@ONCE
 @pytest.mark.multiprocess
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_with_sigkill_is_started_again(nodes):
@@ -227,6 +233,7 @@ def test_a_worker_killed_with_sigkill_is_started_again(nodes):
     assert second != first
 
 
+@ONCE
 @pytest.mark.multiprocess
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_that_fails_at_start_is_started_again_later_each_time(nodes):
@@ -259,6 +266,7 @@ def test_a_worker_that_fails_at_start_is_started_again_later_each_time(nodes):
         assert second_exit + second_delay - starts[1] >= 2 * RESTART_INTERVAL - 0.1
 
 
+@ONCE
 @pytest.mark.multiprocess
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_that_does_not_stop_within_the_grace_is_killed(nodes):
@@ -285,6 +293,7 @@ def test_a_worker_that_does_not_stop_within_the_grace_is_killed(nodes):
     )
 
 
+@ONCE
 @pytest.mark.multiprocess
 @pytest.mark.django_db(transaction=True)
 def test_a_parent_killed_with_sigkill_leaves_no_worker_behind(nodes):
@@ -314,6 +323,7 @@ def test_runscheduler_runs_its_workers_and_sigterm_stops_them_too(schedulers):
     assert "worker process 1 of node sched-w stopped" in proc.log()
 
 
+@ONCE
 @pytest.mark.multiprocess
 @pytest.mark.django_db(transaction=True)
 def test_runscheduler_workers_0_is_a_scheduler_only_node(schedulers):
@@ -323,6 +333,7 @@ def test_runscheduler_workers_0_is_a_scheduler_only_node(schedulers):
     assert "worker process" not in proc.log()
 
 
+@ONCE
 @pytest.mark.multiprocess
 @pytest.mark.django_db(transaction=True)
 def test_workers_run_at_the_lower_cpu_priority_of_the_setting(schedulers):
