@@ -18,9 +18,22 @@ _DEFAULTS = {
     # Seconds before a failed attempt is tried again the first time (then doubling, at most
     # an hour apart).
     "WEBHOOK_RETRY_BACKOFF": 30,
-    # Seconds an attempt may wait for the connection, and for the response.
+    # Seconds an attempt may wait for the connection, and for each read of the response.
     "WEBHOOK_CONNECT_TIMEOUT": 3.0,
     "WEBHOOK_READ_TIMEOUT": 10.0,
+    # Seconds an attempt may take in all, from connect to the answer's last byte, however
+    # slowly the endpoint sends: then it is cut off and counts as failed.
+    "WEBHOOK_ATTEMPT_DEADLINE": 15.0,
+    # Endpoints sent to side by side by one process (one lane each): a slow endpoint holds
+    # only its own lane.
+    "WEBHOOK_LANES": 32,
+    # Seconds a lane holds its endpoint without renewing (a lane lost with its process
+    # frees the endpoint after this long).
+    "WEBHOOK_LANE_LEASE": 60.0,
+    # Hours a replaced secret still signs beside the new one (the admin's default).
+    "WEBHOOK_ROTATION_HOURS": 24,
+    # Days finished deliveries, webhook attempts and people-told records are kept.
+    "OUTBOX_RETENTION_DAYS": 30,
 }
 
 

@@ -72,8 +72,9 @@ class Subscriber:
     """How the deliveries of one name in the ledger are made: a subscriber's job, or a
     webhook endpoint's.
 
-    ``retry_at(row, attempt, now)`` says when a failed attempt is tried again (None: give
-    up); ``give_up(row, attempt, error)`` is told when one is given up. ``savepoint``: run
+    ``retry_at(row, attempt, now, exc)`` says when a failed attempt is tried again (None:
+    give up; ``exc`` is what the attempt raised, None for an attempt lost with its node);
+    ``give_up(row, attempt, error)`` is told when one is given up. ``savepoint``: run
     the handler in a savepoint, so a failure undoes its writes (off for webhooks, whose
     handler records each attempt, failed or not).
     """
@@ -81,7 +82,7 @@ class Subscriber:
     name: str
     handler: Callable[[PostEvent, JobContext], Any]
     transactional: bool
-    retry_at: Callable[[Open, int, datetime], datetime | None]
+    retry_at: Callable[[Open, int, datetime, Exception | None], datetime | None]
     give_up: Callable[[Open, int, str], None]
     savepoint: bool = True
     #: End the batch after this many failures in a row (an endpoint that is down costs a
@@ -98,6 +99,15 @@ class Subscriber:
     flush: Callable[[set[int]], None] | None = None
     #: Claim-first: how many posts' deliveries are made at once (see :func:`_attempts`).
     concurrency: int = 1
+    #: Told each failure; True means the failure stops the subscriber until a person acts
+    #: (a webhook endpoint that answered 410 is disabled): the row waits again, counted but
+    #: due as before, and no further attempt starts.
+    halt: Callable[[Exception], bool] | None = None
+    #: The subscriber's rows are its alone while it runs (a webhook lane holds its
+    #: endpoint): a row still running is from a holder that is gone, and claims carry no run.
+    owns_rows: bool = False
+    #: Called in the run's thread after each outcome (a lane renews its hold there).
+    heartbeat: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +194,7 @@ def deliver_pending(subscription, ctx: JobContext) -> datetime | None:
         name=job.name,
         handler=subscription.handler,
         transactional=job.transactional,
-        retry_at=lambda row, attempt, now: job.retry_at(attempt, now),
+        retry_at=lambda row, attempt, now, exc: job.retry_at(attempt, now),
         give_up=give_up,
         savepoint=subscription.atomic,
     )
@@ -198,13 +208,14 @@ def deliver_batch(subscriber: Subscriber, ctx: JobContext) -> datetime | None:
     """
     now = database_now()
     rows = _open_rows(subscriber.name)
-    choice = choose(rows, now=now, live_runs=_live_runs(rows))
+    live_runs = set() if subscriber.owns_rows else _live_runs(rows)
+    choice = choose(rows, now=now, live_runs=live_runs)
     retries = [
         _record_failure(subscriber, row, row.attempts, ATTEMPT_LOST, now=now) for row in choice.lost
     ]
     take = choice.take
     if take and not subscriber.transactional:
-        take = _claim(take, _run_id(ctx))
+        take = _claim(take, None if subscriber.owns_rows else _run_id(ctx))
     delivered, failed = _deliver(subscriber, ctx, take, now=now)
     retries += failed
     if delivered or failed:
@@ -295,12 +306,20 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
     try:
         for row, exc in outcomes:
             attempted.add(row.pk)
+            if subscriber.heartbeat is not None:
+                subscriber.heartbeat()
             if exc is not None:
                 in_a_row += 1
                 if in_a_row == subscriber.stop_after_failures:
                     halt.set()
                 attempt = row.attempts + 1  # a claim-first claim counted it in the row already
-                failed.append(_record_failure(subscriber, row, attempt, _one_line(exc), now=now))
+                if subscriber.halt is not None and subscriber.halt(exc):
+                    halt.set()
+                    _record_halted(row, attempt, _one_line(exc))
+                else:
+                    failed.append(
+                        _record_failure(subscriber, row, attempt, _one_line(exc), now=now, exc=exc)
+                    )
                 failed_now.add(row.pk)
                 if not subscriber.transactional:
                     record()  # a failure's attempt is written with it (failures are rare)
@@ -472,12 +491,26 @@ def _record_success(pks: list[int], *, now: datetime, counted: bool) -> None:
     )
 
 
+def _record_halted(row: Open, attempt: int, error: str) -> None:
+    """Record failed attempt number ``attempt`` that stopped its subscriber: the row waits
+    again, due as it was, for the subscriber to be started again."""
+    Delivery.objects.filter(pk=row.pk).update(
+        status=S.PENDING, attempts=max(attempt, row.attempts), last_error=error[:2000], run=None
+    )
+
+
 def _record_failure(
-    subscriber: Subscriber, row: Open, attempt: int, error: str, *, now: datetime
+    subscriber: Subscriber,
+    row: Open,
+    attempt: int,
+    error: str,
+    *,
+    now: datetime,
+    exc: Exception | None = None,
 ) -> datetime | None:
     """Record failed attempt number ``attempt``: retry after the back-off (return when), or
     give up (return None)."""
-    retry_at = subscriber.retry_at(row, attempt, now)
+    retry_at = subscriber.retry_at(row, attempt, now, exc)
     values = {"attempts": max(attempt, row.attempts), "last_error": error[:2000], "run": None}
     if retry_at is None:
         Delivery.objects.filter(pk=row.pk).update(status=S.FAILED, finished_at=now, **values)

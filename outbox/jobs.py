@@ -15,9 +15,9 @@ from coordination.clock import database_now
 from coordination.conf import settings
 from coordination.registry import JobContext, job, register_job
 from coordination.schedules import WhenDue
-from outbox import delivering, dispatch, notifications, wakeups
+from outbox import dispatch, notifications, wakeups
 from outbox.job_names import DISPATCH_JOB, NOTIFY_JOB, WEBHOOKS_JOB
-from outbox.models import WebhookEndpoint, is_webhook
+from outbox.models import is_webhook
 from outbox.subscriptions import DEFAULT_RETRIES, Subscription, subscriber_jobs
 
 #: How many events one run dispatches.
@@ -59,26 +59,18 @@ def dispatch_events(ctx: JobContext) -> datetime | None:
     name=WEBHOOKS_JOB,
     group="plugins",
     schedule=WhenDue(fallback=timedelta(seconds=60)),
-    max_duration=timedelta(minutes=10),
     run_on=RUN_ON,
 )
 def send_webhooks(ctx: JobContext) -> datetime | None:
-    """Send one batch of each active endpoint's due deliveries; return when to look again.
+    """Start a lane for each endpoint with deliveries due; return when to look again.
 
-    Claim-first (HTTP is not transactional): each delivery is claimed, sent, and recorded.
-    An endpoint that cannot be reached costs at most its timeouts per attempt and holds back
-    only its own deliveries, which wait for their back-off.
+    The run does not send: each endpoint's lane (:mod:`outbox.webhooks.lanes`) does, beside
+    the others, so a slow endpoint holds up only its own deliveries, never another
+    endpoint's nor this job's next run.
     """
-    from outbox.webhooks.sending import subscriber_for
+    from outbox.webhooks import lanes
 
-    soonest = None
-    for endpoint in WebhookEndpoint.objects.filter(active=True).order_by("pk"):
-        if ctx.should_stop():
-            return database_now()
-        again = delivering.deliver_batch(subscriber_for(endpoint), ctx)
-        if again is not None:
-            soonest = again if soonest is None else min(soonest, again)
-    return soonest
+    return lanes.start_due_lanes()
 
 
 #: Claim-first (mail is not transactional): an email is sent once across the replicas, and

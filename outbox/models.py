@@ -79,6 +79,8 @@ class Delivery(models.Model):
                 fields=["subscriber", "finished_at", "event"], name="outbox_delivery_open"
             ),
             models.Index(fields=["post_id", "event"], name="outbox_delivery_post"),
+            # Retention's range scan over finished deliveries.
+            models.Index(fields=["finished_at"], name="outbox_delivery_finished"),
         ]
 
     def __str__(self) -> str:
@@ -97,15 +99,34 @@ class WebhookEndpoint(models.Model):
     events = models.JSONField(
         _("events"), default=list, help_text=_("The publish events this endpoint is sent.")
     )
+    #: ``whsec_`` and base64 (Standard Webhooks); shown to people once, then masked.
     secret = models.CharField(
         _("secret"),
         max_length=200,
-        help_text=_("Signs every delivery (the Instatic-Signature header); keep it private."),
+        help_text=_("Signs every delivery (the webhook-signature header); keep it private."),
+    )
+    #: The secret before the last rotation: deliveries are signed with it too until
+    #: ``previous_secret_until``, so receivers can move to the new one at their own pace.
+    previous_secret = models.CharField(
+        _("previous secret"), max_length=200, blank=True, editable=False
+    )
+    previous_secret_until = models.DateTimeField(
+        _("previous secret signs until"), null=True, blank=True, editable=False
     )
     active = models.BooleanField(_("active"), default=True)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
     disabled_at = models.DateTimeField(_("disabled at"), null=True, blank=True, editable=False)
     disabled_reason = models.TextField(_("why it was disabled"), blank=True, editable=False)
+    #: The lane sending this endpoint's deliveries holds it until ``lane_until`` (database
+    #: clock), renewing as it goes: one lane per endpoint across the cluster, and a lane
+    #: lost with its process frees the endpoint when its lease runs out.
+    lane_token = models.UUIDField(_("lane"), null=True, blank=True, editable=False)
+    lane_until = models.DateTimeField(_("lane held until"), null=True, blank=True, editable=False)
+    #: Its health, kept as attempts are recorded (:mod:`outbox.webhooks.health`).
+    last_attempt_at = models.DateTimeField(_("last attempt"), null=True, blank=True, editable=False)
+    last_success_at = models.DateTimeField(_("last success"), null=True, blank=True, editable=False)
+    #: The first failed attempt since the last success (None while the last one succeeded).
+    failing_since = models.DateTimeField(_("failing since"), null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("webhook endpoint")
@@ -156,12 +177,19 @@ class WebhookAttempt(models.Model):
     duration = models.FloatField(_("duration (s)"))
     response_head = models.TextField(_("response (first bytes)"), blank=True)
     error = models.TextField(_("error"), blank=True)
+    #: What was sent: the body, and the headers with the signatures redacted.
+    request_body = models.TextField(_("payload"), blank=True)
+    request_headers = models.JSONField(_("headers sent"), default=dict, blank=True)
 
     class Meta:
         verbose_name = _("webhook attempt")
         verbose_name_plural = _("webhook attempts")
         ordering = ["-at", "-id"]
-        indexes = [models.Index(fields=["endpoint", "-at"], name="outbox_attempt_endpoint")]
+        indexes = [
+            models.Index(fields=["endpoint", "-at"], name="outbox_attempt_endpoint"),
+            # Retention's range scan.
+            models.Index(fields=["at"], name="outbox_attempt_at"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.endpoint}: {self.status_code or self.error}"
@@ -214,6 +242,8 @@ class Told(models.Model):
         verbose_name = _("person told")
         verbose_name_plural = _("people told")
         constraints = [models.UniqueConstraint(fields=["event", "user"], name="outbox_told_once")]
+        # Retention's range scan.
+        indexes = [models.Index(fields=["at"], name="outbox_told_at")]
 
     def __str__(self) -> str:
         return f"{self.user} told of event {self.event_id}"

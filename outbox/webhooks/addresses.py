@@ -19,6 +19,25 @@ logger = logging.getLogger(__name__)
 # NAT64 (RFC 6052) embeds an IPv4 address that a NAT64 gateway would reach for us.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
+#: Not public although Python's ``ipaddress`` (3.11) counts them global: the deprecated
+#: IPv6 site-local range (RFC 3879, still routed inside some networks) and the
+#: documentation ranges (RFC 5737, RFC 3849, RFC 9637), which no real endpoint has.
+NOT_PUBLIC = tuple(
+    ipaddress.ip_network(net)
+    for net in (
+        "fec0::/10",
+        "2001:db8::/32",
+        "3fff::/20",
+        "192.0.2.0/24",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+    )
+)
+
+#: The settings the refusals name, so an operator knows which one would allow it.
+ALLOW_PRIVATE = "INSTATIC_WEBHOOK_ALLOW_PRIVATE"
+ALLOW_HTTP = "INSTATIC_WEBHOOK_ALLOW_HTTP"
+
 
 class AddressError(Exception):
     """A webhook's host cannot be reached; ``message`` is a sentence for people."""
@@ -91,7 +110,7 @@ def _parse(url, *, allow_http, allow_private) -> tuple[str | None, Target | None
         if parts.scheme.lower() == "http":
             return (
                 "The webhook URL uses http://, which sends deliveries unencrypted;"
-                " use the endpoint's https:// address.",
+                f" use the endpoint's https:// address (or set {ALLOW_HTTP}=1).",
                 None,
             )
         wanted = " or ".join(f"{s}://" for s in schemes)
@@ -127,7 +146,8 @@ def _parse(url, *, allow_http, allow_private) -> tuple[str | None, Target | None
         if literal is not None and not is_public(literal):
             return (
                 f"The webhook URL points to {host}, which is not a public address;"
-                " use the endpoint's public address, or allow private addresses.",
+                f" use the endpoint's public address (or set {ALLOW_PRIVATE}=1 if it is"
+                " meant to be on a private network).",
                 None,
             )
     request_target = parts.path or "/"
@@ -146,6 +166,8 @@ def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
         if embedded is not None:
             # The IPv4 address decides: the IPv6 ranges themselves count as reserved or private.
             return is_public(embedded)
+    if any(address in net for net in NOT_PUBLIC if net.version == address.version):
+        return False
     # is_global alone lets multicast through (224.0.0.0/4 and ff00::/8 count as global).
     return address.is_global and not (
         address.is_multicast
@@ -184,8 +206,8 @@ def resolve(
     if not allowed:
         raise BlockedAddress(
             f"blocked address: {host} resolves only to addresses that are not public"
-            f" ({', '.join(found)}); point the webhook to a public endpoint, or allow"
-            " private addresses."
+            f" ({', '.join(found)}); point the webhook to a public endpoint (or set"
+            f" {ALLOW_PRIVATE}=1 if it is meant to be on a private network)."
         )
     if len(allowed) < len(found):
         logger.info(
@@ -194,3 +216,38 @@ def resolve(
             ", ".join(ip for ip in found if ip not in allowed),
         )
     return allowed
+
+
+def loopback_only(host: str, ips: list[str]) -> str | None:
+    """Return why http:// to ``host`` is refused when it is allowed only to loopback (with
+    DEBUG), or None if every address of ``host`` is a loopback one."""
+    if ips and all(ipaddress.ip_address(ip).is_loopback for ip in ips):
+        return None
+    return (
+        f"The webhook URL uses http:// to {host}, which is not a loopback address; with"
+        " DJANGO_DEBUG plain http:// is allowed only to loopback. Use the endpoint's"
+        f" https:// address (or set {ALLOW_HTTP}=1)."
+    )
+
+
+def refusal(
+    url: str, *, allow_http: bool | str, allow_private: bool, getaddrinfo=socket.getaddrinfo
+) -> str | None:
+    """Return why the sender would refuse ``url`` now, naming the setting that would allow
+    it, or None if it would send (a host that does not resolve is not refused here: DNS
+    may answer by the time it is sent to)."""
+    try:
+        target = parse_url(url, allow_http=bool(allow_http), allow_private=allow_private)
+    except ValueError as exc:
+        return str(exc)
+    try:
+        ips = resolve(
+            target.host, target.port, allow_private=allow_private, getaddrinfo=getaddrinfo
+        )
+    except BlockedAddress as exc:
+        return exc.message
+    except UnresolvedHost:
+        return None
+    if target.scheme == "http" and allow_http == "loopback":
+        return loopback_only(target.host, ips)
+    return None

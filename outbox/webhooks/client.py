@@ -4,8 +4,10 @@ The attempt connects to an address the guard (``addresses``) checked at send tim
 the name again, while the request carries the original ``Host`` header and, for https, the
 TLS handshake sends the host name (SNI) and checks the certificate against it with the
 system's CA store. Redirects are not followed: a redirect could lead anywhere, past the guard.
-Every wait is bounded (connect, each read, the whole attempt) and so is what is read of the
-answer. Network problems are reported in the ``Attempt``, never raised.
+Every wait is bounded (connect, each read) and so is what is read of the answer; the whole
+attempt, from connect to the last byte of the answer, ends at a hard deadline
+(:mod:`outbox.webhooks.deadlines`), however slowly the endpoint sends. Network problems are
+reported in the ``Attempt``, never raised.
 """
 
 import logging
@@ -26,7 +28,14 @@ from urllib3.exceptions import (
     SSLError,
 )
 
-from outbox.webhooks.addresses import AddressError, parse_url, resolve
+from outbox.webhooks import deadlines
+from outbox.webhooks.addresses import (
+    AddressError,
+    BlockedAddress,
+    loopback_only,
+    parse_url,
+    resolve,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +51,8 @@ MAX_POOLS = 32
 
 @dataclass(frozen=True)
 class Timeouts:
-    """How long an attempt waits, in seconds: to connect, for each read, and in all."""
+    """How long an attempt waits, in seconds: to connect, for each read, and in all (the
+    hard deadline, from connect to the answer's last byte)."""
 
     connect: float = 3.0
     read: float = 10.0
@@ -63,24 +73,48 @@ class Attempt:
     response_head: str
     error: str
     duration: float
+    #: The answer's ``Retry-After`` header, as sent (429 and 503 answers say when to retry).
+    retry_after: str = ""
+    #: True when the address rules refused the endpoint: trying again will not help.
+    refused: bool = False
 
 
 class _Connection(urllib3.connection.HTTPConnection):
-    """An HTTP connection that keeps its socket while an answer is read (http.client drops
-    the connection's reference to a socket that closes after the answer), so each read of
-    the answer can be bounded by what is left of the deadline."""
+    """An HTTP connection whose sockets the attempt's deadline cuts off (the new socket
+    before the TLS handshake, a kept one when it carries a request), and which keeps its
+    socket while an answer is read (http.client drops the connection's reference to a socket
+    that closes after the answer), so each read of the answer can be bounded by what is left
+    of the deadline."""
+
+    def _new_conn(self):
+        sock = super()._new_conn()
+        deadlines.watch(sock)
+        return sock
 
     def connect(self):
         super().connect()
         self.answer_socket = self.sock
+
+    def request(self, *args, **kwargs):
+        deadlines.watch(self.sock)
+        return super().request(*args, **kwargs)
 
 
 class _HTTPSConnection(urllib3.connection.HTTPSConnection):
     """``_Connection`` for https."""
 
+    def _new_conn(self):
+        sock = super()._new_conn()
+        deadlines.watch(sock)
+        return sock
+
     def connect(self):
         super().connect()
         self.answer_socket = self.sock
+
+    def request(self, *args, **kwargs):
+        deadlines.watch(self.sock)
+        return super().request(*args, **kwargs)
 
 
 class _HTTPPool(urllib3.HTTPConnectionPool):
@@ -147,31 +181,48 @@ def send(
 
     The URL is checked (``check_url``) and its host resolved now; the addresses are tried
     in the resolver's order until one accepts the connection. The resolver's own wait is
-    the system's (``getaddrinfo`` has no timeout); everything after it is within
-    ``timeout.total``.
+    the system's (``getaddrinfo`` has no timeout); everything after it, from connect to the
+    answer's last byte, ends by ``timeout.total``. ``allow_http`` is True, False or
+    ``"loopback"`` (http:// only to loopback addresses).
     """
     started = time.monotonic()
-    deadline = started + timeout.total
 
-    def failed(error: str, status: int | None = None, head: str = "") -> Attempt:
-        return Attempt(False, status, head, _one_line(error), time.monotonic() - started)
+    def refused(error: str) -> Attempt:
+        return Attempt(False, None, "", _one_line(error), time.monotonic() - started, refused=True)
 
     try:
-        target = parse_url(url, allow_http=allow_http, allow_private=allow_private)
+        target = parse_url(url, allow_http=bool(allow_http), allow_private=allow_private)
     except ValueError as exc:
-        return failed(str(exc))
+        return refused(str(exc))
     try:
         ips = resolve(
             target.host, target.port, allow_private=allow_private, getaddrinfo=getaddrinfo
         )
+    except BlockedAddress as exc:
+        return refused(exc.message)
     except AddressError as exc:
-        return failed(exc.message)
+        return Attempt(False, None, "", _one_line(exc.message), time.monotonic() - started)
+    if target.scheme == "http" and allow_http == "loopback":
+        problem = loopback_only(target.host, ips)
+        if problem:
+            return refused(problem)
+    deadline = time.monotonic() + timeout.total
+    with deadlines.deadline(deadline):
+        return _post(target, ips, body, headers, timeout, deadline, started)
+
+
+def _post(target, ips, body, headers, timeout, deadline, started) -> Attempt:
+    """POST to the first of ``ips`` that accepts the connection; return the ``Attempt``."""
+
+    def failed(error: str, status: int | None = None, head: str = "") -> Attempt:
+        return Attempt(False, status, head, _one_line(error), time.monotonic() - started)
+
     headers = {**headers, "Host": target.host_header}
     error = ""
     for ip in ips:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return failed(error or f"timed out after {timeout.total:g} s in all")
+            return failed(f"timed out after {timeout.total:g} s in all, waiting for {target.host}")
         pool = _pool(target.scheme, ip, target.port, target.host)
         try:
             response = pool.urlopen(
@@ -235,7 +286,10 @@ def _answer(response, host, ip, deadline, timeout, started) -> Attempt:
         )
     elif not error and not ok:
         error = f"the endpoint answered HTTP {status}"
-    return Attempt(ok, status, head, _one_line(error), time.monotonic() - started)
+    retry_after = response.headers.get("Retry-After", "")[:100]
+    return Attempt(
+        ok, status, head, _one_line(error), time.monotonic() - started, retry_after=retry_after
+    )
 
 
 def _set_read_timeout(response, seconds: float) -> None:
@@ -259,11 +313,12 @@ def _connect_error(host: str, ip: str, exc: Exception, timeout: Timeouts) -> str
 
 def _request_error(host: str, ip: str, exc: Exception, timeout: Timeouts, deadline) -> str:
     """Say why a request that reached ``ip`` has no complete answer."""
+    if time.monotonic() >= deadline - 0.01:
+        # Whatever the socket cut off at the deadline raised, the deadline is why.
+        return f"timed out after {timeout.total:g} s in all, waiting for {host} ({ip})"
     if isinstance(exc, SSLError):
         return f"TLS failure with {host} ({ip}): {exc}"
     if _is_timeout(exc):
-        if time.monotonic() >= deadline - 0.01:
-            return f"timed out after {timeout.total:g} s in all, waiting for {host} ({ip})"
         return f"timed out waiting for {host} ({ip}) to answer after {timeout.read:g} s"
     if isinstance(exc, ProtocolError):
         return f"{host} ({ip}) closed the connection without a complete response"

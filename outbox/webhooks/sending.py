@@ -1,12 +1,13 @@
-"""Sending an endpoint's deliveries: the body, the signature, the attempt's record, retries.
+"""Sending an endpoint's deliveries: the body, the signatures, the attempt's record, retries.
 
-Each delivery is one HTTP POST of a JSON body with the headers of
-:mod:`outbox.webhooks.signing` (the delivery id, a timestamp, and an HMAC-SHA256 signature
-over both and the body). Every attempt is recorded (:class:`~outbox.models.WebhookAttempt`),
-answered or not. A failed one is tried again from 30 s later
-(``INSTATIC_WEBHOOK_RETRY_BACKOFF``), doubling up to an hour, for
-``INSTATIC_WEBHOOK_RETRY_FOR`` (a day); then the delivery is given up and the endpoint
-disabled, with an alert, so a dead endpoint stops costing attempts until an operator looks.
+Each delivery is one HTTP POST of a JSON body with the Standard Webhooks headers of
+:mod:`outbox.webhooks.signing` (``webhook-id``, ``webhook-timestamp``, ``webhook-signature``).
+Every attempt is recorded (:class:`~outbox.models.WebhookAttempt`), answered or not, with
+what was sent (the signatures redacted). What a failure leads to is decided by
+:func:`outbox.webhooks.retries.after_failure`: tried again after a back-off with jitter (or
+the ``Retry-After`` of a 429 or 503), for ``INSTATIC_WEBHOOK_RETRY_FOR`` (a day); then the
+delivery is given up and the endpoint disabled, with an alert. A 410 answer or a refusal by
+the address rules disables the endpoint at once, its deliveries waiting for it.
 
 HTTP is at least once: a receiver can always see a retry of a request it handled (the
 response was lost, or the node died before recording it); the delivery id, the same on
@@ -15,7 +16,9 @@ every attempt, is how it tells.
 
 import json
 import logging
+import random
 import time
+from dataclasses import asdict
 from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
@@ -24,21 +27,13 @@ from django.db.models.functions import Now
 from coordination.alerts import Kind as AlertKind
 from coordination.alerts import raise_alert
 from coordination.clock import database_now
-from coordination.job_options import MAX_RETRIES, JobOptions
 from outbox.conf import settings
 from outbox.delivering import DeliveryRefused, Open, Subscriber
 from outbox.events import PostEvent
 from outbox.models import Delivery, WebhookAttempt, WebhookEndpoint
-from outbox.webhooks import client, signing
+from outbox.webhooks import client, health, retries, secrets, signing
 
 logger = logging.getLogger(__name__)
-
-
-def backoff() -> JobOptions:
-    """Return the back-off of a failed attempt: ``INSTATIC_WEBHOOK_RETRY_BACKOFF`` (30 s),
-    doubling, at most an hour (capped by the retry window)."""
-    first = timedelta(seconds=float(settings.WEBHOOK_RETRY_BACKOFF))
-    return JobOptions(retries=MAX_RETRIES, retry_backoff=first)
 
 
 #: Failed attempts in a row after which an endpoint's batch ends for this run: a dead
@@ -76,28 +71,65 @@ def body(event: PostEvent, post: dict | None) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
-def retry_at(row: Open, attempt: int, now: datetime) -> datetime | None:
-    """When a failed attempt is tried again, or None once the retry window has passed."""
+class AttemptFailed(DeliveryRefused):
+    """A webhook attempt that was not answered 2xx; ``attempt`` is what it found."""
+
+    def __init__(self, attempt: client.Attempt):
+        super().__init__(attempt.error or f"the endpoint answered {attempt.status_code}")
+        self.attempt = attempt
+
+
+def verdict(row: Open, attempt: int, now: datetime, exc: Exception | None) -> retries.Verdict:
+    """Return what follows failed attempt ``attempt`` of ``row`` (``exc`` None: the attempt
+    was lost with its node)."""
+    found = exc.attempt if isinstance(exc, AttemptFailed) else None
     window_ends = (row.created_at or now) + timedelta(seconds=float(settings.WEBHOOK_RETRY_FOR))
-    if now >= window_ends:
-        return None
-    return min(backoff().retry_at(attempt, now) or window_ends, window_ends)
+    return retries.after_failure(
+        status=found.status_code if found else None,
+        retry_after=found.retry_after if found else "",
+        refused=found.refused if found else False,
+        error=str(exc or ""),
+        attempt=attempt,
+        now=now,
+        window_ends=window_ends,
+        first_backoff=timedelta(seconds=float(settings.WEBHOOK_RETRY_BACKOFF)),
+        jitter=random.random(),
+    )
 
 
-def allow_http() -> bool:
-    """Plain http:// endpoints are allowed by the setting, or with DEBUG (for loopback)."""
-    return bool(settings.WEBHOOK_ALLOW_HTTP or django_settings.DEBUG)
+def retry_at(row: Open, attempt: int, now: datetime, exc: Exception | None) -> datetime | None:
+    """When a failed attempt is tried again, or None once the retry window has passed."""
+    return verdict(row, attempt, now, exc).retry_at
+
+
+def allow_http() -> bool | str:
+    """Plain http:// endpoints: allowed by the setting; with DEBUG only to loopback
+    (``"loopback"``); otherwise not."""
+    if settings.WEBHOOK_ALLOW_HTTP:
+        return True
+    return "loopback" if django_settings.DEBUG else False
 
 
 def allow_private() -> bool:
     return bool(settings.WEBHOOK_ALLOW_PRIVATE)
 
 
-def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
+def timeouts() -> client.Timeouts:
+    """Return the attempts' timeouts, from the settings."""
+    return client.Timeouts(
+        connect=float(settings.WEBHOOK_CONNECT_TIMEOUT),
+        read=float(settings.WEBHOOK_READ_TIMEOUT),
+        total=float(settings.WEBHOOK_ATTEMPT_DEADLINE),
+    )
+
+
+def subscriber_for(endpoint: WebhookEndpoint, *, lane=None) -> Subscriber:
     """Return how ``endpoint``'s deliveries are made (claim first: HTTP is not transactional).
 
     A batch's posts and delivery rows are read once, before it is sent; its attempts are
-    written with its successes, :data:`RECORD_EVERY` at a time.
+    written with its successes, :data:`RECORD_EVERY` at a time. With a ``lane``
+    (:mod:`outbox.webhooks.lanes`) the endpoint's rows are the lane's alone, and the lane's
+    hold is renewed as outcomes come.
     """
     posts: dict[int, dict] = {}
     delivery_pks: dict[str, int] = {}
@@ -121,6 +153,8 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
         # may add attempts meanwhile: they are kept for a later flush.
         written = [row for row in attempts[:] if row.delivery_id in settled]
         WebhookAttempt.objects.bulk_create(written)
+        if written:
+            keep_health(endpoint.pk, [(row.at, row.ok) for row in written])
         for row in written:
             attempts.remove(row)
 
@@ -129,24 +163,39 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
         at = clock["database"] + timedelta(seconds=time.monotonic() - clock["monotonic"])
         payload = body(event, posts.get(event.post_id))
         timestamp = int(at.timestamp())
-        headers = signing.headers(endpoint.secret, event.delivery_id, timestamp, payload)
+        signers = secrets.signing_secrets(
+            endpoint.secret, endpoint.previous_secret, endpoint.previous_secret_until, now=at
+        )
+        headers = signing.headers(signers, event.delivery_id, timestamp, payload)
         attempt = client.send(
             endpoint.url,
             payload,
             headers,
             allow_private=allow_private(),
             allow_http=allow_http(),
-            timeout=client.Timeouts(
-                connect=float(settings.WEBHOOK_CONNECT_TIMEOUT),
-                read=float(settings.WEBHOOK_READ_TIMEOUT),
-            ),
+            timeout=timeouts(),
         )
-        attempts.append(attempt_row(endpoint, delivery_pks[event.delivery_id], attempt, at=at))
+        row = attempt_row(endpoint, delivery_pks[event.delivery_id], attempt, at=at)
+        row.request_body = payload.decode("utf-8", errors="replace")
+        row.request_headers = signing.redacted(headers)
+        attempts.append(row)
         if not attempt.ok:
-            raise DeliveryRefused(attempt.error or f"the endpoint answered {attempt.status_code}")
+            raise AttemptFailed(attempt)
 
     def give_up(row: Open, attempts: int, error: str) -> None:
         disable(endpoint, f"a delivery kept failing for {_window()} ({attempts} attempts): {error}")
+
+    def halt(exc: Exception) -> bool:
+        # Decided without the clock: only the answer (410, a refusal) disables.
+        if not isinstance(exc, AttemptFailed):
+            return False
+        found = exc.attempt
+        if not (found.refused or found.status_code == 410):
+            return False
+        now = database_now()
+        reason = verdict(Open(0, 0, None, "", 0, now, None, now), 1, now, exc).disable
+        disable(endpoint, reason)
+        return True
 
     return Subscriber(
         name=endpoint.ledger_name,
@@ -160,6 +209,9 @@ def subscriber_for(endpoint: WebhookEndpoint) -> Subscriber:
         record_every=RECORD_EVERY,
         flush=flush,
         concurrency=client.CONNECTIONS_PER_ENDPOINT,
+        halt=halt,
+        owns_rows=lane is not None,
+        heartbeat=lane.renew if lane is not None else None,
     )
 
 
@@ -177,6 +229,16 @@ def attempt_row(
         response_head=attempt.response_head,
         error=attempt.error,
     )
+
+
+def keep_health(endpoint_id: int, attempts: list[tuple[datetime, bool]]) -> None:
+    """Fold recorded ``attempts`` into the endpoint's kept health (one lane writes it)."""
+    fields = ["last_attempt_at", "last_success_at", "failing_since"]
+    row = WebhookEndpoint.objects.filter(pk=endpoint_id).values(*fields).first()
+    if row is None:
+        return
+    kept = health.fold(health.Kept(**row), attempts)
+    WebhookEndpoint.objects.filter(pk=endpoint_id).update(**asdict(kept))
 
 
 def disable(endpoint: WebhookEndpoint, reason: str) -> None:

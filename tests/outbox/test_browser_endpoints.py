@@ -1,5 +1,6 @@
-"""In Chromium: an operator adds a webhook endpoint, choosing its events as checkboxes, and
-reads its latest attempts in words. The screenshot goes to ``test-artifacts/``."""
+"""In Chromium: an operator adds a webhook endpoint, choosing its events as checkboxes, is
+shown its generated secret once, and reads its latest attempts in words. The screenshot goes
+to ``test-artifacts/``."""
 
 import pytest
 from django.urls import reverse
@@ -23,11 +24,15 @@ def test_an_operator_adds_an_endpoint_and_reads_its_attempts(live_server, browse
         page.get_by_label("URL").fill("https://hooks.example.com/instatic")
         page.get_by_role("checkbox", name="published", exact=True).check()
         page.get_by_role("checkbox", name="late").check()
-        page.get_by_label("Secret").fill("a-long-shared-secret")
         page.get_by_role("button", name="Save and continue editing").click()
         page.get_by_text("was added successfully").wait_for()
         endpoint = WebhookEndpoint.objects.get()
         assert endpoint.events == ["published", "late"] and endpoint.active
+        assert endpoint.secret.startswith("whsec_")
+        assert endpoint.secret in page.get_by_text("new secret is").inner_text()
+        page.reload()
+        assert endpoint.secret not in page.content()
+        assert f"whsec_…{endpoint.secret[-4:]}" in page.content()
         post = make_post(status="published")
         event = PublishEvent.objects.create(post=post, kind="published", node="web-1")
         delivery = Delivery.objects.create(
@@ -45,7 +50,7 @@ def test_an_operator_adds_an_endpoint_and_reads_its_attempts(live_server, browse
         attempts = page.locator(".inline-group")
         attempts.scroll_into_view_if_needed()
         text = attempts.inner_text()
-        assert "503" in text and "Service unavailable" in text and "UTC" in text
+        assert "HTTP 503: failed" in text and "Service unavailable" in text and "UTC" in text
         screenshot(page, "webhook-endpoint-with-attempts")
     except BaseException:
         screenshot(page, request.node.name)

@@ -147,6 +147,14 @@ NOT_PUBLIC = [
     "2002:a00:1::",
     "64:ff9b::7f00:1",
     "64:ff9b::a9fe:a9fe",
+    # Counted global by Python's ipaddress, not public here: the deprecated site-local
+    # range and the documentation ranges.
+    "fec0::1",
+    "feff:ffff::1",
+    "3fff::1",
+    "3fff:fff:ffff::1",
+    "198.51.100.7",
+    "203.0.113.7",
 ]
 
 
@@ -155,7 +163,7 @@ def test_addresses_that_are_not_public_are_blocked(ip):
     with pytest.raises(BlockedAddress) as caught:
         resolve("hooks.example.com", 443, allow_private=False, getaddrinfo=fake_dns(ip))
     assert "blocked address" in caught.value.message
-    assert ip in caught.value.message and "allow private" in caught.value.message
+    assert ip in caught.value.message and "INSTATIC_WEBHOOK_ALLOW_PRIVATE" in caught.value.message
 
 
 @pytest.mark.parametrize("ip", NOT_PUBLIC)
@@ -165,7 +173,18 @@ def test_addresses_that_are_not_public_are_returned_when_allowed(ip):
 
 @pytest.mark.parametrize(
     "ip",
-    ["8.8.8.8", "1.1.1.1", "2606:4700::1", "::ffff:8.8.8.8", "2002:808:808::", "64:ff9b::808:808"],
+    [
+        "8.8.8.8",
+        "1.1.1.1",
+        "2606:4700::1",
+        "::ffff:8.8.8.8",
+        "2002:808:808::",
+        "64:ff9b::808:808",
+        # Just outside the site-local and the new documentation range.
+        "2a00:1450::1",
+        "3ff0::1",
+        "2001:db9::1",
+    ],
 )
 def test_public_addresses_are_returned(ip):
     assert resolve("h.example", 443, allow_private=False, getaddrinfo=fake_dns(ip)) == [ip]
@@ -199,3 +218,46 @@ def test_the_real_resolver_blocks_loopback():
     with pytest.raises(BlockedAddress):
         resolve("127.0.0.1", 80, allow_private=False)
     assert resolve("127.0.0.1", 80, allow_private=True) == ["127.0.0.1"]
+
+
+@pytest.mark.parametrize(
+    "url, allow_http, allow_private, ips, words",
+    [
+        ("https://hooks.example.com/in", False, False, ["8.8.8.8"], None),
+        ("http://hooks.example.com/in", False, False, ["8.8.8.8"], "INSTATIC_WEBHOOK_ALLOW_HTTP"),
+        ("http://hooks.example.com/in", True, False, ["8.8.8.8"], None),
+        # With DEBUG: http:// only to loopback.
+        ("http://hooks.example.com/in", "loopback", True, ["8.8.8.8"], "only to loopback"),
+        ("http://localhost:8000/in", "loopback", True, ["127.0.0.1", "::1"], None),
+        ("http://127.0.0.1:8000/in", "loopback", True, ["127.0.0.1"], None),
+        ("http://mixed.example/in", "loopback", True, ["127.0.0.1", "10.0.0.1"], "loopback"),
+        ("https://hooks.example.com/in", "loopback", False, ["8.8.8.8"], None),
+        # Private addresses, written or resolved, name the setting that allows them.
+        ("https://10.0.0.5/in", False, False, [], "INSTATIC_WEBHOOK_ALLOW_PRIVATE"),
+        ("https://intranet.example/in", False, False, ["10.0.0.5"], "ALLOW_PRIVATE"),
+        ("https://intranet.example/in", False, True, ["10.0.0.5"], None),
+        # A name that does not resolve now may resolve later: not refused when saved.
+        ("https://later.example/in", False, False, [], None),
+    ],
+    ids=[
+        "https public",
+        "http refused",
+        "http allowed",
+        "debug http to a public host",
+        "debug http to localhost",
+        "debug http to 127.0.0.1",
+        "debug http to loopback and private",
+        "debug https",
+        "private literal",
+        "name resolving to private",
+        "private allowed",
+        "unresolved",
+    ],
+)
+def test_refusal_says_what_the_sender_will_refuse(url, allow_http, allow_private, ips, words):
+    from outbox.webhooks.addresses import refusal
+
+    problem = refusal(
+        url, allow_http=allow_http, allow_private=allow_private, getaddrinfo=fake_dns(*ips)
+    )
+    assert (problem is None) if words is None else (words in problem), problem

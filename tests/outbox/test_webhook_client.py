@@ -11,7 +11,7 @@ from outbox.webhooks import client, signing
 from outbox.webhooks.client import Attempt, Timeouts, send
 from tests.support.webhook_receiver import Behaviour, WebhookReceiver
 
-SECRET = "whsec_client_test"
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 BODY = json.dumps({"event": "post.published", "post": 7}).encode()
 TS = 1_700_000_000
 #: What a bounded wait may overrun its timeout by on a loaded machine.
@@ -29,7 +29,7 @@ def fresh_pools():
 def deliver(
     url, *, allow_private=True, allow_http=True, timeout=client.DEFAULT_TIMEOUTS, **kwargs
 ) -> Attempt:
-    headers = signing.headers(SECRET, "d-42", TS, BODY)
+    headers = signing.headers([SECRET], "d-42", TS, BODY)
     return send(
         url,
         BODY,
@@ -67,10 +67,10 @@ def test_a_2xx_answer_is_ok_and_the_endpoint_gets_a_signed_body():
     assert received.headers["Host"] == f"127.0.0.1:{receiver.port}"
     assert signing.verify(
         SECRET,
-        received.headers["Instatic-Delivery"],
-        int(received.headers["Instatic-Timestamp"]),
+        received.headers["webhook-id"],
+        int(received.headers["webhook-timestamp"]),
         received.body,
-        received.headers["Instatic-Signature"],
+        received.headers["webhook-signature"],
         now=TS,
     )
 
@@ -246,3 +246,15 @@ def test_https_sends_the_host_name_and_verifies_the_certificate(certificate):
     assert not attempt.ok and attempt.status_code is None
     assert attempt.error.startswith("TLS failure with hooks.test (127.0.0.1)")
     assert "certificate verify failed" in attempt.error
+
+
+def test_a_receiver_dripping_its_status_line_and_headers_is_cut_off_at_the_deadline():
+    from tests.outbox.slowloris import SlowLorisReceiver
+
+    # Each byte comes well within the read timeout: only the attempt's deadline ends it.
+    timeout = Timeouts(connect=1, read=1, total=0.5)
+    with SlowLorisReceiver(interval=0.05) as receiver:
+        attempt = deliver(receiver.url(), timeout=timeout)
+    assert not attempt.ok and attempt.status_code is None
+    assert "timed out after 0.5 s in all" in attempt.error
+    assert attempt.duration < timeout.total + MARGIN

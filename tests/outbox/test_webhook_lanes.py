@@ -1,0 +1,117 @@
+"""Endpoints are sent side by side: a slow-loris endpoint costs only its own deliveries.
+
+Real loopback receivers and the real ``outbox.webhooks`` job; the lanes it starts run on
+threads of their own, with their own database connections (hence transactional tests).
+"""
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from coordination.clock import database_now
+from coordination.registry import registry
+from outbox import dispatch
+from outbox.jobs import send_webhooks
+from outbox.models import Delivery, WebhookAttempt, WebhookEndpoint
+from outbox.webhooks import lanes
+from plugins.testing import context_for
+from publishing.models import PublishEvent
+from tests.outbox.slowloris import SlowLorisReceiver
+from tests.publishing.conftest import make_post
+from tests.support.webhook_receiver import Behaviour, WebhookReceiver
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+loopback = override_settings(INSTATIC_WEBHOOK_ALLOW_PRIVATE=True, INSTATIC_WEBHOOK_ALLOW_HTTP=True)
+
+
+def endpoint_for(name, url):
+    return WebhookEndpoint.objects.create(
+        name=name, url=url, events=["published"], secret=lanes_secret()
+    )
+
+
+def lanes_secret():
+    from outbox.webhooks.secrets import new_secret
+
+    return new_secret()
+
+
+def dispatched():
+    dispatch.dispatch(
+        dispatch.targets([], dispatch.active_endpoints()), now=database_now(), limit=100
+    )
+
+
+def run_job_in_background():
+    """Run one ``outbox.webhooks`` run on a thread of its own; return the thread."""
+    ctx = context_for(registry.get("outbox.webhooks"))
+
+    def run():
+        try:
+            send_webhooks(ctx)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, name="webhooks-run", daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_until(condition, timeout=10.0, message="condition"):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{message} not met within {timeout} s")
+        threading.Event().wait(0.01)
+
+
+@loopback
+@override_settings(INSTATIC_WEBHOOK_ATTEMPT_DEADLINE=30)
+def test_a_slow_loris_endpoint_does_not_hold_up_a_healthy_one():
+    PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+    with SlowLorisReceiver(interval=0.05) as slow, WebhookReceiver(Behaviour()) as healthy:
+        # The slow endpoint comes first, as the job used to send them in order.
+        endpoint_for("slow", slow.url())
+        good = endpoint_for("healthy", healthy.url())
+        dispatched()
+        run = run_job_in_background()
+        try:
+            healthy.wait_for(1, timeout=10)
+            wait_until(
+                lambda: Delivery.objects.filter(
+                    subscriber=good.ledger_name, status="succeeded"
+                ).exists(),
+                message="the healthy endpoint's delivery recorded",
+            )
+            assert slow.requests == 1, "the slow endpoint is still being answered, byte by byte"
+        finally:
+            slow.release()
+            run.join(timeout=30)
+            lanes.wait_idle(timeout=30)
+    assert not run.is_alive()
+
+
+@loopback
+@override_settings(INSTATIC_WEBHOOK_ATTEMPT_DEADLINE=0.5)
+def test_a_slow_loris_attempt_ends_at_the_attempts_deadline_and_is_recorded_as_failed():
+    PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+    with SlowLorisReceiver(interval=0.05) as slow:
+        endpoint = endpoint_for("slow", slow.url())
+        dispatched()
+        started = time.monotonic()
+        send_webhooks(context_for(registry.get("outbox.webhooks")))
+        wait_until(
+            lambda: WebhookAttempt.objects.filter(endpoint=endpoint).exists(),
+            message="the slow endpoint's attempt recorded",
+        )
+        elapsed = time.monotonic() - started
+        lanes.wait_idle(timeout=30)
+    attempt = WebhookAttempt.objects.get()
+    assert not attempt.ok and "0.5 s in all" in attempt.error
+    assert elapsed < 0.5 + 2.0
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == ("pending", 1)
