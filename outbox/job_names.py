@@ -8,3 +8,6 @@ WEBHOOKS_JOB = "outbox.webhooks"
 
 #: Emails authors about their posts' events (see :mod:`outbox.notifications`).
 NOTIFY_JOB = "outbox.notify_authors"
+
+#: Deletes the outbox's finished records past their retention (see :mod:`outbox.retention`).
+PRUNE_JOB = "outbox.prune"

@@ -14,9 +14,10 @@ from django.db import transaction
 from coordination.clock import database_now
 from coordination.conf import settings
 from coordination.registry import JobContext, job, register_job
-from coordination.schedules import WhenDue
-from outbox import dispatch, notifications, wakeups
-from outbox.job_names import DISPATCH_JOB, NOTIFY_JOB, WEBHOOKS_JOB
+from coordination.schedules import WhenDue, hourly
+from outbox import dispatch, notifications, retention, wakeups
+from outbox.conf import settings as outbox_settings
+from outbox.job_names import DISPATCH_JOB, NOTIFY_JOB, PRUNE_JOB, WEBHOOKS_JOB
 from outbox.models import is_webhook
 from outbox.subscriptions import DEFAULT_RETRIES, Subscription, subscriber_jobs
 
@@ -71,6 +72,22 @@ def send_webhooks(ctx: JobContext) -> datetime | None:
     from outbox.webhooks import lanes
 
     return lanes.start_due_lanes()
+
+
+@job(name=PRUNE_JOB, group="plugins", schedule=hourly(minute=41), run_on=RUN_ON)
+def prune_outbox(ctx: JobContext) -> None:
+    """Every hour, delete finished deliveries, attempts and people-told records older than
+    ``INSTATIC_OUTBOX_RETENTION_DAYS``, in short batches."""
+    before = retention.cutoff(database_now(), int(outbox_settings.OUTBOX_RETENTION_DAYS))
+    deleted = retention.prune(before=before, should_stop=ctx.should_stop)
+    if any(deleted.values()):
+        ctx.logger.info(
+            "pruned %d deliveries, %d webhook attempts and %d people-told records before %s",
+            deleted["deliveries"],
+            deleted["attempts"],
+            deleted["told"],
+            before.isoformat(),
+        )
 
 
 #: Claim-first (mail is not transactional): an email is sent once across the replicas, and
