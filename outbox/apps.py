@@ -9,12 +9,15 @@ class OutboxConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from outbox import wakeups
+        from django.core import checks as django_checks
+
+        from outbox import checks, wakeups
         from outbox.post_section import deliveries_section
         from outbox.watching import watch_tool
         from publishing.admin_sections import add_post_section, add_post_tool
         from publishing.public_events import events_committed
 
+        django_checks.register(checks.check_webhook_timings, django_checks.Tags.compatibility)
         events_committed.connect(wakeups.wake_dispatcher, dispatch_uid="outbox.wake_dispatcher")
         add_post_section(deliveries_section)
         add_post_tool(watch_tool)

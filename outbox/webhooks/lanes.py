@@ -213,6 +213,12 @@ class _Pool:
 
 _pool = _Pool()
 
+# At interpreter exit the pool's threads are joined (concurrent.futures): lanes stop taking
+# new attempts first, so a process exits within an attempt's deadline, not after a backlog.
+# Registered after concurrent.futures' own hook, so it runs before it.
+if hasattr(threading, "_register_atexit"):
+    threading._register_atexit(_pool.stopping.set)
+
 
 def start_due_lanes() -> datetime | None:
     """Start a lane for each endpoint with deliveries due; return when to look again for
