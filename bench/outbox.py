@@ -39,10 +39,22 @@ default, at ``INSTATIC_WORKER_NICE=10`` unless ``BENCH_WORKER_NICE`` says otherw
 replica's threads, beside its publishing loop when it leads both groups).
 
 ``BENCH_OUTBOX_POSTS=5000 python -m bench.outbox`` for a quick try.
+
+**Slow endpoints** (``python -m bench.outbox slow-endpoints``; run after the above by
+default): one replica (both groups, plugin jobs in the leader), ``BENCH_WEBHOOK_ENDPOINTS``
+(100) webhook endpoints for ``published`` events and ``BENCH_WEBHOOK_EVENTS`` (1,000) posts
+published at random instants over ``BENCH_WEBHOOK_SPREAD`` (30) seconds, in two phases of
+one run, each with fresh endpoints: first every endpoint healthy (a loopback receiver
+answering 204 at once), then ``BENCH_WEBHOOK_SLOW`` (10) of them slow-loris receivers
+(tests/outbox/slowloris.py: a header byte a second, never finishing), added first so the
+lowest ids are the slow ones. Figure: the healthy endpoints' delivery time p99 (a
+delivery's ``finished_at`` minus its event's ``at``), with slow endpoints beside the phase
+without: target <= 2x. Checked: every healthy delivery succeeded.
 """
 
 import os
 import random
+import sys
 import time
 from datetime import timedelta
 
@@ -50,11 +62,14 @@ import psycopg
 
 from bench._harness import Replica, leader, migrated_site, percentile, print_table, wait_for
 from bench.publishing import any_scheduled, insert_posts, select_round_trips_ms, wake
+from tests.outbox.slowloris import SlowLorisReceiver
 from tests.support.webhook_receiver import Behaviour, WebhookReceiver
 
 TARGET_PUBLISH_RATIO = 1.2
 TARGET_DRAIN_PER_SECOND = 1000.0
 TARGET_P99_MS = 50.0
+#: The healthy endpoints' delivery p99 beside slow-loris endpoints, to the run without.
+TARGET_SLOW_RATIO = 2.0
 #: How long ago the burst fell due (seconds), as in bench/publishing.py.
 BURST_AGE = 60
 REPLICAS = 3
@@ -97,14 +112,18 @@ def wait_ready(conn, *, subscriber: bool) -> None:
         )
 
 
-def add_endpoint(conn, url: str) -> str:
+#: A Standard Webhooks secret (whsec_ and the base64 of 32 bytes) for the bench's endpoints.
+BENCH_SECRET = "whsec_YmVuY2gtc2VjcmV0LWJlbmNoLXNlY3JldC1iZW5jaCE="
+
+
+def add_endpoint(conn, url: str, name: str = "bench") -> str:
     """Add a webhook endpoint for published events at ``url``; return its ledger name."""
     pk = _one(
         conn,
-        "INSERT INTO outbox_webhookendpoint (name, url, events, secret, active, created_at,"
-        " disabled_reason) VALUES ('bench', %s, '[\"published\"]', 'bench-secret', true, now(),"
-        " '') RETURNING id",
-        (url,),
+        "INSERT INTO outbox_webhookendpoint (name, url, events, secret, previous_secret,"
+        " active, created_at, disabled_reason) VALUES (%s, %s, '[\"published\"]', %s, '', true,"
+        " now(), '') RETURNING id",
+        (name, url, BENCH_SECRET),
     )
     return f"webhook:{pk}"
 
@@ -340,7 +359,7 @@ def main() -> None:
                 subscriber=True,
                 webhook=webhook,
             )
-            received = {r.headers.get("Instatic-Delivery", "") for r in receiver.requests}
+            received = {r.headers.get("webhook-id", "") for r in receiver.requests}
             checks = exactly_once(conn, sub["first_event"], webhook, received)
         finally:
             conn.close()
@@ -486,5 +505,141 @@ def main() -> None:
         raise SystemExit(1)
 
 
+def slow_phase(conn, label: str, *, healthy_url, slow_url, endpoints, slow, events, spread, rng):
+    """Add fresh endpoints (``slow`` of them slow-loris, first), publish ``events`` posts over
+    ``spread`` seconds; return the healthy endpoints' delivery times (seconds) and how many
+    of their deliveries did not succeed."""
+    conn.execute("UPDATE outbox_webhookendpoint SET active = false")
+    for i in range(slow):
+        add_endpoint(conn, slow_url, f"{label}-slow-{i}")
+    healthy = [
+        add_endpoint(conn, f"{healthy_url}/{i}", f"{label}-ok-{i}") for i in range(endpoints - slow)
+    ]
+    first_event = _one(conn, "SELECT COALESCE(max(id), 0) FROM publishing_publishevent")
+    with conn.transaction():
+        start = _one(conn, "SELECT statement_timestamp()")
+        offsets = sorted(0.5 + rng.random() * spread for _ in range(events))
+        insert_posts(conn, f"{label}-post", [start + timedelta(seconds=s) for s in offsets])
+        wake(conn, start + timedelta(seconds=offsets[0]))
+    wait_for(lambda: not any_scheduled(conn, start + timedelta(days=1)), spread + 300, 0.5)
+
+    def healthy_done():
+        return not _one(
+            conn,
+            "SELECT EXISTS (SELECT 1 FROM publishing_publishevent WHERE dispatched_at IS NULL)"
+            " OR EXISTS (SELECT 1 FROM outbox_delivery WHERE subscriber = ANY(%s)"
+            " AND finished_at IS NULL)",
+            (healthy,),
+        )
+
+    wait_for(healthy_done, 1800, 0.5)
+    times = [
+        value
+        for (value,) in conn.execute(
+            "SELECT extract(epoch FROM d.finished_at - e.at)::float8 FROM outbox_delivery d"
+            " JOIN publishing_publishevent e ON e.id = d.event_id"
+            " WHERE d.subscriber = ANY(%s) AND e.id > %s AND d.status = 'succeeded'",
+            (healthy, first_event),
+        )
+    ]
+    expected = len(healthy) * events
+    return {"times": times, "missing": expected - len(times)}
+
+
+def slow_endpoints() -> None:
+    """Healthy endpoints' delivery p99 with slow-loris endpoints beside them, and without."""
+    endpoints = int(os.environ.get("BENCH_WEBHOOK_ENDPOINTS", "100"))
+    slow = int(os.environ.get("BENCH_WEBHOOK_SLOW", "10"))
+    events = int(os.environ.get("BENCH_WEBHOOK_EVENTS", "1000"))
+    spread = float(os.environ.get("BENCH_WEBHOOK_SPREAD", "30"))
+    rng = random.Random(7)
+    with (
+        migrated_site(
+            DJANGO_SETTINGS_MODULE="bench._settings",
+            BENCH_JOBS="0",
+            **run_on_env("leader"),
+            **WEBHOOK_ENV,
+        ) as (_cluster, url, env),
+        WebhookReceiver(Behaviour(status=204, body=b"")) as receiver,
+        SlowLorisReceiver(interval=1.0, header_bytes=10**6) as loris,
+    ):
+        conn = psycopg.connect(url, autocommit=True, application_name="bench")
+        replica = Replica("webhooks-1", env, "publishing", "plugins")
+        try:
+            wait_ready(conn, subscriber=False)
+            phases = {}
+            for label, slow_count in (("none", 0), ("slow", slow)):
+                started = time.monotonic()
+                phases[label] = slow_phase(
+                    conn,
+                    label,
+                    healthy_url=receiver.url("/hook"),
+                    slow_url=loris.url(),
+                    endpoints=endpoints,
+                    slow=slow_count,
+                    events=events,
+                    spread=spread,
+                    rng=rng,
+                )
+                phases[label]["seconds"] = time.monotonic() - started
+            held = loris.requests  # the slow-loris phase's requests, each held to its deadline
+        finally:
+            conn.close()
+            replica.stop()
+            loris.release()
+    base, beside = phases["none"], phases["slow"]
+    base_p99, slow_p99 = (percentile(p["times"], 99) * 1000 for p in (base, beside))
+    base_p50, slow_p50 = (percentile(p["times"], 50) * 1000 for p in (base, beside))
+    ratio = slow_p99 / base_p99 if base_p99 else float("inf")
+    table = [
+        (
+            f"healthy delivery p50 / p99, {endpoints} endpoints, none slow",
+            f"{base_p50:.0f} / {base_p99:.0f} ms",
+            "-",
+            True,
+        ),
+        (
+            f"healthy delivery p50 / p99, {slow} of {endpoints} slow-loris",
+            f"{slow_p50:.0f} / {slow_p99:.0f} ms",
+            "-",
+            True,
+        ),
+        (
+            "  p99 ratio to the run with none slow",
+            f"{ratio:.2f}x",
+            f"<= {TARGET_SLOW_RATIO}x",
+            ratio <= TARGET_SLOW_RATIO,
+        ),
+        (
+            f"healthy deliveries succeeded ({events:,} events each)",
+            f"{len(base['times']):,} / {len(beside['times']):,}",
+            f"{(endpoints) * events:,} / {(endpoints - slow) * events:,}",
+            base["missing"] == 0 and beside["missing"] == 0,
+        ),
+        (
+            "  phase durations, to the last healthy delivery",
+            f"{base['seconds']:.0f} / {beside['seconds']:.0f} s",
+            "-",
+            True,
+        ),
+        (
+            "  requests the slow-loris endpoints held (each cut off at its deadline)",
+            str(held),
+            "-",
+            True,
+        ),
+    ]
+    print_table(
+        f"bench/outbox.py slow-endpoints: one replica on a throwaway PostgreSQL, {events:,} events",
+        table,
+    )
+    if not all(ok for *_, ok in table):
+        raise SystemExit(1)
+
+
 if __name__ == "__main__":
-    main()
+    parts = sys.argv[1:] or ["publish", "slow-endpoints"]
+    if "publish" in parts:
+        main()
+    if "slow-endpoints" in parts:
+        slow_endpoints()

@@ -126,8 +126,11 @@ class _HTTPSPool(urllib3.HTTPSConnectionPool):
 
 
 #: Requests sent to one endpoint at once (outbox.delivering sends that many posts' deliveries
-#: side by side), and the connections kept open to it.
+#: side by side).
 CONNECTIONS_PER_ENDPOINT = 4
+#: Connections kept open to one address: several endpoints often share a host (lanes send
+#: to them side by side), so a pool keeps more than one endpoint's worth.
+CONNECTIONS_KEPT = 32
 
 _pools: OrderedDict[tuple, urllib3.HTTPConnectionPool] = OrderedDict()
 _pools_lock = threading.Lock()
@@ -145,13 +148,13 @@ def _pool(scheme: str, ip: str, port: int, host: str) -> urllib3.HTTPConnectionP
             pool = _HTTPSPool(
                 ip,
                 port,
-                maxsize=CONNECTIONS_PER_ENDPOINT,
+                maxsize=CONNECTIONS_KEPT,
                 server_hostname=host,
                 assert_hostname=host,
                 cert_reqs="CERT_REQUIRED",
             )
         else:
-            pool = _HTTPPool(ip, port, maxsize=CONNECTIONS_PER_ENDPOINT)
+            pool = _HTTPPool(ip, port, maxsize=CONNECTIONS_KEPT)
         _pools[key] = pool
         while len(_pools) > MAX_POOLS:
             _key, old = _pools.popitem(last=False)

@@ -258,3 +258,15 @@ def test_a_receiver_dripping_its_status_line_and_headers_is_cut_off_at_the_deadl
     assert not attempt.ok and attempt.status_code is None
     assert "timed out after 0.5 s in all" in attempt.error
     assert attempt.duration < timeout.total + MARGIN
+
+
+def test_a_status_line_that_arrived_does_not_make_a_cut_off_attempt_a_success():
+    from tests.outbox.slowloris import SlowLorisReceiver
+
+    # The status line ("HTTP/1.1 200 OK") arrives; the headers never end.
+    timeout = Timeouts(connect=1, read=1, total=0.5)
+    with SlowLorisReceiver(interval=0.005, header_bytes=100_000) as receiver:
+        attempt = deliver(receiver.url(), timeout=timeout)
+    assert not attempt.ok
+    assert "timed out after 0.5 s in all" in attempt.error
+    assert attempt.duration < timeout.total + MARGIN

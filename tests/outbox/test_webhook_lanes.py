@@ -6,6 +6,7 @@ threads of their own, with their own database connections (hence transactional t
 
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -115,3 +116,49 @@ def test_a_slow_loris_attempt_ends_at_the_attempts_deadline_and_is_recorded_as_f
     assert elapsed < 0.5 + 2.0
     delivery = Delivery.objects.get()
     assert (delivery.status, delivery.attempts) == ("pending", 1)
+
+
+@loopback
+def test_an_endpoint_held_by_a_live_lane_elsewhere_gets_no_second_lane():
+    PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+    with WebhookReceiver(Behaviour()) as hook:
+        endpoint = endpoint_for("held", hook.url())
+        dispatched()
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+            lane_token="00000000-0000-0000-0000-000000000001",
+            lane_until=database_now() + timedelta(minutes=1),
+        )
+        send_webhooks(context_for(registry.get("outbox.webhooks")))
+        assert lanes.wait_idle(timeout=10)
+        assert hook.requests == []
+        assert Delivery.objects.get().status == "pending"
+
+        # Its hold runs out (the process holding it was lost): the next run sends.
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+            lane_until=database_now() - timedelta(seconds=1)
+        )
+        send_webhooks(context_for(registry.get("outbox.webhooks")))
+        assert lanes.wait_idle(timeout=10)
+        hook.wait_for(1)
+    assert Delivery.objects.get().status == "succeeded"
+    endpoint.refresh_from_db()
+    assert endpoint.lane_token is None and endpoint.lane_until is None
+
+
+@loopback
+def test_a_delivery_a_lost_lane_left_running_counts_as_a_failed_attempt_and_is_retried():
+    PublishEvent.objects.create(post=make_post(status="published"), kind="published")
+    with WebhookReceiver(Behaviour()) as hook:
+        endpoint = endpoint_for("lost", hook.url())
+        dispatched()
+        # A lane claimed it, then its process died: running, no run, its hold run out.
+        Delivery.objects.update(status="running", attempts=1, run=None)
+        send_webhooks(context_for(registry.get("outbox.webhooks")))
+        assert lanes.wait_idle(timeout=10)
+        assert hook.requests == []
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == ("pending", 1)
+    assert "ended without recording an outcome" in delivery.last_error
+    assert delivery.due_at > database_now()
+    endpoint.refresh_from_db()
+    assert endpoint.lane_token is None
