@@ -82,12 +82,13 @@ def let_go(lane: Lane) -> None:
 
 def due_endpoints(*, now: datetime) -> tuple[list[int], datetime | None]:
     """Return the active endpoints that have deliveries due now and no live lane, and when
-    the earliest later delivery of such an endpoint is due (None: none is)."""
-    free = Q(lane_until__isnull=True) | Q(lane_until__lt=now)
-    ids = list(WebhookEndpoint.objects.filter(free, active=True).values_list("pk", flat=True))
-    if not ids:
+    to look again: the earliest later delivery of a free endpoint, or the end of the hold
+    of a held endpoint with deliveries open (its lane may have been lost with its process;
+    a live one will have renewed it)."""
+    held_until = dict(WebhookEndpoint.objects.filter(active=True).values_list("pk", "lane_until"))
+    if not held_until:
         return [], None
-    names = {webhook_ledger_name(pk): pk for pk in ids}
+    names = {webhook_ledger_name(pk): pk for pk in held_until}
     firsts = (
         Delivery.objects.filter(subscriber__in=list(names), finished_at__isnull=True)
         .values("subscriber")
@@ -96,10 +97,16 @@ def due_endpoints(*, now: datetime) -> tuple[list[int], datetime | None]:
     )
     due, later = [], None
     for name, first in firsts:
-        if first <= now:
-            due.append(names[name])
+        pk = names[name]
+        until = held_until[pk]
+        if until is not None and until >= now:
+            look = until
+        elif first <= now:
+            due.append(pk)
+            continue
         else:
-            later = first if later is None else min(later, first)
+            look = first
+        later = look if later is None else min(later, look)
     return sorted(due), later
 
 
@@ -228,6 +235,11 @@ def start_due_lanes() -> datetime | None:
     started = _pool.start(due) if due else []
     if started:
         logger.debug("started lanes for webhook endpoints %s", started)
+    if due:
+        # Those lanes may not hold their endpoints yet, or may be lost with this process:
+        # look again when a hold taken now would end.
+        ends = now + _lease()
+        later = ends if later is None else min(later, ends)
     return later
 
 

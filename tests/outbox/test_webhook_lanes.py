@@ -124,13 +124,15 @@ def test_an_endpoint_held_by_a_live_lane_elsewhere_gets_no_second_lane():
     with WebhookReceiver(Behaviour()) as hook:
         endpoint = endpoint_for("held", hook.url())
         dispatched()
+        held_until = database_now() + timedelta(minutes=1)
         WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-            lane_token="00000000-0000-0000-0000-000000000001",
-            lane_until=database_now() + timedelta(minutes=1),
+            lane_token="00000000-0000-0000-0000-000000000001", lane_until=held_until
         )
-        send_webhooks(context_for(registry.get("outbox.webhooks")))
+        again = send_webhooks(context_for(registry.get("outbox.webhooks")))
         assert lanes.wait_idle(timeout=10)
         assert hook.requests == []
+        # The job looks again when the hold ends, in case its lane was lost.
+        assert again == held_until
         assert Delivery.objects.get().status == "pending"
 
         # Its hold runs out (the process holding it was lost): the next run sends.
