@@ -23,13 +23,18 @@ FAILURES = (
 )
 
 
+def delivery_id(headers: dict[str, str]) -> str:
+    """Return the ``webhook-id`` of a request's ``headers`` (names compared without case)."""
+    return next((value for name, value in headers.items() if name.lower() == "webhook-id"), "")
+
+
 def flaky(seed: int):
     """Return the receiver's behaviour: a function of each request."""
     attempts: Counter = Counter()
     lock = threading.Lock()
 
     def behaviour(received: Received) -> Behaviour:
-        delivery = received.headers.get("Instatic-Delivery", "")
+        delivery = delivery_id(received.headers)
         with lock:
             attempts[delivery] += 1
             first = attempts[delivery] == 1
@@ -45,10 +50,11 @@ def flaky(seed: int):
 def start(address: str, seed: int) -> tuple[WebhookReceiver, str]:
     """Start the receiver on ``address`` and add its endpoint; return it and its ledger name."""
     from outbox.models import WebhookEndpoint
+    from outbox.webhooks.secrets import new_secret
 
     receiver = WebhookReceiver(flaky(seed), host=address).__enter__()
     endpoint = WebhookEndpoint.objects.create(
-        name="chaos", url=receiver.url(), events=["published"], secret="chaos-secret"
+        name="chaos", url=receiver.url(), events=["published"], secret=new_secret()
     )
     return receiver, endpoint.ledger_name
 
@@ -58,7 +64,7 @@ def received_ids(receiver: WebhookReceiver) -> set[str]:
     found = set()
     for request in receiver.requests:
         try:
-            found.add(uuid.UUID(request.headers.get("Instatic-Delivery", "")).hex)
+            found.add(uuid.UUID(delivery_id(request.headers)).hex)
         except ValueError:
             continue
     return found
