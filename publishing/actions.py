@@ -34,11 +34,11 @@ from django.db.models import F, Max
 from django.db.models.functions import Now
 
 from coordination.services import request_wakeup
+from publishing import hooks
 from publishing.exceptions import EditConflict, InvalidTransition
 from publishing.job_names import PUBLISH_JOB
 from publishing.models import Post, PublishEvent
 from publishing.public_events import OUTBOX_KINDS, announce_events
-from publishing.release_checks import stop_releases_holding
 
 PUBLISH_PERMISSION = "publishing.publish_post"
 
@@ -165,11 +165,11 @@ def lock(post: Post, expected_version: int | None = None) -> Post:
 def editor_action(post: Post, *, user, expected_version: int | None) -> Iterator[EditorAction]:
     """Open a transaction, lock ``post``'s row (see :func:`lock`) and yield the action on it.
 
-    A change stops the scheduled releases whose item of the post no longer applies, in the
-    same transaction (:mod:`publishing.release_checks`).
+    A change is told to the post-changed receivers in the same transaction
+    (:mod:`publishing.hooks`): a scheduled release holding the post stops, for one.
     """
     with transaction.atomic():
         action = EditorAction(current=lock(post, expected_version), user=user)
         yield action
         if action.changed:
-            stop_releases_holding([action.current.pk])
+            hooks.post_changed([action.current.pk])

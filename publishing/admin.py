@@ -30,6 +30,7 @@ from publishing import (
     admin_bulk,
     admin_releases,  # noqa: F401  (registers the releases' admin)
     admin_reviews,  # noqa: F401  (registers the reviews' admin)
+    hooks,
     posts,
     selectors,
 )
@@ -39,6 +40,7 @@ from publishing.admin_panel import (
     is_late,
     not_done_text,
     outcome_text,
+    saved_text,
     sent_back_text,
     state_text,
 )
@@ -372,6 +374,16 @@ class PostAdmin(admin.ModelAdmin):
             return super().changeform_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
+        """Save the content, then carry out the status the editor chose via the actions; what
+        other apps did about the change (a release it stopped) joins the save's message."""
+        with hooks.telling() as said:
+            self._save_and_act(request, obj, form, change)
+        if said:
+            outcome = getattr(request, "publishing_outcome", None) or saved_text(str(obj))
+            level = max(getattr(request, "publishing_outcome_level", 0), messages.WARNING)
+            self._say(request, " ".join([outcome, *said]), level)
+
+    def _save_and_act(self, request, obj, form, change):
         """Save the content, then carry out the status the editor chose via the actions.
 
         ``before`` is the status the form was loaded with (its version matched, so it is still

@@ -73,6 +73,8 @@ def _item(entry: calendar.Entry, zone, with_date: bool = False) -> dict:
     classes = ["entry", entry.kind.value]
     if entry.failed:
         classes.append("failed")
+    elif entry.stopped:
+        classes.append("stopped")
     elif entry.late:
         classes.append("late")
     return {
@@ -86,7 +88,8 @@ def _item(entry: calendar.Entry, zone, with_date: bool = False) -> dict:
         "items": entry.items,
         "more_items": entry.more_items,
         "failed": entry.failed,
-        "late": entry.late and not entry.failed,
+        "stopped": entry.stopped,
+        "late": entry.late and not entry.error,
         "error": entry.error,
     }
 
@@ -167,6 +170,7 @@ def calendar_view(model_admin, request):
         "overdue_more": _more(built.overdue_more, None, built.first_instant),
         "late_count": built.late,
         "failed_count": built.failed,
+        "stopped_count": built.stopped,
         "previous_url": page(-weeks),
         "next_url": page(weeks),
         "this_week_url": "?" + urlencode({"weeks": weeks}),

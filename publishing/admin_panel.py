@@ -105,6 +105,11 @@ def outcome_text(title: str, state: PostState, *, zone: tzinfo, now: datetime) -
     }
 
 
+def saved_text(title: str) -> str:
+    """Say that ``title``'s changes were saved (what other apps did follows)."""
+    return _("Your changes to “%(title)s” were saved.") % {"title": title}
+
+
 def sent_back_text(title: str) -> str:
     """Return the message after saving a new text of an approved, scheduled post."""
     return _(

@@ -1,10 +1,11 @@
-"""Sections and tools other apps add to a post's admin page: sections below its form, tools
-beside its "History" link at the top.
+"""Sections, notices and tools other apps add to a post's admin page: sections below its
+form, notices above it (what the editor must know before changing the post), tools beside
+its "History" link at the top.
 
 Publishing knows none of them: an app registers a function of ``(request, post)`` that
-returns the section's HTML, or a tool's label and address, or ``None`` when it has nothing
-to show that user (the outbox shows the deliveries of the post's events, and a post's
-"Watch" link, this way).
+returns the section's or notice's HTML, or a tool's label and address, or ``None`` when it
+has nothing to show that user (the outbox shows the deliveries of the post's events, and a
+post's "Watch" link, this way; releases say that the post goes out with one).
 """
 
 from collections.abc import Callable
@@ -19,6 +20,7 @@ Section = Callable[[HttpRequest, Post], SafeString | None]
 Tool = Callable[[HttpRequest, Post], tuple[str, str] | None]
 
 _sections: list[Section] = []
+_notices: list[Section] = []
 _tools: list[Tool] = []
 
 
@@ -28,6 +30,12 @@ def add_post_section(section: Section) -> None:
         _sections.append(section)
 
 
+def add_post_notice(notice: Section) -> None:
+    """Show ``notice`` above every post's form (once, however often it is added)."""
+    if notice not in _notices:
+        _notices.append(notice)
+
+
 def add_post_tool(tool: Tool) -> None:
     """Show ``tool``'s link at the top of every post's admin page (once, however often)."""
     if tool not in _tools:
@@ -35,10 +43,12 @@ def add_post_tool(tool: Tool) -> None:
 
 
 def page_context(request: HttpRequest, post: Post | None) -> dict:
-    """Return the post page's ``post_sections`` (HTML) and ``post_tools`` (words, address)
-    for ``request``'s user, each in the order they were added; none for a new post."""
+    """Return the post page's ``post_sections`` and ``post_notices`` (HTML) and
+    ``post_tools`` (words, address) for ``request``'s user, each in the order they were added;
+    none for a new post."""
     return {
         "post_sections": _shown(_sections, request, post),
+        "post_notices": _shown(_notices, request, post),
         "post_tools": _shown(_tools, request, post),
     }
 

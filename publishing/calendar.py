@@ -42,7 +42,14 @@ class Entry:
 
     @property
     def failed(self) -> bool:
-        return bool(self.error)
+        """A publish that failed (its ``error`` says why)."""
+        return bool(self.error) and self.kind != Kind.RELEASE
+
+    @property
+    def stopped(self) -> bool:
+        """A release that is stopped (its ``error`` is the problem): it waits for an editor,
+        nothing of it failed."""
+        return bool(self.error) and self.kind == Kind.RELEASE
 
 
 @dataclass
@@ -68,6 +75,7 @@ class Calendar:
     overdue_more: dict[Kind, int]
     late: int
     failed: int
+    stopped: int = 0
 
     @property
     def first_instant(self) -> datetime:
@@ -120,7 +128,7 @@ RELEASE_ITEMS_SHOWN = 5
 def release_entries(start: datetime, end: datetime, now: datetime) -> list[Entry]:
     """Return the scheduled releases before ``end``, one entry each with its posts (two queries).
 
-    A stopped release is flagged with its problem, as a failed publish is; one past its time
+    A stopped release carries its problem (:attr:`Entry.stopped`); one past its time
     that has not gone out is late and listed, like the publishes.
     """
     rows = selectors.calendar_releases(start, end)
@@ -177,10 +185,11 @@ def lay_out(
     ]
     overdue: list[Entry] = []
     overdue_more: dict[Kind, int] = {}
-    late = failed = 0
+    late = failed = stopped = 0
     for entry in entries:
         failed += entry.failed
-        late += entry.late and not entry.failed
+        stopped += entry.stopped
+        late += entry.late and not entry.error
         index = bisect.bisect_right(bounds, entry.at) - 1
         if index < 0:
             target, more = overdue, overdue_more
@@ -193,4 +202,4 @@ def lay_out(
         else:
             more[entry.kind] = more.get(entry.kind, 0) + 1
     weeks = [grid[n : n + 7] for n in range(0, len(grid), 7)]
-    return Calendar(days[0], zone, weeks, overdue, overdue_more, late, failed)
+    return Calendar(days[0], zone, weeks, overdue, overdue_more, late, failed, stopped)

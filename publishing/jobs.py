@@ -33,7 +33,7 @@ from coordination.models import JobState
 from coordination.registry import JobContext, job
 from coordination.schedules import WhenDue
 from coordination.wording import duration_text
-from publishing import agenda, batches, late, release_apply, release_checks, selectors
+from publishing import agenda, batches, hooks, late, release_apply, selectors
 from publishing.conf import settings
 from publishing.job_names import BACKLOG_JOB, LATE_JOB, PUBLISH_JOB
 from publishing.models import PostRevision
@@ -84,7 +84,7 @@ def publish_due(ctx: JobContext) -> datetime | None:
             "post_id", flat=True
         )
     if changed:
-        release_checks.stop_releases_holding(changed, wait=False)
+        hooks.post_changed(changed, by_editor=False)
     if published.selected or unpublished.selected:
         logger.info(
             "[publish-scheduler] published %d post(s), unpublished %d, %d failed to publish",

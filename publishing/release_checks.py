@@ -18,7 +18,9 @@ from functools import partial
 from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Length, Trim
+from django.utils.translation import gettext as _
 
+from coordination.wording import local_time
 from publishing import release_alerts
 from publishing.conf import settings
 from publishing.models import Post, PostRevision, Release, ReleaseItem, ReleaseStatus
@@ -234,6 +236,25 @@ def stop_releases_holding(post_ids: list[int], *, wait: bool = True) -> list[int
         for pk, problems in by_release.items()
         if stop(pk, release_problem(problems), at=times[pk], wait=wait)
     ]
+
+
+def stop_on_change(post_ids: list[int], *, by_editor: bool) -> list[str]:
+    """Stop the scheduled releases that ``post_ids``' change makes stale (a post-changed
+    receiver, :mod:`publishing.hooks`); return what the editor who changed them reads."""
+    stopped = stop_releases_holding(post_ids, wait=by_editor)
+    if not by_editor or not stopped:
+        return []
+    rows = Release.objects.filter(pk__in=stopped).order_by("release_at", "pk")
+    return [stopped_text(name, at) for name, at in rows.values_list("name", "release_at")]
+
+
+def stopped_text(name: str, at: datetime) -> str:
+    """Say that an edit stopped the release ``name`` due ``at``, and what to do about it."""
+    return _(
+        "This stops the release “%(name)s” (due %(when)s), which sends its posts only as they "
+        "were when added: on the release's page, refresh this post's item to send it as it is "
+        "now, or remove it."
+    ) % {"name": name, "when": local_time(at, seconds=False)}
 
 
 def stop_releases_losing(post_ids: list[int]) -> list[int]:

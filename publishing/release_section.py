@@ -1,8 +1,10 @@
-"""The post page's "Release" section: the pending release that will send the post out.
+"""The post page's "Release" section and notice: the pending release that will send it out.
 
-Added to the post's admin page through :mod:`publishing.admin_sections`. It names the
-release, what it does to the post and when, and whether it is stopped (and why); a post in
-no release gets a link to add it to one, for editors who may publish.
+Added to the post's admin page through :mod:`publishing.admin_sections`. The section names
+the release, what it does to the post and when, and whether it is stopped (and why); a post
+in no release gets a link to add it to one, for editors who may publish. The notice, above
+the form, tells everyone who opens the post that it is in a pending release, before they
+change it and so stop the release.
 """
 
 from django.template.loader import render_to_string
@@ -31,3 +33,16 @@ def release_section(request, post):
         "add_url": f"{reverse('admin:publishing_release_add_posts')}?ids={post.pk}",
     }
     return render_to_string("admin/publishing/release/post_section.html", context, request=request)
+
+
+def release_notice(request, post):
+    """Return the notice's HTML, or ``None`` for a post in no pending release."""
+    item = pending_item_of(post)
+    if item is None:
+        return None
+    context = {
+        "item": item,
+        "release": item.release,
+        "may_open": can_publish(request.user),
+    }
+    return render_to_string("admin/publishing/release/post_notice.html", context, request=request)

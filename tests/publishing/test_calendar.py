@@ -220,6 +220,10 @@ def test_a_release_is_one_entry_with_its_posts_on_its_day_and_a_stopped_one_says
     assert all(f"Launch post {n}" in cell for n in range(5))
     assert "Launch post 5" not in cell and "and 2 more posts" in cell
     assert "stopped" in cell and "“Launch post 3”: gone" in cell
+    # A stopped release waits for an editor: nothing of it failed.
+    assert 'class="entry release stopped"' in cell
+    assert "1 release stopped, waiting for an editor" in html and "failed" not in cell
+    assert "0 failed" not in html
     now = database_now()
     with django_assert_max_num_queries(6):  # 4 kinds of entry, the release's count and posts
         calendar.build(start=date(2099, 1, 12), weeks=4, zone=TOKYO, now=now, day_limit=3)
