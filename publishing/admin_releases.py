@@ -24,11 +24,13 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from coordination.clock import database_now
 from coordination.wording import local_time
-from publishing import actions, release_checks, releases, reviews
+from publishing import actions, release_checks, release_history, releases, reviews
 from publishing.admin_bulk import remember_selection, selected_ids
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.models import ItemAction, Post, Release, ReleaseItem
+from publishing.release_rules import goes_out_on_repair
 from publishing.stale_forms import MergingFormMixin
 from publishing.wall_time import WallTimeField
 
@@ -41,6 +43,9 @@ BADGE_COLOURS = {
     RS.CANCELLED: "#57606a",
     "stopped": "#cf222e",
 }
+
+#: How many of a release's steps its history page shows (the newest).
+HISTORY_SHOWN = 500
 
 #: The release page's buttons: the name posted, and what the editor reads.
 VERBS = {
@@ -284,6 +289,29 @@ class ReleaseAdmin(admin.ModelAdmin):
             }
         return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
 
+    def history_view(self, request, object_id, extra_context=None):
+        """Show the release's steps, newest first, each time in the reader's zone."""
+        release = self.get_object(request, object_id)
+        if release is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_permission(request, release):
+            raise PermissionDenied
+        steps = [
+            (event, release_history.describe(event))
+            for event in release.events.order_by("-at", "-id")[:HISTORY_SHOWN]
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": release,
+            "title": _("History: %(name)s") % {"name": release},
+            "steps": steps,
+            "time_zone_name": timezone.get_current_timezone_name(),
+            "more": release.events.count() > HISTORY_SHOWN,
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, "admin/publishing/release/history.html", context)
+
     def _verbs(self, release: Release) -> list[tuple[str, str]]:
         if release.status == RS.DRAFT:
             names = ["schedule", "release_now", "cancel"]
@@ -318,15 +346,24 @@ def act_view(model_admin, request, object_id: int):
     try:
         if verb in ("refresh", "remove"):
             item = get_object_or_404(ReleaseItem, pk=request.GET.get("item", ""), release=release)
+            past_due = request.POST.get("past_due", "")
+            if past_due not in ("send", "hold") and _goes_out_on_repair(release):
+                return _ask_past_due(model_admin, request, release, item, verb)
+            hold = past_due == "hold"
             if verb == "refresh":
                 seen = request.GET.get("seen", "")
                 releases.refresh_item(
-                    item=item, user=user, seen_post_version=int(seen) if seen.isdigit() else None
+                    item=item,
+                    user=user,
+                    seen_post_version=int(seen) if seen.isdigit() else None,
+                    hold=hold,
                 )
                 done = _("“%(title)s” will go out as it is now.") % {"title": item.post_title}
             else:
-                releases.remove_item(item=item, user=user)
+                releases.remove_item(item=item, user=user, hold=hold)
                 done = _("“%(title)s” was taken out of the release.") % {"title": item.post_title}
+            if hold:
+                done += " " + _("The release waits as a draft: schedule it again when ready.")
         elif verb == "schedule":
             if release.release_at is None:
                 raise PublishingError(_("Set the time it goes out at, save, then schedule it."))
@@ -355,6 +392,32 @@ def act_view(model_admin, request, object_id: int):
     else:
         messages.success(request, done)
     return HttpResponseRedirect(page)
+
+
+def _goes_out_on_repair(release: Release) -> bool:
+    return goes_out_on_repair(
+        status=release.status,
+        problem=release.problem,
+        release_at=release.release_at,
+        now=database_now(),
+    )
+
+
+def _ask_past_due(model_admin, request, release: Release, item: ReleaseItem, verb: str):
+    """Ask before a repair of a stopped release past its time sends it out at once."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": Release._meta,
+        "original": release,
+        "item": item,
+        "verb": verb,
+        "title": _("Send “%(name)s” now?") % {"name": release},
+        "due": local_time(release.release_at, seconds=False),
+        "act_url": request.get_full_path(),
+        "page_url": reverse("admin:publishing_release_change", args=[release.pk]),
+        "version": request.POST.get("version", ""),
+    }
+    return TemplateResponse(request, "admin/publishing/release/past_due.html", context)
 
 
 def add_posts_view(model_admin, request):

@@ -61,7 +61,7 @@ def actor_name(event: PublishEvent) -> str:
     return _("system")
 
 
-def _when(data: dict, key: str) -> str:
+def stored_time_text(data: dict, key: str) -> str:
     """Return the time stored under ``key`` in the viewer's zone; ``none`` if cleared."""
     value = data.get(key)
     if value is None:
@@ -74,7 +74,7 @@ def _change(data: dict, name: str, label: str) -> str | None:
     """Return ``label OLD → NEW`` for a time the event changed, or None if it did not."""
     if f"previous_{name}" not in data:
         return None
-    return f"{label} {_when(data, f'previous_{name}')} → {_when(data, name)}"
+    return f"{label} {stored_time_text(data, f'previous_{name}')} → {stored_time_text(data, name)}"
 
 
 def _status_label(choices, value: str) -> str:
@@ -98,9 +98,11 @@ def _describe(event: PublishEvent) -> str:
     kind = event.kind
     parts: list[str] = []
     if kind == K.SCHEDULED:
-        parts.append(_("publish at %(when)s") % {"when": _when(data, "publish_at")})
+        parts.append(_("publish at %(when)s") % {"when": stored_time_text(data, "publish_at")})
         if data.get("unpublish_at"):
-            parts.append(_("unpublish at %(when)s") % {"when": _when(data, "unpublish_at")})
+            parts.append(
+                _("unpublish at %(when)s") % {"when": stored_time_text(data, "unpublish_at")}
+            )
         return ", ".join(parts)
     if kind == K.RESCHEDULED:
         changes = [
@@ -109,14 +111,14 @@ def _describe(event: PublishEvent) -> str:
         ]
         return "; ".join(c for c in changes if c)
     if kind == K.CANCELLED:
-        return _("was due at %(when)s") % {"when": _when(data, "was_due_at")}
+        return _("was due at %(when)s") % {"when": stored_time_text(data, "was_due_at")}
     if kind in (K.PUBLISHED, K.UNPUBLISHED) and data.get("by_hand"):
         return _("published now") if kind == K.PUBLISHED else _("unpublished now")
     if kind == K.FAILED:
         return str(data.get("error", ""))
     if kind == K.LATE:
         return _("was due at %(when)s, still not live %(after)s later") % {
-            "when": _when(data, "was_due_at"),
+            "when": stored_time_text(data, "was_due_at"),
             "after": duration_text(data.get("late_after")),
         }
     if kind == K.DELETED:
@@ -150,12 +152,15 @@ def _describe_revision(kind: str, data: dict) -> str:
     if kind == K.REVISION_SCHEDULED and data.get("release_name"):
         return text
     if kind == K.REVISION_SCHEDULED:
-        return _("%(revision)s at %(when)s") % {"revision": text, "when": _when(data, "publish_at")}
+        return _("%(revision)s at %(when)s") % {
+            "revision": text,
+            "when": stored_time_text(data, "publish_at"),
+        }
     status = data.get("revision_status")
     if status:
         said = [_status_label(PostRevision.Status, status)]
         if data.get("was_due_at"):
-            said.append(_("was due at %(when)s") % {"when": _when(data, "was_due_at")})
+            said.append(_("was due at %(when)s") % {"when": stored_time_text(data, "was_due_at")})
         text += f" ({', '.join(said)})"
     if data.get("note"):
         text += f": {data['note']}"

@@ -375,7 +375,13 @@ class PostRevision(models.Model):
 
 
 # Releases live in their own module; Django finds models through this one.
-from publishing.release_models import ItemAction, Release, ReleaseItem, ReleaseStatus  # noqa: E402
+from publishing.release_models import (  # noqa: E402
+    ItemAction,
+    Release,
+    ReleaseEvent,
+    ReleaseItem,
+    ReleaseStatus,
+)
 from publishing.review_models import Review, ReviewStatus, ReviewTarget  # noqa: E402
 
 __all__ = [
@@ -385,6 +391,7 @@ __all__ = [
     "PostStatus",
     "PublishEvent",
     "Release",
+    "ReleaseEvent",
     "ReleaseItem",
     "ReleaseStatus",
     "Review",

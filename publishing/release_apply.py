@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 
 from coordination.services import request_wakeup
 from publishing import release_checks as checks
-from publishing import reviews
+from publishing import release_history, reviews
 from publishing.actions import editor_name, user_or_none
 from publishing.batches import scheduler_name
 from publishing.job_names import PUBLISH_JOB
@@ -34,6 +34,7 @@ from publishing.models import (
     PostRevision,
     PublishEvent,
     Release,
+    ReleaseEvent,
     ReleaseItem,
     ReleaseStatus,
 )
@@ -104,7 +105,7 @@ def go_out_due(*, now: datetime, node: str, limit: int) -> GoneOut:
             if not problem:
                 released.append(pk)
                 continue
-        if checks.stop(pk, problem, at=planned, wait=False):
+        if checks.stop(pk, problem, at=planned, wait=False, by=scheduler_name(node)):
             stopped.append(pk)
     return GoneOut(released=released, stopped=stopped, held=held, more=more)
 
@@ -252,6 +253,15 @@ def apply(
     )
     if marked != 1:
         raise ConcurrentChange(f"release {release.pk} changed while going out; rolling back")
+    release_history.record(
+        release.pk,
+        ReleaseEvent.Kind.RELEASED,
+        by=by,
+        **({"planned": planned, "late": lateness} if planned is not None else {"by_hand": True}),
+        published=len(publish),
+        revisions=len(revised),
+        taken_down=len(down),
+    )
     announce_events()
     published = ReleaseItem.objects.filter(release_id=release.pk, action=A.PUBLISH)
     takedown = (

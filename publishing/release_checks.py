@@ -21,9 +21,16 @@ from django.db.models.functions import Length, Trim
 from django.utils.translation import gettext as _
 
 from coordination.wording import local_time
-from publishing import release_alerts
+from publishing import release_alerts, release_history
 from publishing.conf import settings
-from publishing.models import Post, PostRevision, Release, ReleaseItem, ReleaseStatus
+from publishing.models import (
+    Post,
+    PostRevision,
+    Release,
+    ReleaseEvent,
+    ReleaseItem,
+    ReleaseStatus,
+)
 from publishing.release_rules import (
     ItemFacts,
     PostFacts,
@@ -189,7 +196,7 @@ def pending_item_of(post: Post) -> ReleaseItem | None:
     return pending_items([post.pk]).get(post.pk)
 
 
-def stop(pk: int, problem: str, *, at: datetime, wait: bool = True) -> bool:
+def stop(pk: int, problem: str, *, at: datetime, wait: bool = True, by: str = "") -> bool:
     """Record ``problem`` on a scheduled release not stopped yet; tell its owner on commit.
 
     ``wait=False`` (the publish job) leaves a release row another transaction holds alone
@@ -202,6 +209,7 @@ def stop(pk: int, problem: str, *, at: datetime, wait: bool = True) -> bool:
         return False
     stopped = matching.update(problem=problem, version=F("version") + 1)
     if stopped:
+        release_history.record(pk, ReleaseEvent.Kind.STOPPED, by=by, problem=problem)
         logger.warning("[publish-scheduler] release %s due at %s is stopped: %s", pk, at, problem)
         tell = release_alerts.tell_owner if wait else release_alerts.tell_owner_soon
         transaction.on_commit(partial(tell, pk), robust=True)

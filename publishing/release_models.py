@@ -173,3 +173,48 @@ class ReleaseItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()}: {self.post_title}"
+
+
+class ReleaseEventKind(models.TextChoices):
+    """One step in a release's life, as its history names it."""
+
+    CREATED = "created", _("Created")
+    RENAMED = "renamed", _("Renamed")
+    TIME_PLANNED = "time_planned", _("Time planned")
+    ITEM_ADDED = "item_added", _("Post added")
+    ITEM_REMOVED = "item_removed", _("Post removed")
+    ITEM_REFRESHED = "item_refreshed", _("Post refreshed")
+    SCHEDULED = "scheduled", _("Scheduled")
+    UNSCHEDULED = "unscheduled", _("Unscheduled")
+    SENT_TO_REVIEW = "sent_to_review", _("Back to review")
+    STOPPED = "stopped", _("Stopped")
+    READY = "ready", _("Ready again")
+    RELEASED = "released", _("Released")
+    CANCELLED = "cancelled", _("Cancelled")
+
+
+class ReleaseEvent(models.Model):
+    """One step of a release, written in the transaction that made it.
+
+    ``data`` holds what happened as typed values (times as ISO 8601 in UTC), never a sentence:
+    :mod:`publishing.release_history` says it in the reader's zone.
+    """
+
+    Kind = ReleaseEventKind
+
+    release = models.ForeignKey(
+        Release, verbose_name=_("release"), on_delete=models.CASCADE, related_name="events"
+    )
+    kind = models.CharField(_("what happened"), max_length=30, choices=Kind.choices)
+    at = models.DateTimeField(_("at"), db_default=Now())
+    by = models.CharField(_("by"), max_length=200, blank=True)
+    data = models.JSONField(_("data"), default=dict, blank=True)
+
+    class Meta:
+        verbose_name = _("release event")
+        verbose_name_plural = _("release history")
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["release", "-at"], name="publishing_release_event_at")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} ({self.release_id})"

@@ -8,7 +8,7 @@ rule is tested with tables (tests/publishing/test_release_rules.py).
 from dataclasses import dataclass
 from datetime import datetime
 
-from publishing.models import ItemAction, PostStatus, RevisionStatus
+from publishing.models import ItemAction, PostStatus, ReleaseStatus, RevisionStatus
 
 A = ItemAction
 S = PostStatus
@@ -144,3 +144,20 @@ def release_problem(problems: list[tuple[str, str]]) -> str:
 
 def _content_problem(problems: tuple[str, ...]) -> str:
     return "; ".join(problems)
+
+
+def goes_out_on_repair(
+    *, status: str, problem: str, release_at: datetime | None, now: datetime
+) -> bool:
+    """Return True if repairing the release (refreshing or removing an item) may send it out
+    at once: it is scheduled, stopped, and its time has passed while it was stopped.
+
+    An editor is asked first ("send it now, or keep it as a draft?"), so fixing a post never
+    puts a launch live unannounced.
+    """
+    return (
+        status == ReleaseStatus.SCHEDULED
+        and bool(problem)
+        and release_at is not None
+        and release_at <= now
+    )

@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 
 from coordination.clock import database_now
 from coordination.services import request_wakeup
-from publishing import release_apply, reviews
+from publishing import release_apply, release_history, reviews
 from publishing import release_checks as checks
 from publishing.actions import (
     EditorAction,
@@ -40,6 +40,7 @@ from publishing.models import (
     PostRevision,
     PublishEvent,
     Release,
+    ReleaseEvent,
     ReleaseItem,
     ReleaseStatus,
 )
@@ -47,6 +48,7 @@ from publishing.release_rules import (
     PENDING_REVISION,
     action_for,
     add_problem,
+    goes_out_on_repair,
 )
 from publishing.validation import schedule_problems
 
@@ -57,6 +59,7 @@ S = Post.Status
 R = PostRevision.Status
 RS = ReleaseStatus
 K = PublishEvent.Kind
+EV = ReleaseEvent.Kind
 
 PENDING = checks.PENDING
 
@@ -79,6 +82,10 @@ class ReleaseAction:
             raise InvalidTransition(f"“{current}” changed while being saved; reload and try again.")
         current.version += 1
 
+    def record(self, kind: str, **data) -> None:
+        """Write one step of the release's history, by this action's editor."""
+        release_history.record(self.current.pk, kind, by=editor_name(self.user), **data)
+
     def require_pending(self, action: str) -> None:
         if not self.current.is_pending:
             raise InvalidTransition(
@@ -96,6 +103,28 @@ class ReleaseAction:
         self.change(status=RS.DRAFT)
         current.status = RS.DRAFT
         reviews.submit_items_again(current, user=self.user)
+        self.record(
+            EV.SENT_TO_REVIEW,
+            problem=_("Its posts changed after it was approved: a reviewer approves it again."),
+        )
+
+    def hold_if_past_due(self) -> None:
+        """Take a stopped release whose time has passed back to draft, so the repair being
+        made does not send it out at once; it waits for an editor to schedule it again."""
+        current = self.current
+        if not goes_out_on_repair(
+            status=current.status,
+            problem=current.problem,
+            release_at=current.release_at,
+            now=database_now(),
+        ):
+            return
+        self.change(status=RS.DRAFT, problem="")
+        current.status, current.problem = RS.DRAFT, ""
+        self.record(
+            EV.UNSCHEDULED,
+            problem=_("Its time passed while it was stopped; kept as a draft when repaired."),
+        )
 
     def recheck(self) -> None:
         """Clear (or renew) a stopped release's problem after one of its items changed."""
@@ -106,6 +135,8 @@ class ReleaseAction:
         problem = checks.check_items(items, now=None, lock=False).problem
         if problem != current.problem:
             Release.objects.filter(pk=current.pk).update(problem=problem)
+            if not problem:
+                self.record(EV.READY)
             if not problem and current.status == RS.SCHEDULED:
                 request_wakeup(PUBLISH_JOB, at=current.release_at, skip_locked=True)
 
@@ -149,9 +180,13 @@ def create_release(*, name: str, user, release_at: datetime | None = None) -> Re
     if release_at is not None:
         _check_time(release_at)
     user = user_or_none(user)
-    return Release.objects.create(
-        name=name[:200], release_at=release_at, owner=user, updated_by=editor_name(user)
-    )
+    with transaction.atomic():
+        release = Release.objects.create(
+            name=name[:200], release_at=release_at, owner=user, updated_by=editor_name(user)
+        )
+        planned = {"release_at": release_at} if release_at is not None else {}
+        release_history.record(release.pk, EV.CREATED, by=editor_name(user), **planned)
+    return release
 
 
 def _pending_revision(post: Post) -> PostRevision | None:
@@ -242,31 +277,42 @@ def _add(act: ReleaseAction, locked: Post, action: str | None, *, user) -> Relea
         release=act.current, post=locked, added_by=user_or_none(user), **pinned
     )
     act.change()
+    act.record(EV.ITEM_ADDED, title=item.post_title, action=item.action)
     act.items_changed()
     return item
 
 
-def remove_item(*, item: ReleaseItem, user) -> None:
+def remove_item(*, item: ReleaseItem, user, hold: bool = False) -> None:
     """Take ``item`` out of its release; a release it stopped can go out again.
 
     A change of that item only: it never conflicts with a colleague's change of another.
+    ``hold`` keeps a stopped release whose time has passed from going out at once: it goes
+    back to draft in the same transaction (see :func:`goes_out_on_repair`).
     """
     require_permission(user, "change releases")
     with release_action(item.release, user=user, expected_version=None) as act:
         act.require_pending("remove items from")
-        ReleaseItem.objects.filter(pk=item.pk, release=act.current).delete()
+        removed = ReleaseItem.objects.filter(pk=item.pk, release=act.current)
+        gone = removed.values("post_title", "action").first()
+        removed.delete()
         act.change()
+        if gone is not None:
+            act.record(EV.ITEM_REMOVED, title=gone["post_title"], action=gone["action"])
+        if hold:
+            act.hold_if_past_due()
         act.items_changed()
         act.recheck()
 
 
-def refresh_item(*, item: ReleaseItem, user, seen_post_version: int | None = None) -> ReleaseItem:
+def refresh_item(
+    *, item: ReleaseItem, user, seen_post_version: int | None = None, hold: bool = False
+) -> ReleaseItem:
     """Pin ``item`` to its post as it is now, after an editor checked the change.
 
     ``seen_post_version`` is the post's version the editor's page showed: if the post changed
     again since, nothing is pinned (:class:`EditConflict`), so no version the editor did not
     see goes out. Refreshing one item is a change of that item only, so it never conflicts
-    with a colleague's change of another item.
+    with a colleague's change of another item. ``hold`` is as for :func:`remove_item`.
     """
     require_permission(user, "change releases")
     post_id = ReleaseItem.objects.filter(pk=item.pk).values_list("post_id", flat=True).first()
@@ -278,12 +324,14 @@ def refresh_item(*, item: ReleaseItem, user, seen_post_version: int | None = Non
     with transaction.atomic():
         locked = Post.objects.select_for_update().get(pk=post_id)
         with release_action(item.release, user=user, expected_version=None) as act:
-            _refresh(act, item, locked, seen_post_version, user=user)
+            _refresh(act, item, locked, seen_post_version, user=user, hold=hold)
     item.refresh_from_db()
     return item
 
 
-def _refresh(act: ReleaseAction, item: ReleaseItem, locked: Post, seen_post_version, *, user):
+def _refresh(
+    act: ReleaseAction, item: ReleaseItem, locked: Post, seen_post_version, *, user, hold: bool
+):
     act.require_pending("refresh items of")
     current = ReleaseItem.objects.get(pk=item.pk, release=act.current, post=locked)
     conflict = edit_conflict(locked, seen_post_version)
@@ -296,6 +344,9 @@ def _refresh(act: ReleaseAction, item: ReleaseItem, locked: Post, seen_post_vers
         post_title=pinned["post_title"],
     )
     act.change()
+    act.record(EV.ITEM_REFRESHED, title=pinned["post_title"], action=current.action)
+    if hold:
+        act.hold_if_past_due()
     act.items_changed()
     act.recheck()
 
@@ -321,7 +372,10 @@ def _schedule(act: ReleaseAction, release_at: datetime) -> None:
     if problem:
         raise NotPublishable([problem])
     reviews.require_release_approved(current)
+    was = {"previous_release_at": current.release_at} if current.release_at else {}
     act.change(status=RS.SCHEDULED, release_at=release_at, problem="")
+    act.record(EV.SCHEDULED, release_at=release_at, **was)
+    current.release_at = release_at
     # Never waits on the job's state row (its run may hold it): the run looks again itself.
     request_wakeup(PUBLISH_JOB, at=release_at, skip_locked=True)
 
@@ -360,6 +414,8 @@ def edit_release(
         current = act.current
         if name != current.name:
             act.change(name=name)
+            act.record(EV.RENAMED, name=name, previous_name=current.name)
+            current.name = name
         if current.status == RS.SCHEDULED:
             if release_at is None:
                 raise InvalidSchedule(
@@ -371,6 +427,9 @@ def edit_release(
             if release_at is not None:
                 _check_time(release_at)
             act.change(release_at=release_at)
+            was = {"previous_release_at": current.release_at} if current.release_at else {}
+            planned = {"release_at": release_at} if release_at is not None else {}
+            act.record(EV.TIME_PLANNED, **planned, **was)
     release.refresh_from_db()
     return release
 
@@ -384,6 +443,7 @@ def unschedule_release(*, release: Release, user, expected_version: int | None =
                 f"“{act.current}” is {act.current.get_status_display()}, not scheduled."
             )
         act.change(status=RS.DRAFT, problem="")
+        act.record(EV.UNSCHEDULED)
     release.refresh_from_db()
     return release
 
@@ -394,6 +454,7 @@ def cancel_release(*, release: Release, user, expected_version: int | None = Non
     with release_action(release, user=user, expected_version=expected_version) as act:
         act.require_pending("cancel")
         act.change(status=RS.CANCELLED, problem="")
+        act.record(EV.CANCELLED)
     release.refresh_from_db()
     return release
 

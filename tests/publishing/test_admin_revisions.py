@@ -231,3 +231,14 @@ def test_the_history_shows_revision_events(as_editor, editor):
     )
     page = as_editor.get(reverse("admin:publishing_post_change", args=[post.pk])).content.decode()
     assert "Revision scheduled" in page
+
+
+def test_with_review_on_the_schedule_form_says_a_text_needs_approval_first(as_editor, reviews_on):
+    post = live_post(title="Live", body="Live body.")
+    page = as_editor.get(revisions_url(post)).content.decode()
+    assert 'id="revision-needs-approval"' in page and "Needs approval first" in page
+
+
+def test_with_review_off_the_schedule_form_asks_no_approval(as_editor):
+    post = live_post(title="Live", body="Live body.")
+    assert "Needs approval first" not in as_editor.get(revisions_url(post)).content.decode()
