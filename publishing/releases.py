@@ -372,7 +372,8 @@ def _schedule(act: ReleaseAction, release_at: datetime) -> None:
     if problem:
         raise NotPublishable([problem])
     reviews.require_release_approved(current)
-    was = {"previous_release_at": current.release_at} if current.release_at else {}
+    moved = current.release_at not in (None, release_at)
+    was = {"previous_release_at": current.release_at} if moved else {}
     act.change(status=RS.SCHEDULED, release_at=release_at, problem="")
     act.record(EV.SCHEDULED, release_at=release_at, **was)
     current.release_at = release_at

@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from coordination.clock import database_now
-from publishing import posts, revisions
+from publishing import revisions
 from publishing.models import Post, Release
 from tests.publishing.conftest import live_post, make_post, run_publish_job
 from tests.support.browser import screenshot, signed_in
@@ -62,11 +62,21 @@ def test_an_editor_puts_a_launch_together_schedules_it_and_it_goes_out_at_once(
         assert "every item goes out together" in page.inner_text(".messagelist .success")
         screenshot(page, "release-scheduled")
 
-        # A colleague changes a post of the launch after it was reviewed: the launch stops.
+        # The editor opens a post of the launch: the page says so at its top. Saving a
+        # change stops the launch, and the save's message says which and what to do.
         offer = Post.objects.get(slug="launch-offer")
-        offer.body = "Half price this week, and free shipping."
-        posts.save_post(post=offer, user=editor)
-        page.reload()
+        page.goto(f"{admin}/post/{offer.pk}/change/")
+        assert "goes out with the release “Spring launch”" in page.inner_text("#release-notice")
+        screenshot(page, "release-post-notice")
+        page.fill("#id_body", "Half price this week, and free shipping.")
+        page.click("input[name=_continue]")
+        stopped = page.locator(".messagelist .warning", has_text="This stops the release")
+        stopped.wait_for()
+        warning = stopped.inner_text()
+        assert "This stops the release “Spring launch”" in warning
+        assert "refresh this post's item" in warning
+        screenshot(page, "release-stopped-by-save")
+        page.goto(f"{admin}/release/{release.pk}/change/")
         assert "will not go out until this is resolved" in page.inner_text("#release-problem")
         assert "“Launch offer”" in page.inner_text("#release-problem")
         screenshot(page, "release-stopped")
@@ -94,6 +104,11 @@ def test_an_editor_puts_a_launch_together_schedules_it_and_it_goes_out_at_once(
         page.goto(f"{admin}/release/{release.pk}/change/")
         assert "every item went live together" in page.inner_text("#release-state")
         screenshot(page, "release-released")
+        page.goto(f"{admin}/release/{release.pk}/history/")
+        history = page.inner_text("#release-history")
+        for step in ("Created", "Post added", "Scheduled", "Stopped", "Post refreshed", "Released"):
+            assert step in history, step
+        screenshot(page, "release-history")
     except BaseException:
         screenshot(page, request.node.name)
         raise
