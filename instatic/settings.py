@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "plugins",
     "editors",
     "outbox",
+    "media",
 ]
 
 MIDDLEWARE = [
@@ -144,6 +145,27 @@ STORAGES = {
         )
     },
 }
+
+
+# Uploaded images (the media app, docs/media.md): files under INSTATIC_MEDIA_ROOT through
+# Django's default storage, or in an S3-compatible bucket through django-storages when
+# INSTATIC_MEDIA_S3_BUCKET is set (credentials from boto3's own AWS_* variables or role).
+# Images are served by the media app's view, which applies the embargo; never by MEDIA_URL.
+MEDIA_ROOT = _env(parse_path, "INSTATIC_MEDIA_ROOT", VAR_DIR / "media")
+INSTATIC_MEDIA_S3_BUCKET = _env(parse_text, "INSTATIC_MEDIA_S3_BUCKET", "")
+if INSTATIC_MEDIA_S3_BUCKET:
+    STORAGES["default"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": INSTATIC_MEDIA_S3_BUCKET,
+            "endpoint_url": _env(parse_url, "INSTATIC_MEDIA_S3_ENDPOINT") or None,
+            "location": "instatic",
+            "default_acl": "private",
+            "file_overwrite": False,
+        },
+    }
+INSTATIC_MEDIA_MAX_BYTES = _env(parse_int, "INSTATIC_MEDIA_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
+INSTATIC_MEDIA_MAX_PIXELS = _env(parse_int, "INSTATIC_MEDIA_MAX_PIXELS", 50_000_000, minimum=1)
 
 
 SECURE_PROXY_SSL_HEADER = _env(parse_proxy_ssl_header, "DJANGO_SECURE_PROXY_SSL_HEADER")

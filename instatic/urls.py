@@ -1,4 +1,4 @@
-"""Top-level URL configuration: the admin, health endpoints and the public site."""
+"""Top-level URL configuration: the admin, health endpoints, images and the public site."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -27,5 +27,6 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("healthz/scheduler", health.scheduler_health, name="healthz-scheduler"),
     path("metrics", metrics_view, name="metrics"),
+    path("", include("media.urls")),
     path("", include("publishing.urls")),
 ]

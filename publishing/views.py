@@ -11,12 +11,12 @@ from urllib.parse import urlencode
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import condition, require_safe
 
 from coordination.clock import database_now
 from publishing import paging, previews, selectors
 from publishing.conf import settings
+from publishing.page_bodies import page_body
 from publishing.slugs import is_url_slug
 
 
@@ -92,8 +92,7 @@ def _post_last_modified(request, slug: str):
 def post_detail(request, slug: str):
     """Show one live post; anything not live is a 404."""
     post = get_object_or_404(selectors.live_posts().defer("body"), slug=slug)
-    # Safe: sanitized by nh3 when the body was saved (publishing.rendering.render).
-    context = {"post": post, "body": mark_safe(post.body_html)}
+    context = {"post": post, "body": page_body(post.pk, post.body_html)}
     return render(request, "publishing/post_detail.html", context)
 
 
@@ -119,10 +118,9 @@ def preview(request, token: str):
     page = selectors.preview_page(post_id=claim.post_id, generation=claim.generation)
     if page is None:
         raise Http404("No such page.")
-    # Safe: sanitized by nh3 when the post or revision was saved (publishing.rendering.render).
     context = {
         "post": page,
-        "body": mark_safe(page.body_html),
+        "body": page_body(claim.post_id, page.body_html, preview_until=claim.expires_at),
         "preview": page,
         "expires_at": claim.expires_at,
     }

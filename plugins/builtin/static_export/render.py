@@ -14,12 +14,12 @@ from django.conf import settings as django_settings
 from django.template.loader import get_template
 from django.test import Client, RequestFactory
 from django.urls import reverse
-from django.utils.safestring import mark_safe
 
 from plugins.builtin.static_export.layout import ExportError
 from plugins.conf import settings
 from publishing import selectors
 from publishing.models import Post
+from publishing.page_bodies import page_body
 
 #: A sitemap index's link to page N of a section (``sitemap-posts.xml?p=N``).
 _SITEMAP_PAGE_LINK = re.compile(rb"(/sitemap-[^/<?]+)\.xml\?p=(\d+)<")
@@ -72,8 +72,7 @@ class Renderer:
     def post(self, post: Post) -> bytes:
         """Return the page of a live post, as ``publishing.views.post_detail`` renders it."""
         request = self.factory.get(post.get_absolute_url(), secure=self.secure)
-        # Safe: sanitized by nh3 when the body was saved (publishing.rendering.render).
-        context = {"post": post, "body": mark_safe(post.body_html)}
+        context = {"post": post, "body": page_body(post.pk, post.body_html)}
         return self.post_template.render(context, request).encode()
 
     def index(self, page: selectors.IndexPage) -> bytes:
