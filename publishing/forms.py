@@ -15,7 +15,7 @@ from publishing.actions import can_publish, edit_conflict
 from publishing.conf import settings
 from publishing.exceptions import EditConflict
 from publishing.models import Post
-from publishing.rendering import RenderError, render_markdown
+from publishing.rendering import RenderError, images_without_alt, render_markdown
 from publishing.stale_forms import MergingFormMixin
 from publishing.validation import schedule_problems
 from publishing.wall_time import WallTimeField
@@ -322,7 +322,8 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
 
 
 def check_body(body: str) -> str:
-    """Refuse a body over the length limit or one that cannot be rendered (one definition)."""
+    """Refuse a body over the length limit, one that cannot be rendered, or one with an image
+    that has no alt text (one definition)."""
     limit = int(settings.POST_BODY_MAX_CHARS)
     if len(body) > limit:
         raise ValidationError(
@@ -330,11 +331,21 @@ def check_body(body: str) -> str:
             params={"length": f"{len(body):,}", "limit": f"{limit:,}"},
         )
     try:
-        render_markdown(body)
+        rendered = render_markdown(body)
     except RenderError as exc:
         raise ValidationError(
             _("This body cannot be published: %(error)s."), params={"error": exc}
         ) from None
+    missing = images_without_alt(rendered)
+    if missing:
+        raise ValidationError(
+            _(
+                "The image %(address)s has no alt text. Write what it shows between the "
+                "brackets, as in ![A red bicycle](%(address)s): people who cannot see it "
+                "read this instead."
+            ),
+            params={"address": missing[0]},
+        )
     return body
 
 

@@ -347,6 +347,23 @@ def _rendered(text: str, allow_external_images: bool) -> tuple[str, str]:
     return sanitized, ""
 
 
+# The images of sanitized HTML (nh3 double-quotes every attribute value and escapes "<", ">").
+_IMAGE = re.compile(r"<img\b([^>]*)>")
+_SRC = re.compile(r'\bsrc="([^"]*)"')
+_ALT = re.compile(r'\balt="([^"]*)"')
+
+
+def images_without_alt(html_text: str) -> list[str]:
+    """Return the addresses of the images of sanitized ``html_text`` that have no alt text."""
+    missing = []
+    for attributes in _IMAGE.findall(html_text):
+        alt = _ALT.search(attributes)
+        if alt is None or not html.unescape(alt.group(1)).strip():
+            src = _SRC.search(attributes)
+            missing.append(html.unescape(src.group(1)) if src else "")
+    return missing
+
+
 def render_body(text: str) -> SafeString:
     """Return a post body as safe HTML, or as escaped text if it cannot be rendered.
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from django.apps import apps
 from django.urls import reverse
 
 from plugins.builtin.static_export.folder import Build
@@ -67,7 +68,8 @@ class ExportResult:
 
 
 def export_small_pages(build: Build, renderer: Renderer) -> None:
-    """Write the feed, the sitemap index and the sitemap's other sections (every export)."""
+    """Write the feed, the sitemap index, the sitemap's other sections and the public images
+    (every export)."""
     feed = reverse("publishing:feed")
     build.write_small(file_for(feed, xml=True), renderer.get(feed))
     build.write_small(file_for(reverse("publishing:sitemap")), renderer.sitemap_index())
@@ -76,7 +78,18 @@ def export_small_pages(build: Build, renderer: Renderer) -> None:
             for number in range(1, sitemap().paginator.num_pages + 1):
                 page = renderer.sitemap_page(section, number)
                 build.write_small(sitemap_file(section, number), page)
+    export_images(build)
     build.remove_old_small()
+
+
+def export_images(build: Build) -> None:
+    """Copy the images the public may see (the media app's, when it is installed)."""
+    if not apps.is_installed("media"):
+        return
+    from media.exporting import public_files
+
+    for relative, content in public_files():
+        build.write_small(relative, content)
 
 
 def render_build(build: Build, *, should_stop) -> Build:
