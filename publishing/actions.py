@@ -34,6 +34,7 @@ from django.db.models import F, Max
 from django.db.models.functions import Now
 
 from coordination.services import request_wakeup
+from coordination.wording import scheduler_text
 from publishing import hooks
 from publishing.exceptions import EditConflict, InvalidTransition
 from publishing.job_names import PUBLISH_JOB
@@ -65,6 +66,11 @@ def user_or_none(user):
 def editor_name(user) -> str:
     """Return the name recorded as a post's last editor (empty for the system)."""
     return user.get_username() if user_or_none(user) is not None else ""
+
+
+def scheduler_name(node: str) -> str:
+    """Return how the scheduler of ``node`` is named as a post's editor (``updated_by``)."""
+    return (scheduler_text(node) if node else "Scheduler")[:200]
 
 
 def edit_conflict(current: Post, expected_version: int | None) -> EditConflict | None:

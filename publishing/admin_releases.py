@@ -374,7 +374,7 @@ def act_view(model_admin, request, object_id: int):
                 "when": local_time(release.release_at)
             }
         elif verb == "submit_review":
-            reviews.submit_release(release=release, user=user)
+            releases.submit_release(release=release, user=user)
             done = _("Submitted for review: the reviewers have been told.")
         elif verb == "unschedule":
             releases.unschedule_release(release=release, user=user, expected_version=version)

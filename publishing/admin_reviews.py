@@ -18,7 +18,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from coordination.wording import local_time
-from publishing import reviews
+from publishing import reviews, revisions
 from publishing.diffs import revision_diff
 from publishing.exceptions import PublishingError
 from publishing.models import ItemAction, Post, Review
@@ -245,7 +245,7 @@ def _submit_post(post: Post, data: dict, user) -> str:
 
 
 def _submit_revision(post: Post, data: dict, user) -> str:
-    reviews.submit_revision(
+    revisions.submit_revision(
         post=post, title=data["title"], body=data["body"], user=user, note=data["note"]
     )
     return reverse("admin:publishing_post_revisions", args=[post.pk])

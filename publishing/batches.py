@@ -24,11 +24,10 @@ from django.db.models.functions import Length, Trim
 
 from coordination.clock import database_now
 from coordination.metrics import observe_publish_lateness
-from coordination.wording import scheduler_text
 from publishing import reviews, setbased
+from publishing.actions import scheduler_name
 from publishing.conf import settings
-from publishing.models import Post, PostRevision, PublishEvent
-from publishing.revisions import PENDING
+from publishing.models import PENDING_REVISION, Post, PostRevision, PublishEvent
 from publishing.row_locks import skip_locked
 from publishing.setbased import DueChange, SetAside, change_due_posts
 from publishing.validation import publish_problems
@@ -45,11 +44,6 @@ R = PostRevision.Status
 EXPIRED_NOTE = "the post was taken down at its unpublish time"
 #: Why the revision switch sets a due revision aside instead of putting it live.
 NOT_LIVE_NOTE = "the post was not live at the revision's time, or a newer revision was due"
-
-
-def scheduler_name(node: str) -> str:
-    """Return how the scheduler of ``node`` is named as a post's editor (``updated_by``)."""
-    return (scheduler_text(node) if node else "Scheduler")[:200]
 
 
 class DueRow(NamedTuple):
@@ -307,7 +301,7 @@ def unpublish_selected(
             kind=K.UNPUBLISHED,
             node=node,
             now=now,
-            set_aside=SetAside(statuses=PENDING, note=EXPIRED_NOTE),
+            set_aside=SetAside(statuses=PENDING_REVISION, note=EXPIRED_NOTE),
             counters=setbased.TAKEDOWN_COUNTERS,
             status=S.UNPUBLISHED,
         )

@@ -288,6 +288,11 @@ class RevisionStatus(models.TextChoices):
     SUPERSEDED = "superseded", _("Superseded")
 
 
+#: A revision that has not gone live and may still: what a takedown sets aside, and what a
+#: release's revision item can put live.
+PENDING_REVISION = (RevisionStatus.DRAFT, RevisionStatus.SCHEDULED)
+
+
 class PostRevision(models.Model):
     """A version of a live post's title and body: planned, live once, or set aside.
 

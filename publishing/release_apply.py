@@ -25,10 +25,10 @@ from django.utils.translation import gettext as _
 from coordination.services import request_wakeup
 from publishing import release_checks as checks
 from publishing import release_history, reviews
-from publishing.actions import editor_name, user_or_none
-from publishing.batches import scheduler_name
+from publishing.actions import editor_name, scheduler_name, user_or_none
 from publishing.job_names import PUBLISH_JOB
 from publishing.models import (
+    PENDING_REVISION,
     ItemAction,
     Post,
     PostRevision,
@@ -39,7 +39,6 @@ from publishing.models import (
     ReleaseStatus,
 )
 from publishing.public_events import announce_events
-from publishing.release_rules import PENDING_REVISION
 from publishing.row_locks import skip_locked
 from publishing.setbased import (
     TAKEDOWN_COUNTERS,

@@ -8,14 +8,17 @@ rule is tested with tables (tests/publishing/test_release_rules.py).
 from dataclasses import dataclass
 from datetime import datetime
 
-from publishing.models import ItemAction, PostStatus, ReleaseStatus, RevisionStatus
+from publishing.models import (
+    PENDING_REVISION,
+    ItemAction,
+    PostStatus,
+    ReleaseStatus,
+    RevisionStatus,
+)
 
 A = ItemAction
 S = PostStatus
 R = RevisionStatus
-
-#: A revision that has not gone live and may still: what a revision item can put live.
-PENDING_REVISION = (R.DRAFT, R.SCHEDULED)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from publishing.actions import (
 from publishing.exceptions import EditConflict, InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.job_names import PUBLISH_JOB
 from publishing.models import (
+    PENDING_REVISION,
     ItemAction,
     Post,
     PostRevision,
@@ -43,9 +44,10 @@ from publishing.models import (
     ReleaseEvent,
     ReleaseItem,
     ReleaseStatus,
+    Review,
+    ReviewTarget,
 )
 from publishing.release_rules import (
-    PENDING_REVISION,
     action_for,
     add_problem,
     goes_out_on_repair,
@@ -187,6 +189,23 @@ def create_release(*, name: str, user, release_at: datetime | None = None) -> Re
         planned = {"release_at": release_at} if release_at is not None else {}
         release_history.record(release.pk, EV.CREATED, by=editor_name(user), **planned)
     return release
+
+
+def submit_release(*, release: Release, user, note: str = "") -> Review:
+    """Submit ``release``'s items, as they are pinned now, for review."""
+    require_permission(user, "submit releases for review")
+    with release_action(release, user=user, expected_version=None) as act:
+        act.require_pending("submit")
+        if not act.current.items.exists():
+            raise InvalidTransition(f"“{act.current}” has no items yet: add posts to it first.")
+        return reviews.submit_snapshot(
+            target=ReviewTarget.RELEASE,
+            snapshot=reviews.snapshot_of_release(act.current),
+            title=act.current.name,
+            user=user,
+            note=note,
+            release=act.current,
+        )
 
 
 def _pending_revision(post: Post) -> PostRevision | None:

@@ -23,7 +23,7 @@ from django.db.models.functions import Now
 
 from coordination.services import request_wakeup
 from publishing import review_mail
-from publishing.actions import editor_action, record_event, require_permission, user_or_none
+from publishing.actions import editor_action, record_event, user_or_none
 from publishing.conf import settings
 from publishing.exceptions import InvalidTransition, NotPublishable
 from publishing.job_names import PUBLISH_JOB
@@ -36,7 +36,6 @@ from publishing.models import (
     ReleaseItem,
     Review,
 )
-from publishing.rendering import render
 from publishing.review_rules import (
     decision_problem,
     post_fingerprint,
@@ -248,7 +247,7 @@ def is_release_approved(release: Release) -> bool:
     )
 
 
-def _submit(
+def submit_snapshot(
     *, target: str, snapshot: dict, title: str, user, note: str = "", reason: str = "", **lookup
 ) -> Review:
     """Record a pending review of ``snapshot`` (replacing a pending one of the same thing);
@@ -282,7 +281,7 @@ def submit_post(*, post: Post, user, note: str = "") -> Review:
             raise InvalidTransition(
                 f"“{current}” is live: submit a revision of it for review instead."
             )
-        review = _submit(
+        review = submit_snapshot(
             target=T.POST,
             snapshot=snapshot_of_post(current),
             title=str(current),
@@ -290,62 +289,13 @@ def submit_post(*, post: Post, user, note: str = "") -> Review:
             note=note,
             post=current,
         )
-        record_event(current, K.REVIEW_REQUESTED, user=user, data=_data(review))
+        record_event(current, K.REVIEW_REQUESTED, user=user, data=event_data(review))
     return review
-
-
-def submit_revision(*, post: Post, title: str, body: str, user, note: str = "") -> Review:
-    """Write a new title and body for live ``post`` as a draft revision and submit it.
-
-    The draft replaces a pending draft revision; once approved, an editor who may publish
-    schedules it (the revisions page offers it).
-    """
-    from publishing import revisions
-
-    rendered = render(body)
-    with editor_action(post, user=user, expected_version=None) as action:
-        current = action.current
-        if current.status != S.PUBLISHED:
-            raise InvalidTransition(f"“{current}” is not live: submit the post itself instead.")
-        draft = revisions.write_draft(current, title=title, body=body, rendered=rendered, user=user)
-        action.change(public=False)
-        review = _submit(
-            target=T.REVISION,
-            snapshot={"title": title, "body": body},
-            title=f"{title} (revision {draft.number})",
-            user=user,
-            note=note,
-            post=current,
-            revision=draft,
-        )
-        record_event(
-            current, K.REVIEW_REQUESTED, user=user, data={**_data(review), "revision": draft.number}
-        )
-    return review
-
-
-def submit_release(*, release: Release, user, note: str = "") -> Review:
-    """Submit ``release``'s items, as they are pinned now, for review."""
-    from publishing.releases import release_action
-
-    require_permission(user, "submit releases for review")
-    with release_action(release, user=user, expected_version=None) as act:
-        act.require_pending("submit")
-        if not act.current.items.exists():
-            raise InvalidTransition(f"“{act.current}” has no items yet: add posts to it first.")
-        return _submit(
-            target=T.RELEASE,
-            snapshot=snapshot_of_release(act.current),
-            title=act.current.name,
-            user=user,
-            note=note,
-            release=act.current,
-        )
 
 
 def submit_items_again(release: Release, *, user) -> Review:
     """Submit ``release`` (locked by the caller) again after its items changed."""
-    return _submit(
+    return submit_snapshot(
         target=T.RELEASE,
         snapshot=snapshot_of_release(release),
         title=release.name,
@@ -377,7 +327,7 @@ def decide(*, review: Review, user, approve: bool, comment: str = "") -> Review:
         if current.post_id is not None:
             post = Post.objects.get(pk=current.post_id)
             kind = K.REVIEW_APPROVED if approve else K.REVIEW_REJECTED
-            data = {**_data(current), "comment": comment}
+            data = {**event_data(current), "comment": comment}
             if current.revision_id:
                 data["revision"] = PostRevision.objects.get(pk=current.revision_id).number
             record_event(post, kind, user=user, data=data)
@@ -411,7 +361,7 @@ def _lock_target(review: Review) -> None:
 
 def send_back(current: Post, *, user, reason: str) -> None:
     """Record that ``current`` (locked, changed after approval) needs a review again."""
-    review = _submit(
+    review = submit_snapshot(
         target=T.POST,
         snapshot=snapshot_of_post(Post.objects.get(pk=current.pk)),
         title=str(current),
@@ -419,7 +369,7 @@ def send_back(current: Post, *, user, reason: str) -> None:
         reason=reason,
         post=current,
     )
-    record_event(current, K.REVIEW_RESET, user=user, data=_data(review))
+    record_event(current, K.REVIEW_RESET, user=user, data=event_data(review))
 
 
 def latest(**lookup) -> Review | None:
@@ -450,7 +400,7 @@ def is_current(review: Review) -> bool:
     return review.post is not None and fingerprint_of_post(review.post) == review.fingerprint
 
 
-def _data(review: Review) -> dict:
+def event_data(review: Review) -> dict:
     """Return a review event's data: a person's note and Instatic's reason kept apart."""
     data = {"review": review.pk, "target": review.target, "note": review.note}
     if review.reason:

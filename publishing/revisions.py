@@ -26,7 +26,14 @@ from publishing.actions import (
 )
 from publishing.exceptions import InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.history import local_time, stored_time
-from publishing.models import Post, PostRevision, PublishEvent
+from publishing.models import (
+    PENDING_REVISION,
+    Post,
+    PostRevision,
+    PublishEvent,
+    Review,
+    ReviewTarget,
+)
 from publishing.release_checks import pending_item_of
 from publishing.rendering import render
 from publishing.validation import body_text_problems, publish_problems, schedule_problems
@@ -35,7 +42,7 @@ S = Post.Status
 K = PublishEvent.Kind
 R = PostRevision.Status
 #: A post's revisions that have not gone live and may still: what a takedown sets aside.
-PENDING = (R.DRAFT, R.SCHEDULED)
+PENDING = PENDING_REVISION
 
 
 def _next_number(post: Post) -> int:
@@ -296,3 +303,34 @@ def restore_revision(
         )
         action.change(public=False)
     return draft
+
+
+def submit_revision(*, post: Post, title: str, body: str, user, note: str = "") -> Review:
+    """Write a new title and body for live ``post`` as a draft revision and submit it.
+
+    The draft replaces a pending draft revision; once approved, an editor who may publish
+    schedules it (the revisions page offers it).
+    """
+    rendered = render(body)
+    with editor_action(post, user=user, expected_version=None) as action:
+        current = action.current
+        if current.status != S.PUBLISHED:
+            raise InvalidTransition(f"“{current}” is not live: submit the post itself instead.")
+        draft = write_draft(current, title=title, body=body, rendered=rendered, user=user)
+        action.change(public=False)
+        review = reviews.submit_snapshot(
+            target=ReviewTarget.REVISION,
+            snapshot={"title": title, "body": body},
+            title=f"{title} (revision {draft.number})",
+            user=user,
+            note=note,
+            post=current,
+            revision=draft,
+        )
+        record_event(
+            current,
+            K.REVIEW_REQUESTED,
+            user=user,
+            data={**reviews.event_data(review), "revision": draft.number},
+        )
+    return review

@@ -90,7 +90,7 @@ def test_a_release_reviewer_reads_each_items_text_and_a_changed_submission_shows
     releases.add_item(
         release=release, post=make_post(title="Outlook", body="A steady year ahead."), user=editor
     )
-    release_review = reviews.submit_release(release=release, user=editor)
+    release_review = releases.submit_release(release=release, user=editor)
     draft = make_post(title="Budget 2027", body="The numbers for next year.")
     post_review = reviews.submit_post(post=draft, user=drafter)
     draft = Post.objects.get(pk=draft.pk)

@@ -68,7 +68,7 @@ def test_a_release_review_shows_each_items_text_and_a_text_rejected_before(
     )
     release = releases.create_release(name="Results day", user=editor)
     releases.add_item(release=release, post=post, user=editor)
-    review = reviews.submit_release(release=release, user=editor)
+    review = releases.submit_release(release=release, user=editor)
 
     page = review_page(as_reviewer, review)
     assert "Profits fell 40 percent, unaudited." in page
@@ -79,7 +79,7 @@ def test_a_release_goes_out_only_with_the_texts_its_reviewer_read(editor, review
     post = make_post(title="Launch", body="The approved announcement.")
     release = releases.create_release(name="Launch day", user=editor)
     releases.add_item(release=release, post=post, user=editor)
-    approve(reviews.submit_release(release=release, user=editor), reviewer)
+    approve(releases.submit_release(release=release, user=editor), reviewer)
     releases.schedule_release(release=release, release_at=soon(), user=editor)
     # A script rewrites the text without moving the post's version: no action sees it.
     Post.objects.filter(pk=post.pk).update(body="A text no reviewer read.")
@@ -95,16 +95,16 @@ def test_a_release_goes_out_only_with_the_texts_its_reviewer_read(editor, review
 def test_a_writer_cannot_replace_the_revision_a_release_goes_out_with(drafter, editor, reviewer):
     post = live_post(title="Pricing", body="Old prices.")
     approve(
-        reviews.submit_revision(post=post, title="Pricing", body="New prices.", user=drafter),
+        revisions.submit_revision(post=post, title="Pricing", body="New prices.", user=drafter),
         reviewer,
     )
     release = releases.create_release(name="Price change", user=editor)
     releases.add_item(release=release, post=post, user=editor)
-    approve(reviews.submit_release(release=release, user=editor), reviewer)
+    approve(releases.submit_release(release=release, user=editor), reviewer)
     releases.schedule_release(release=release, release_at=soon(), user=editor)
 
     with pytest.raises(InvalidTransition, match="goes out with the release “Price change”"):
-        reviews.submit_revision(post=post, title="Pricing", body="Rejected prices.", user=drafter)
+        revisions.submit_revision(post=post, title="Pricing", body="Rejected prices.", user=drafter)
 
     release.refresh_from_db()
     assert (release.status, release.problem) == (Release.Status.SCHEDULED, "")
@@ -118,7 +118,7 @@ def test_a_refreshed_item_sends_its_release_back_to_review_with_the_new_text(
     post = make_post(title="Launch", body="First text.")
     release = releases.create_release(name="Launch day", user=editor)
     item = releases.add_item(release=release, post=post, user=editor)
-    approve(reviews.submit_release(release=release, user=editor), reviewer)
+    approve(releases.submit_release(release=release, user=editor), reviewer)
     releases.schedule_release(release=release, release_at=soon(), user=editor)
     edited = Post.objects.get(pk=post.pk)
     edited.body = "Second text, written after the approval."

@@ -159,7 +159,7 @@ def test_a_live_posts_text_changes_only_through_an_approved_revision(drafter, ed
             post=post, title="Pricing", body="New prices.", publish_at=soon(), user=editor
         )
 
-    review = reviews.submit_revision(post=post, title="Pricing", body="New prices.", user=drafter)
+    review = revisions.submit_revision(post=post, title="Pricing", body="New prices.", user=drafter)
     assert review.revision.status == "draft"
     reviews.decide(review=review, user=reviewer, approve=True)
     with pytest.raises(NotPublishable):  # not what was approved
@@ -185,7 +185,7 @@ def test_a_release_is_scheduled_only_as_approved_and_a_change_sends_it_back(
     with pytest.raises(NotPublishable):
         releases.release_now(release=release, user=editor)
 
-    review = reviews.submit_release(release=release, user=editor)
+    review = releases.submit_release(release=release, user=editor)
     reviews.decide(review=review, user=reviewer, approve=True)
     releases.schedule_release(release=release, release_at=soon(), user=editor)
     assert Release.objects.get(pk=release.pk).status == Release.Status.SCHEDULED
@@ -202,7 +202,7 @@ def test_a_release_changed_behind_its_approval_is_stopped_at_its_time(editor, re
     release = releases.create_release(name="Launch", user=editor)
     item = releases.add_item(release=release, post=make_post(title="One"), user=editor)
     reviews.decide(
-        review=reviews.submit_release(release=release, user=editor), user=reviewer, approve=True
+        review=releases.submit_release(release=release, user=editor), user=reviewer, approve=True
     )
     releases.schedule_release(release=release, release_at=soon(), user=editor)
     # A script swaps the item's post without any action seeing it.
@@ -276,4 +276,4 @@ def test_only_editors_who_may_publish_submit_a_release(drafter, editor):
     release = releases.create_release(name="Launch", user=editor)
     releases.add_item(release=release, post=make_post(), user=editor)
     with pytest.raises(PermissionDenied):
-        reviews.submit_release(release=release, user=drafter)
+        releases.submit_release(release=release, user=drafter)
