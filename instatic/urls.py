@@ -8,6 +8,7 @@ from editors.views import my_notifications, my_time_zone
 from instatic import health
 from instatic.view_on_site import view_on_site
 from outbox.watching import watch_post
+from publishing.live_preview import live_preview
 
 urlpatterns = [
     # Ahead of the admin's own "view on site" URL, which checks no permission.
@@ -22,6 +23,11 @@ urlpatterns = [
         name="my_notifications",
     ),
     path("admin/watch/<int:post_id>/", admin.site.admin_view(watch_post), name="watch_post"),
+    path(
+        "admin/live-preview/",
+        admin.site.admin_view(live_preview),
+        name="publishing_live_preview",
+    ),
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

@@ -42,7 +42,7 @@ def image_tag(image: Image, *, alt: str, token: str | None, css_class: str = "")
     srcset = f"{srcset}, {full} {image.width}w" if srcset else f"{full} {image.width}w"
     return format_html(
         '<img src="{}" srcset="{}" sizes="{}" width="{}" height="{}" alt="{}" loading="lazy" '
-        'decoding="async"{}>',
+        'decoding="async" style="max-width:100%;height:auto"{}>',
         full,
         srcset,
         SIZES,

@@ -239,6 +239,12 @@ class PostAdmin(admin.ModelAdmin):
     # version is never edited.
     exclude = ["version"]
 
+    class Media:
+        # The body's toolbar and live preview, the warning before leaving unsaved changes,
+        # and the copy of the text kept in the browser until it is saved.
+        js = ["publishing/editor.js"]
+        css = {"all": ["publishing/editor.css"]}
+
     # --- permissions ------------------------------------------------------------------
     def has_publish_permission(self, request) -> bool:
         return actions.can_publish(request.user)

@@ -177,6 +177,11 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.current_status = self.instance.status if self.instance.pk else S.DRAFT
         self.fields["version"].initial = self.instance.version
+        if "body" in self.fields:
+            # The page's script (publishing/static/publishing/editor.js) previews from here.
+            self.fields["body"].widget.attrs["data-live-preview-url"] = reverse(
+                "publishing_live_preview"
+            )
         self.conflict, stale = (None, None)
         if self.is_bound and self.instance.pk:
             self.conflict, stale = self._conflict()

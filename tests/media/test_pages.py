@@ -30,7 +30,8 @@ def test_the_public_page_shows_every_size_of_each_image(editor):
         f'<img src="/media/{key}/{name}" srcset="/media/{key}/480/{name} 480w, '
         f"/media/{key}/960/{name} 960w, /media/{key}/1600/{name} 1600w, "
         f'/media/{key}/{name} 2000w" sizes="(max-width: 800px) 100vw, 800px" width="2000" '
-        f'height="1000" alt="A red square" loading="lazy" decoding="async">'
+        f'height="1000" alt="A red square" loading="lazy" decoding="async" '
+        'style="max-width:100%;height:auto">'
     ) in page
 
 

@@ -7,6 +7,9 @@
   const panel = document.getElementById("images-panel");
   const body = document.getElementById("id_body");
   if (!panel || !body) return;
+  // Beside the body it serves, not at the foot of the page.
+  const row = body.closest(".form-row");
+  if (row) row.after(panel);
   const $ = (id) => document.getElementById(id);
   const csrf = () => (document.querySelector("[name=csrfmiddlewaretoken]") || {}).value || "";
   let pending = null; // the file waiting for its alt text
@@ -23,8 +26,11 @@
     const at = caret !== null ? caret : body.selectionStart;
     const before = body.value.slice(0, at);
     const after = body.value.slice(at);
-    const lead = before && !before.endsWith("\n\n") ? (before.endsWith("\n") ? "\n" : "\n\n") : "";
-    const trail = after.startsWith("\n") ? "\n" : "\n\n";
+    // A paragraph of its own: two line ends before and after it, counting those there.
+    const ending = before.match(/\n{0,2}$/)[0].length;
+    const starting = after.match(/^\n{0,2}/)[0].length;
+    const lead = before ? "\n\n".slice(ending) : "";
+    const trail = "\n\n".slice(starting);
     body.value = before + lead + markdown + trail + after;
     const end = (before + lead + markdown).length;
     body.focus();
