@@ -12,6 +12,9 @@ _DEFAULTS = {
     # The most pixels an image may have: read from its header before any pixel is decoded,
     # so a small file that would decode to gigabytes (a decompression bomb) is refused.
     "MEDIA_MAX_PIXELS": 50_000_000,
+    # The widest an image is kept: a wider upload is scaled down to it (a page never shows
+    # more; WordPress keeps 2,560 px too), so a camera's 20 megapixels cost 6.
+    "MEDIA_MAX_WIDTH": 2560,
     # The widths made of each image (those narrower than the image), for responsive srcset.
     "MEDIA_WIDTHS": (480, 960, 1600),
     # Seconds a public image may be kept by browsers and caches. It stops being public when

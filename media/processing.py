@@ -71,13 +71,29 @@ def _open(stream, name: str, *, max_pixels: int) -> PILImage.Image:
     return image
 
 
-def process(stream, name: str, *, max_pixels: int, widths: tuple[int, ...]) -> Processed:
-    """Return the files to store for the upload in ``stream``, or raise :class:`rules.Refused`."""
+#: EXIF orientations that turn the picture a quarter: its stored width becomes its height.
+QUARTER_TURNS = frozenset([5, 6, 7, 8])
+
+
+def process(
+    stream, name: str, *, max_pixels: int, widths: tuple[int, ...], max_width: int
+) -> Processed:
+    """Return the files to store for the upload in ``stream``, or raise :class:`rules.Refused`.
+
+    An image wider than ``max_width`` (once turned upright) is kept at that width: a JPEG is
+    then decoded at a fraction of its size straight away (libjpeg's scaled decoding), which
+    makes a 20-megapixel photo several times cheaper to process.
+    """
     image = _open(stream, name, max_pixels=max_pixels)
     source_format = image.format
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", PILImage.DecompressionBombWarning)
+            turned = image.getexif().get(0x0112) in QUARTER_TURNS
+            upright_width, upright_height = image.size[::-1] if turned else image.size
+            if source_format == "JPEG" and upright_width > max_width:
+                box = (max_width, rules.scaled_height(upright_width, upright_height, max_width))
+                image.draft("RGB", box[::-1] if turned else box)
             image.load()
             icc = image.info.get("icc_profile")
             image = ImageOps.exif_transpose(image)
@@ -85,6 +101,9 @@ def process(stream, name: str, *, max_pixels: int, widths: tuple[int, ...]) -> P
         logger.info("refused upload %r: %s", name, exc)
         raise rules.Refused(f"“{name}” is damaged or cut short; it could not be read.")
     image = _normal_mode(image, source_format)
+    if image.width > max_width:
+        size = (max_width, rules.scaled_height(image.width, image.height, max_width))
+        image = image.resize(size, PILImage.Resampling.LANCZOS, reducing_gap=3.0)
     width, height = image.size
     smaller = rules.widths_for(width, widths)
     result = Processed(format=source_format, width=width, height=height, widths=smaller)

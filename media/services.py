@@ -44,6 +44,7 @@ def store_image(*, upload, alt: str, user) -> Image:
         name,
         max_pixels=int(settings.MEDIA_MAX_PIXELS),
         widths=tuple(settings.MEDIA_WIDTHS),
+        max_width=int(settings.MEDIA_MAX_WIDTH),
     )
     key = secrets.token_hex(rules.KEY_LENGTH // 2)
     served_as = rules.file_name(name, processed.format)

@@ -138,3 +138,11 @@ def test_deleting_an_image_deletes_its_files(editor, media_root):
     image = make_image(editor)
     services.delete_image(image)
     assert stored_files(media_root) == []
+
+
+def test_an_image_wider_than_the_widest_kept_is_scaled_down_to_it(editor, media_root):
+    with override_settings(INSTATIC_MEDIA_MAX_WIDTH=1000):
+        image = make_image(editor, content=image_bytes(size=(3000, 1500)))
+    assert (image.width, image.height, image.widths) == (1000, 500, [480, 960])
+    full = PILImage.open(media_root / rules.storage_path(image.key, image.name))
+    assert full.size == (1000, 500)
