@@ -13,8 +13,7 @@ from django.db import transaction
 
 from media import rules
 from media.models import Image, ImageUse
-from publishing.models import Post, PostRevision
-from publishing.release_rules import PENDING_REVISION
+from publishing.models import PENDING_REVISION, Post, PostRevision
 
 logger = logging.getLogger(__name__)
 
