@@ -35,11 +35,12 @@ WORKDIR /app
 COPY --from=build /opt/venv /opt/venv
 # The code stays owned by root: the app user can read it but not change it.
 COPY . /app
-# Only var/ (the default SQLite file, lock files) is writable by the app user.
+# Only var/ (the default SQLite file, lock files, uploaded images) is writable by the app user;
+# var/media exists in the image so that a volume mounted there starts owned by that user.
 # Static files are collected once, at build time, for whitenoise to serve. Settings refuse to
 # load without a secret in production mode, so collectstatic gets a throwaway value that
 # exists only in this RUN's environment (never in the image's configuration).
-RUN install -d -o instatic -g instatic -m 0750 /app/var \
+RUN install -d -o instatic -g instatic -m 0750 /app/var /app/var/media \
     && DJANGO_SECRET_KEY=collectstatic-at-build-time-only-not-used-at-run-time \
         python manage.py collectstatic --noinput --verbosity 0
 

@@ -1,6 +1,7 @@
 """The images the static export copies: those the public may see now, each width in the
 upload's format (a static host cannot choose WebP by the browser's Accept header)."""
 
+import logging
 from collections.abc import Iterator
 
 from django.db.models import F, Q, Value
@@ -9,6 +10,8 @@ from django.db.models.functions import Concat
 from media import rules, services
 from media.models import FeaturedImage, Image, ImageUse
 from publishing import selectors
+
+logger = logging.getLogger(__name__)
 
 
 def public_images():
@@ -23,10 +26,24 @@ def public_images():
 
 
 def public_files() -> Iterator[tuple[str, bytes]]:
-    """Yield (the file's path in the export, its bytes) for every file of the public images."""
+    """Yield (the file's path in the export, its bytes) for every file of the public images.
+
+    A file the storage does not have (a replica that does not share the storage, a file
+    deleted by hand) is logged and left out: the pages are still exported.
+    """
     storage = services.image_storage()
     for image in public_images().iterator(chunk_size=200):
         for width in [None, *image.widths]:
-            with storage.open(rules.storage_path(image.key, image.name, width=width)) as stream:
-                content = stream.read()
+            path = rules.storage_path(image.key, image.name, width=width)
+            try:
+                with storage.open(path) as stream:
+                    content = stream.read()
+            except FileNotFoundError:
+                logger.error(
+                    "static export: image %s has no file %s in this storage; is it shared "
+                    "by every replica (docs/media.md)?",
+                    image.key,
+                    path,
+                )
+                continue
             yield rules.public_path(image.key, image.name, width=width).lstrip("/"), content

@@ -91,3 +91,14 @@ def test_the_static_export_copies_the_images_its_pages_show_and_no_other(editor,
     assert not (site / "media" / embargoed.key).exists()
     page = (site / "posts" / "gallery" / "index.html").read_text()
     assert f'srcset="/media/{shown.key}/480/{shown.name} 480w' in page
+
+
+def test_an_image_missing_from_the_storage_is_left_out_of_the_export(editor, tmp_path, media_root):
+    image = make_image(editor, content=image_bytes(size=(600, 400)))
+    live_post_with([image], editor)
+    (media_root / "images" / image.key / image.name).unlink()
+    export_site(tmp_path / "site")
+    site = tmp_path / "site" / CURRENT
+    assert not (site / "media" / image.key / image.name).exists()
+    assert (site / "media" / image.key / "480" / image.name).exists()
+    assert (site / "posts" / "gallery" / "index.html").exists()
