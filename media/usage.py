@@ -29,7 +29,7 @@ def texts_of(post_ids: list[int]) -> dict[int, list[str]]:
     return texts
 
 
-def record_uses(post_ids, *, by_editor: bool = True) -> None:
+def record_uses(post_ids, *, by_editor: bool = True, user=None) -> None:
     """Make the index hold the images each post in ``post_ids`` points at now.
 
     The publish job's changes (``by_editor`` False) put live a text whose images were

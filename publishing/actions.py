@@ -178,4 +178,4 @@ def editor_action(post: Post, *, user, expected_version: int | None) -> Iterator
         action = EditorAction(current=lock(post, expected_version), user=user)
         yield action
         if action.changed:
-            hooks.post_changed([action.current.pk])
+            hooks.post_changed([action.current.pk], user=user)

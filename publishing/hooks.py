@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-#: ``receiver(post_ids, *, by_editor)``: ``by_editor`` is False for the publish job, which
-#: must never wait on a row an editor holds.
+#: ``receiver(post_ids, *, by_editor, user)``: ``by_editor`` is False for the publish job,
+#: which must never wait on a row an editor holds; ``user`` made the change (None: Instatic).
 PostChanged = Callable[..., Iterable[str] | None]
 
 _receivers: list[PostChanged] = []
@@ -30,11 +30,11 @@ def on_post_changed(receiver: PostChanged) -> None:
         _receivers.append(receiver)
 
 
-def post_changed(post_ids: list[int], *, by_editor: bool = True) -> None:
-    """Tell every receiver that ``post_ids`` changed (in the caller's transaction)."""
+def post_changed(post_ids: list[int], *, by_editor: bool = True, user=None) -> None:
+    """Tell every receiver that ``user`` changed ``post_ids`` (in the caller's transaction)."""
     said = _told.get()
     for receiver in _receivers:
-        sentences = receiver(post_ids, by_editor=by_editor) or ()
+        sentences = receiver(post_ids, by_editor=by_editor, user=user) or ()
         if said is not None:
             said.extend(sentences)
 

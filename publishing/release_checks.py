@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 
 from coordination.wording import local_time
 from publishing import release_alerts, release_history
+from publishing.actions import editor_name
 from publishing.conf import settings
 from publishing.models import (
     Post,
@@ -216,7 +217,7 @@ def stop(pk: int, problem: str, *, at: datetime, wait: bool = True, by: str = ""
     return bool(stopped)
 
 
-def stop_releases_holding(post_ids: list[int], *, wait: bool = True) -> list[int]:
+def stop_releases_holding(post_ids: list[int], *, wait: bool = True, by: str = "") -> list[int]:
     """Stop the scheduled releases whose items of ``post_ids`` no longer apply; return them.
 
     Only those posts' items are read, so an edit of one post in a release of 10,000 costs
@@ -242,14 +243,15 @@ def stop_releases_holding(post_ids: list[int], *, wait: bool = True) -> list[int
     return [
         pk
         for pk, problems in by_release.items()
-        if stop(pk, release_problem(problems), at=times[pk], wait=wait)
+        if stop(pk, release_problem(problems), at=times[pk], wait=wait, by=by)
     ]
 
 
-def stop_on_change(post_ids: list[int], *, by_editor: bool) -> list[str]:
+def stop_on_change(post_ids: list[int], *, by_editor: bool, user=None) -> list[str]:
     """Stop the scheduled releases that ``post_ids``' change makes stale (a post-changed
     receiver, :mod:`publishing.hooks`); return what the editor who changed them reads."""
-    stopped = stop_releases_holding(post_ids, wait=by_editor)
+    by = editor_name(user) if by_editor else ""
+    stopped = stop_releases_holding(post_ids, wait=by_editor, by=by)
     if not by_editor or not stopped:
         return []
     rows = Release.objects.filter(pk__in=stopped).order_by("release_at", "pk")

@@ -84,6 +84,7 @@ def test_every_step_of_a_release_is_in_its_history_in_the_readers_zone(as_editor
     )
     releases.release_now(release=Release.objects.get(pk=release.pk), user=editor)
 
+    assert release.events.get(kind=EV.STOPPED).by == editor.username, "the editor's save"
     steps = list(release.events.order_by("at", "id").values_list("kind", flat=True))
     assert steps == [
         EV.CREATED,
