@@ -222,6 +222,12 @@ DELIVERY_FALLBACK = 62.0
 # (its wake-up lost) is over it.
 DELIVERY_WAIT_BOUND = 12.0
 WEBHOOK_READ_TIMEOUT = 1.0
+#: Review is on in every process of the soak: the streams submit and approve what they
+#: schedule, and a tampering editor changes approved posts behind the actions' back, so the
+#: go-live checks run (and are checked) under every fault.
+REVIEW_ENV = {"INSTATIC_REQUIRE_REVIEW": "1"}
+#: How a tampered post's body starts: changed after its approval, it must never go live.
+TAMPERED = "Tampered after approval"
 WEBHOOK_ENV = {
     "INSTATIC_WEBHOOK_ALLOW_PRIVATE": "1",
     "INSTATIC_WEBHOOK_ALLOW_HTTP": "1",

@@ -1,5 +1,9 @@
 """The editors' stream: posts scheduled, rescheduled and cancelled through the editor actions.
 
+Review is on: each post is submitted and approved before it is scheduled. Now and then an
+editor tampers with a scheduled post behind the actions' back (its body changed in the
+database after its approval): the publish job must hold it at its time, never publish it.
+
 Between busy spells, quiet spells postpone everything (the release stream's releases too) and
 schedule one lone post that only a wake-up of the leader gets out on time.
 """
@@ -17,6 +21,7 @@ from devtools.chaos.config import (
     QUIET_RELEASE_BEFORE,
     RELEASE_PAUSE,
     SCHEDULE_AHEAD,
+    TAMPERED,
 )
 from devtools.chaos.releases import postpone_releases, releases_paused
 from devtools.chaos.soak import Soak
@@ -43,23 +48,28 @@ def editor_stream(soak: Soak, seed: int) -> None:
             continue
         try:
             close_old_connections()
-            op = rng.choices(["schedule", "reschedule", "cancel"], weights=[6, 2, 2])[0]
+            op = rng.choices(["schedule", "reschedule", "cancel", "tamper"], weights=[6, 2, 2, 1])[
+                0
+            ]
             now = database_now()
             if op == "schedule":
                 counter += 1
                 post = Post.objects.create(
                     title=f"Chaos post {counter}", slug=f"chaos-{seed}-{counter}", body="Body."
                 )
+                approve(post)
                 posts.schedule_post(
                     post=post, publish_at=now + timedelta(seconds=rng.uniform(1, 12)), user=None
                 )
             else:
                 candidates = list(
-                    Post.objects.filter(status=PostStatus.SCHEDULED).values_list("pk", flat=True)[
-                        :50
-                    ]
+                    Post.objects.filter(status=PostStatus.SCHEDULED, last_error="")
+                    .exclude(body__startswith=TAMPERED)
+                    .values_list("pk", flat=True)[:50]
                 )
-                if candidates:
+                if candidates and op == "tamper":
+                    tamper(rng.choice(candidates))
+                elif candidates:
                     post = Post.objects.get(pk=rng.choice(candidates))
                     if op == "reschedule":
                         posts.reschedule_post(
@@ -79,6 +89,29 @@ def editor_stream(soak: Soak, seed: int) -> None:
                 pass
         soak.stop_stream.wait(rng.uniform(0.05, 0.4))
     connection.close()
+
+
+def approve(post) -> None:
+    """Submit ``post`` for review and approve it as it is (both as Instatic's own user)."""
+    from publishing import reviews
+
+    reviews.decide(review=reviews.submit_post(post=post, user=None), user=None, approve=True)
+
+
+def tamper(pk: int) -> None:
+    """Change a scheduled post's body behind the actions' back, after its approval.
+
+    Only while it is still scheduled, in the statement that changes it: a post the publish job
+    put live first is left as it went live, so what went live can be compared with what was
+    approved.
+    """
+    from django.db.models import F
+
+    from publishing.models import Post, PostStatus
+
+    Post.objects.filter(pk=pk, status=PostStatus.SCHEDULED).update(
+        body=f"{TAMPERED}: not what the reviewer read.", version=F("version") + 1
+    )
 
 
 def quiet_spell(soak: Soak, rng: random.Random, slug: str) -> float:
@@ -109,6 +142,7 @@ def quiet_spell(soak: Soak, rng: random.Random, slug: str) -> float:
     try:
         close_old_connections()
         post = Post.objects.create(title=f"Chaos lone post {slug}", slug=slug, body="Body.")
+        approve(post)
         slot, ready = next_probe_slot()
         until = slot + timedelta(seconds=period + 0.5)
         count = postpone_all(soak, until)
@@ -158,6 +192,11 @@ def postpone_all(soak: Soak, until: datetime) -> int:
     for i, pk in enumerate(scheduled):
         try:
             post = Post.objects.get(pk=pk)
+            if post.body.startswith(TAMPERED) or post.last_error:
+                # Held for want of an approval (or about to be): an editor calls it off.
+                posts.cancel_schedule(post=post, user=None)
+                soak.editor_ops["cancel tampered"] += 1
+                continue
             at = until + timedelta(seconds=POSTPONE_STEP * i)
             posts.reschedule_post(post=post, publish_at=at, user=None)
             soak.editor_ops["postpone"] += 1

@@ -64,6 +64,7 @@ from devtools.chaos.release_checks import (
     releases_never_early,
     releases_once_per_post,
 )
+from devtools.chaos.review_checks import live_content_was_approved
 from devtools.chaos.soak import Soak
 from devtools.chaos.worker_checks import (
     abandoned_runs_retried,
@@ -472,6 +473,7 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("releases: all or nothing, every event at the release's time", releases_all_or_nothing),
     ("releases: none went out before its time", releases_never_early),
     ("releases: no post has two events from one release", releases_once_per_post),
+    ("review: what went live is what a reviewer approved", live_content_was_approved),
     ("outbox: every published event reached every subscriber", events_reach_every_subscriber),
     ("outbox: transactional subscriber exactly once per event", transactional_subscriber_once),
     (

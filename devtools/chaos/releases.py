@@ -78,7 +78,7 @@ def make_release(
     schedule it ``ahead`` of the database clock (past a quiet spell's window if it falls in
     it); record each step on ``soak`` once it is done."""
     from coordination.clock import database_now
-    from publishing import releases
+    from publishing import releases, reviews
     from publishing.models import ItemAction, Post, PostStatus, ReleaseStatus
 
     release = releases.create_release(name=name, user=None)
@@ -110,6 +110,9 @@ def make_release(
             soak.release_ops["takedown"] += 1
     if not wait_unpaused(soak):
         return
+    # Review is on: the release's items, as pinned now, are submitted and approved.
+    review = releases.submit_release(release=release, user=None)
+    reviews.decide(review=review, user=None, approve=True)
     with soak.release_lock:
         release_at = database_now() + ahead
         window = soak.quiet_window

@@ -25,6 +25,7 @@ from devtools.chaos.config import (
     LEASE_GROUP,
     LEASE_JOB,
     LEASE_REPLICAS,
+    REVIEW_ENV,
     WORKER_JOBS,
 )
 from devtools.chaos.editors import editor_stream
@@ -49,6 +50,7 @@ def setup_django(env: dict) -> str:
     for key in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "INSTATIC_TEST_EXTRA_APPS"):
         os.environ[key] = env[key]
     os.environ["INSTATIC_VAR_DIR"] = env["INSTATIC_VAR_DIR"]
+    os.environ.update(REVIEW_ENV)
     import django
 
     django.setup()

@@ -23,6 +23,7 @@ from devtools.chaos.config import (
     LEASE_GROUP,
     PGBOUNCER_CONFIG,
     RETRY_MAX,
+    REVIEW_ENV,
     SESSION_GROUPS,
     SLOW_JOB,
     WEBHOOK_ENV,
@@ -105,6 +106,7 @@ class Soak:
                 "INSTATIC_LOCK_MODE": "transaction" if self.lease_mode(lease) else "session",
                 "PYTHONUNBUFFERED": "1",
                 **WEBHOOK_ENV,
+                **REVIEW_ENV,
             }
         )
         if self.lease_mode(lease):
