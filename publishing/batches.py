@@ -24,7 +24,7 @@ from django.db.models.functions import Length, Trim
 
 from coordination.clock import database_now
 from coordination.metrics import observe_publish_lateness
-from publishing import reviews, setbased
+from publishing import go_live, setbased
 from publishing.actions import scheduler_name
 from publishing.conf import settings
 from publishing.models import PENDING_REVISION, Post, PostRevision, PublishEvent
@@ -140,13 +140,13 @@ def publish_selected(
         elif _record_failure(row, "; ".join(problems), node=node, now=now):
             failed.append(row.pk)
     # Their rows are locked by this transaction: the content approved is what goes live.
-    held = reviews.unapproved_posts([row.pk for row in good])
+    held = go_live.why_not(go_live.POST, [row.pk for row in good])
     if held:
         good = [row for row in good if row.pk not in held]
         failed += [
             row.pk
             for row in rows
-            if row.pk in held and _record_failure(row, reviews.HELD_PROBLEM, node=node, now=now)
+            if row.pk in held and _record_failure(row, held[row.pk], node=node, now=now)
         ]
     published: list[tuple[int, float]] = []
     if good:
@@ -377,7 +377,7 @@ def switch_selected_revisions(
     """
     winners, losers = _newest_of_live_posts(rows, post_statuses)
     scheduler = scheduler_name(node)
-    unapproved = reviews.unapproved_revisions([row.pk for row in winners])
+    unapproved = go_live.why_not(go_live.REVISION, [row.pk for row in winners])
     held = [row for row in winners if row.pk in unapproved]
     winners = [row for row in winners if row.pk not in unapproved]
     switched = _close_still_due(
@@ -392,7 +392,10 @@ def switch_selected_revisions(
         )
         setbased.record_revision_events(K.REVISION_PUBLISHED, switched, node=node, now=now)
     _set_aside_due(losers, NOT_LIVE_NOTE, now=now, node=node)
-    _set_aside_due(held, reviews.REVISION_HELD_NOTE, now=now, node=node)
+    for note in sorted({unapproved[row.pk] for row in held}):
+        _set_aside_due(
+            [row for row in held if unapproved[row.pk] == note], note, now=now, node=node
+        )
     return BatchResult(
         now=now,
         selected=len(rows),

@@ -23,8 +23,8 @@ from django.db.models import F, Q
 from django.utils.translation import gettext as _
 
 from coordination.services import request_wakeup
+from publishing import go_live, release_history
 from publishing import release_checks as checks
-from publishing import release_history, reviews
 from publishing.actions import editor_name, scheduler_name, user_or_none
 from publishing.job_names import PUBLISH_JOB
 from publishing.models import (
@@ -113,9 +113,8 @@ def _problem(release: Release, checked: checks.Checked) -> str:
     """Return why ``release`` cannot go out now (empty when it can)."""
     if not checked.items:
         return _("The release has no items.")
-    if not reviews.is_release_approved(release):
-        return _("Its posts as they are now were not approved by a reviewer.")
-    return checked.problem
+    held = go_live.why_not(go_live.RELEASE, [release.pk])
+    return held.get(release.pk) or checked.problem
 
 
 def _apply_or_why_not(

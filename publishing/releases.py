@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 
 from coordination.clock import database_now
 from coordination.services import request_wakeup
-from publishing import release_apply, release_history, reviews
+from publishing import go_live, release_apply, release_history, reviews
 from publishing import release_checks as checks
 from publishing.actions import (
     EditorAction,
@@ -500,6 +500,9 @@ def release_now(*, release: Release, user, expected_version: int | None = None) 
         if checked.problem:
             raise NotPublishable([checked.problem])
         reviews.require_release_approved(act.current)
+        held = go_live.why_not(go_live.RELEASE, [act.current.pk])
+        if held:
+            raise NotPublishable(list(held.values()))
         release_apply.apply(act.current, checked, now=now, planned=None, node="", user=user)
         act.current.refresh_from_db()
     release.refresh_from_db()

@@ -22,7 +22,7 @@ from django.db.models import F
 from django.db.models.functions import Now
 
 from coordination.services import request_wakeup
-from publishing import review_mail
+from publishing import go_live, review_mail
 from publishing.actions import editor_action, record_event, user_or_none
 from publishing.conf import settings
 from publishing.exceptions import InvalidTransition, NotPublishable
@@ -163,6 +163,24 @@ REVISION_HELD_NOTE = (
     "it was not approved by a reviewer, and reviews are required on this site; restore it "
     "to submit it for review"
 )
+
+
+#: Why a release does not go out at its time: its items' texts are not the approved ones.
+RELEASE_HELD_PROBLEM = "Its posts as they are now were not approved by a reviewer."
+
+
+def go_live_check(kind: str, ids: list[int]) -> dict[int, str]:
+    """Hold what no reviewer approved as it is now (a go-live check, :mod:`publishing.go_live`);
+    nothing when reviews are off."""
+    if not required():
+        return {}
+    if kind == go_live.POST:
+        return dict.fromkeys(unapproved_posts(ids), HELD_PROBLEM)
+    if kind == go_live.REVISION:
+        return dict.fromkeys(unapproved_revisions(ids), REVISION_HELD_NOTE)
+    if kind == go_live.RELEASE:
+        return {pk: RELEASE_HELD_PROBLEM for pk in ids if not is_release_approved(Release(pk=pk))}
+    return {}
 
 
 def unapproved_posts(post_ids: list[int]) -> set[int]:
