@@ -285,6 +285,7 @@ class ReleaseAdmin(admin.ModelAdmin):
                 "posts_url": reverse("admin:publishing_post_changelist"),
                 "time_zone_name": timezone.get_current_timezone_name(),
                 "review": reviews.latest(release=release) if reviews.required() else None,
+                "review_required": reviews.required(),
                 "approved": reviews.is_release_approved(release),
             }
         return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
@@ -316,7 +317,8 @@ class ReleaseAdmin(admin.ModelAdmin):
         if release.status == RS.DRAFT:
             names = ["schedule", "release_now", "cancel"]
             if reviews.required() and not reviews.is_release_approved(release):
-                names = ["submit_review", *names]
+                # Scheduling and sending out need the approval first: not offered.
+                names = ["submit_review", "cancel"]
         elif release.status == RS.SCHEDULED:
             names = ["release_now", "unschedule", "cancel"]
         else:

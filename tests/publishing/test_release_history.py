@@ -192,3 +192,15 @@ def test_repairing_a_stopped_release_before_its_time_asks_nothing(as_editor, edi
     done = as_editor.post(act_url(release, item), {"verb": "refresh"})
     assert done.status_code == 302
     assert Release.objects.get(pk=release.pk).problem == ""
+
+
+def test_with_review_on_an_unapproved_release_offers_no_schedule_and_says_why(
+    as_editor, editor, reviews_on
+):
+    release = releases.create_release(name="Launch", user=editor)
+    releases.add_item(release=release, post=make_post(title="Offer"), user=editor)
+    page = as_editor.get(reverse("admin:publishing_release_change", args=[release.pk]))
+    text = page.content.decode()
+    assert 'value="submit_review"' in text
+    assert 'value="schedule"' not in text and 'value="release_now"' not in text
+    assert 'id="release-needs-approval"' in text
