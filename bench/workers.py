@@ -6,7 +6,8 @@ processes and the bench-only plugin jobs of ``bench/_jobsapp`` (``run_on`` from
 
 1. **A burst**: 1,000 claim-first jobs due at one instant (every ``PERIOD`` s), three
    replicas each ``runscheduler --workers 2``: start lateness (``JobRun.started_at - slot``,
-   the database's clock) p50/p99, target p99 <= 200 ms, and duplicate runs (ledger rows and
+   the database's clock) p50/p99, target p99 <= 500 ms and <= 3x the baseline's, beside the
+   lateness each run's function saw as it began, and duplicate runs (ledger rows and
    the jobs' own effect lines), target 0. Baseline: the same jobs ``run_on="leader"`` on
    three replicas ``--workers 0``. Where the time goes: the leader's queueing
    (``queued_at - slot``), the wait in the queue (``started_at - queued_at``), the rate the
@@ -72,7 +73,9 @@ REPLICAS = 3
 WORKERS_PER_REPLICA = 2
 #: The burst jobs' period: every multiple of it, all of them are due.
 PERIOD = 20
-TARGET_LATENESS_MS = 200.0
+TARGET_LATENESS_MS = 500.0
+#: Workers' start lateness p99 at most this many times the leader's, in the same run.
+TARGET_RATIO = 3.0
 TARGET_SPEEDUP = 1.8
 TARGET_QUEUE_WAIT_MS = 50.0
 TARGET_IDLE = 60.0
@@ -215,6 +218,10 @@ def burst(run_on: str, jobs: int) -> dict:
         "queue_wait_ms": ms(float(r[5]) if r[5] is not None else None for r in rows),
         "run_ms": ms(float(r[6]) if r[6] is not None else None for r in rows),
         "duplicates": sum(n - 1 for n in seen.values() if n > 1) + ledger_dupes,
+        # When each run's function began, as the job itself saw it (wall clock of the
+        # machine, which the bench shares with the database): a run taken ahead of a free
+        # thread is in the ledger as started before its function begins.
+        "seen_ms": [lateness * 1000 for _, _, _, lateness in lines],
         "by_worker": by_worker,
         "statements": statements,
         "nodes": names,
@@ -255,6 +262,23 @@ def report_bursts(workers: dict, leaders: dict) -> list[tuple]:
         ),
         (f"{jobs} jobs on the leader: start lateness p50", f"{b50:.0f} ms", "baseline", True),
         (f"{jobs} jobs on the leader: start lateness p99", f"{b99:.0f} ms", "baseline", True),
+        (
+            f"{jobs} jobs: workers' p99 / the leader's p99",
+            f"{p99 / max(b99, 1e-9):.2f}x",
+            f"<= {TARGET_RATIO:g}x",
+            p99 <= TARGET_RATIO * b99,
+        ),
+    ]
+    s99, sb99 = (percentile(r["seen_ms"], 99) for r in (workers, leaders))
+    rows += [
+        (f"{jobs} jobs on workers: p99 as the job saw it", f"{s99:.0f} ms", "measured", True),
+        (f"{jobs} jobs on the leader: p99 as the job saw it", f"{sb99:.0f} ms", "baseline", True),
+        (
+            f"{jobs} jobs: workers' / leader's p99 as the jobs saw it",
+            f"{s99 / max(sb99, 1e-9):.2f}x",
+            f"<= {TARGET_RATIO:g}x",
+            s99 <= TARGET_RATIO * sb99,
+        ),
     ]
     for r in (workers, leaders):
         rows.append(

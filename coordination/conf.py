@@ -34,6 +34,12 @@ _DEFAULTS = {
     "WORKER_NICE": 0,
     "PLUGIN_JOBS_RUN_ON": "leader",
     "WORKER_POLL": 1.0,
+    # Runs one worker process executes at once, on threads (1 on SQLite): sized for I/O-bound
+    # plugin jobs; CPU-bound jobs scale with processes (INSTATIC_WORKERS) instead.
+    "WORKER_THREADS": 8,
+    # Seconds a run on a worker may go on past its max_duration before its pool kills the
+    # process (it was asked to stop at max_duration; this is for jobs that do not).
+    "WORKER_KILL_GRACE": 10.0,
 }
 
 

@@ -33,9 +33,18 @@ class _QuietHandler(WSGIRequestHandler):
 class SchedulerMetrics:
     """What ``runscheduler`` feeds (``job_run``, ``leader_changed``) and its HTTP server."""
 
-    def __init__(self, metrics: InstaticMetrics = METRICS, *, node_name: str | None = None):
+    def __init__(
+        self,
+        metrics: InstaticMetrics = METRICS,
+        *,
+        node_name: str | None = None,
+        health=None,
+    ):
         self.metrics = metrics
         self.node_name = node_name
+        #: ``() -> (healthy, details)`` in place of this node's heartbeat (a worker-only
+        #: node has no node row of its own: its pool answers).
+        self.health = health
         self.server = None
         self.thread: threading.Thread | None = None
         self._prometheus_app = make_wsgi_app(metrics.registry)
@@ -68,8 +77,11 @@ class SchedulerMetrics:
         authorization = environ.get("HTTP_AUTHORIZATION")
         try:
             if environ.get("PATH_INFO", "").rstrip("/") == "/healthz":
-                problems = self._scheduler.problems() if self._scheduler is not None else ()
-                healthy, details = node_health(node_name=self.node_name, problems=problems)
+                if self.health is not None:
+                    healthy, details = self.health()
+                else:
+                    problems = self._scheduler.problems() if self._scheduler is not None else ()
+                    healthy, details = node_health(node_name=self.node_name, problems=problems)
                 if not bearer_matches(authorization, health_token()):
                     details = {"status": details["status"]}
                 status = "200 OK" if healthy else "503 Service Unavailable"
@@ -102,9 +114,10 @@ class SchedulerMetrics:
         *,
         metrics: InstaticMetrics = METRICS,
         node_name: str | None = None,
+        health=None,
     ) -> "SchedulerMetrics":
         """Start the metrics HTTP server on ``address:port`` in a daemon thread (0: any port)."""
-        instance = cls(metrics, node_name=node_name)
+        instance = cls(metrics, node_name=node_name, health=health)
 
         class Server(ThreadingWSGIServer):
             pass

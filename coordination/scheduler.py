@@ -47,6 +47,8 @@ class Scheduler:
             pid=os.getpid(),
         )
         self.once = once
+        #: Callables returning more problems for :meth:`problems` (a worker pool's).
+        self.problem_sources: list = []
         self.group_names = list(groups)
         self.clock = DatabaseClock()
         self.db_health = DatabaseHealth()
@@ -73,8 +75,9 @@ class Scheduler:
         self.cut_offs.append(what)
 
     def problems(self) -> list[str]:
-        """Return what keeps this process from doing its share (for its health check)."""
-        found = []
+        """Return what keeps this process from doing its share (for its health check): a
+        crashed loop, and what ``problem_sources`` report (its worker pool's)."""
+        found = [problem for source in self.problem_sources for problem in source()]
         for loop in self.loops:
             if loop.down_since is not None:
                 found.append(

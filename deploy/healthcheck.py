@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Container health check: exit 0 when this container's process is healthy, 1 when not.
 
-Usage: ``python deploy/healthcheck.py [web|scheduler]``. Without an argument the kind is read
-from PID 1's command line (the entry scripts ``exec``, so PID 1 is gunicorn or
-``manage.py runscheduler``); any other process (e.g. the one-shot ``migrate``) counts as healthy.
+Usage: ``python deploy/healthcheck.py [web|scheduler|worker]``. Without an argument the kind
+is read from PID 1's command line (the entry scripts ``exec``, so PID 1 is gunicorn,
+``manage.py runscheduler`` or ``manage.py runworker``); any other process (e.g. the one-shot
+``migrate``) counts as healthy.
 
 - web: ``GET /healthz`` on the gunicorn port (``PORT``), sent with a ``Host`` header taken from
   ``DJANGO_ALLOWED_HOSTS`` so Django does not answer 400 to ``127.0.0.1``;
 - scheduler: ``GET /healthz`` on the metrics port (``INSTATIC_METRICS_PORT``): this node's
-  own heartbeat, so the check works when only the scheduler container runs.
+  own heartbeat, so the check works when only the scheduler container runs; its worker
+  pool's health too;
+- worker: ``GET /healthz`` on the same port of ``runworker --metrics-port``: whether its
+  worker pool keeps its processes up (none crash-looping).
 
 Both answer 200/503 with the status only; when ``INSTATIC_HEALTH_TOKEN`` is set the check sends
 it as a bearer token, so the container's health log shows the reason too.
@@ -27,12 +31,14 @@ ANY_ADDRESS = {"", "0.0.0.0", "::", "[::]"}
 
 
 def detect_kind(cmdline: bytes) -> str | None:
-    """Return ``web`` or ``scheduler`` for a NUL-separated ``/proc/<pid>/cmdline``."""
+    """Return ``web``, ``scheduler`` or ``worker`` for a NUL-separated ``/proc/<pid>/cmdline``."""
     args = [part.decode(errors="replace") for part in cmdline.split(b"\0") if part]
     if any(os.path.basename(arg).startswith("gunicorn") for arg in args):
         return "web"
     if "runscheduler" in args:
         return "scheduler"
+    if "runworker" in args:
+        return "worker"
     return None
 
 
@@ -99,8 +105,8 @@ def check(kind: str, environ) -> tuple[bool, str]:
 def main(argv: list[str], environ=os.environ) -> int:
     if argv:
         kind = argv[0]
-        if kind not in ("web", "scheduler"):
-            sys.stderr.write(f"usage: healthcheck.py [web|scheduler] (got {kind!r})\n")
+        if kind not in ("web", "scheduler", "worker"):
+            sys.stderr.write(f"usage: healthcheck.py [web|scheduler|worker] (got {kind!r})\n")
             return 2
     else:
         try:
@@ -109,7 +115,7 @@ def main(argv: list[str], environ=os.environ) -> int:
         except OSError:
             kind = None
         if kind is None:
-            sys.stdout.write("healthy: PID 1 is neither the web server nor the scheduler\n")
+            sys.stdout.write("healthy: PID 1 is not the web server, a scheduler or a worker\n")
             return 0
     healthy, line = check(kind, environ)
     (sys.stdout if healthy else sys.stderr).write(line + "\n")

@@ -224,6 +224,11 @@ INSTATIC_PLUGIN_JOBS_RUN_ON = _env(
 # How often an idle worker looks for queued runs where the database cannot wake it (SQLite,
 # MariaDB); on PostgreSQL a NOTIFY wakes it and this is only the safety net's floor.
 INSTATIC_WORKER_POLL = _env(parse_seconds, "INSTATIC_WORKER_POLL", 1.0, positive=True)
+# Runs one worker process executes at once on its threads (1 on SQLite): sized for I/O-bound
+# plugin jobs; CPU-bound jobs scale with processes (INSTATIC_WORKERS) instead.
+INSTATIC_WORKER_THREADS = _env(parse_int, "INSTATIC_WORKER_THREADS", 8, minimum=1)
+# Seconds a run on a worker may go on past its max_duration before its pool kills the process.
+INSTATIC_WORKER_KILL_GRACE = _env(parse_seconds, "INSTATIC_WORKER_KILL_GRACE", 10.0)
 # Runs travel on their own queue, "instatic-runs"; a TASKS of your own must accept it.
 TASKS = {
     "default": {

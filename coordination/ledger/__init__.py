@@ -46,6 +46,9 @@ from coordination.ledger.claims import (
     take_queued as take_queued,
 )
 from coordination.ledger.claims import (
+    take_queued_batch as take_queued_batch,
+)
+from coordination.ledger.claims import (
     take_retry as take_retry,
 )
 from coordination.ledger.missed import (
@@ -62,6 +65,9 @@ from coordination.ledger.outcomes import (
 )
 from coordination.ledger.outcomes import (
     RunOutcome as RunOutcome,
+)
+from coordination.ledger.outcomes import (
+    fail_overrun as fail_overrun,
 )
 from coordination.ledger.outcomes import (
     finish_with_state as finish_with_state,

@@ -158,6 +158,30 @@ def record_timed_out(run: JobRun, *, instance: str) -> bool:
     return True
 
 
+def fail_overrun(run: JobRun, job: Job, outcome: RunOutcome, *, instance: str) -> bool:
+    """Record a run whose worker process its pool killed past the run's hard limit: failed,
+    with ``outcome``'s error, and the job's state with it; return False if the row was no
+    longer that process's attempt.
+
+    The row is the killed process's (running under its ``instance``) or, for a transactional
+    run that the kill rolled back, queued again for the same attempt: either way no one else
+    has taken it, so the outcome is this attempt's.
+    """
+    with transaction.atomic():
+        written = (
+            JobRun.objects.filter(pk=run.pk, attempt=run.attempt)
+            .filter(
+                Q(status=JobRun.Status.RUNNING, node_instance=instance)
+                | Q(status=JobRun.Status.QUEUED)
+            )
+            .update(**_finish_values(outcome), node=outcome.node, node_instance=instance)
+        )
+        if not written:
+            return False
+        record_outcome_in_state(job, outcome)
+    return True
+
+
 def record_outcome_in_state(job: Job, outcome: RunOutcome) -> bool:
     """Record the outcome in the job's state; pause it after too many failures in a row.
 

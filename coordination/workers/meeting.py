@@ -1,5 +1,6 @@
-"""The names a leader and its worker processes meet by: the task queue runs travel on, the
-tasks backend it belongs to, and the PostgreSQL channel idle workers listen on.
+"""The names a leader, its worker pools and their processes meet by: the task queue runs
+travel on, the tasks backend it belongs to, the PostgreSQL channel idle workers listen on,
+and a worker process's node name.
 
 Below the leader's side (``queueing``, ``sweep``), the task (``tasks``) and the worker
 process (``process``), so each of them takes the names from here and none imports another
@@ -14,3 +15,8 @@ BACKEND_ALIAS = "default"
 
 #: The PostgreSQL channel idle worker processes listen on.
 WORKERS_CHANNEL = "instatic_workers"
+
+
+def worker_node_name(node_name: str, index: int) -> str:
+    """Return the node name of worker process ``index`` of node ``node_name``."""
+    return f"{node_name}/worker-{index}"[:200]

@@ -7,9 +7,12 @@ that died by its heartbeat, written only while it executes (an idle worker sends
 but its wait for work: a ``LISTEN`` on PostgreSQL, a poll every ``INSTATIC_WORKER_POLL``
 seconds elsewhere).
 
-The task row is taken as django-tasks-db's own worker takes it (``SELECT ... FOR UPDATE
-SKIP LOCKED``, then marked running with this process's instance as its worker id); what the
-task does is ``execution.execute``, where the ledger decides whether the run starts.
+Task rows are taken in batches (``claiming``: one ``SELECT ... FOR UPDATE SKIP LOCKED`` for
+as many as the process has idle threads, marked running with this process's instance as
+their worker id, and their claim-first runs moved to running in one conditional ``UPDATE``);
+each run then executes on a thread of the process (``INSTATIC_WORKER_THREADS``), with the
+leader's :class:`coordination.runner.Worker`, so the ledger decides whether a run starts and
+fences its outcome exactly as for a single run.
 """
 
 import logging
@@ -19,30 +22,76 @@ import threading
 import time
 import uuid
 
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 
+from coordination import ledger
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.liveness import NodeIdentity, mark_stopped, register_node
-from coordination.models import Node
+from coordination.models import JobRun, Node
 from coordination.node_setup import jobs_fingerprint, label_database_sessions
+from coordination.planner import RunPlan
 from coordination.registry import JobRegistry, registry
+from coordination.runner import Worker
+from coordination.threads import JobThreads, discard_broken_connection
+from coordination.workers.claiming import (
+    TakenTask,
+    decide_batch,
+    fail_tasks,
+    finish_tasks,
+    has_ready_tasks,
+    lock_ready_tasks,
+    mark_tasks_running,
+    read_runs,
+)
 from coordination.workers.execution import Delivery, execute
 from coordination.workers.host import RunHeartbeat, WorkerHost
-from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, WORKERS_CHANNEL
+from coordination.workers.limits import NoWatch, RunWatch, watch_from_environment
+from coordination.workers.meeting import (
+    BACKEND_ALIAS,
+    QUEUE_NAME,
+    WORKERS_CHANNEL,
+    worker_node_name,
+)
+from coordination.workers.tasks import run_queued
 
 logger = logging.getLogger(__name__)
 
 
-def worker_node_name(node_name: str, index: int) -> str:
-    """Return the node name of worker process ``index`` of node ``node_name``."""
-    return f"{node_name}/worker-{index}"[:200]
+def refill(free: int, capacity: int) -> bool:
+    """Return whether a worker process looks for more work now: once half of what it may
+    hold (``capacity``: twice its threads) is free, so that it takes tasks in batches rather
+    than one each time a run ends; at once when it holds nothing."""
+    return free > 0 and (free == capacity or free >= max(1, capacity // 2))
+
+
+def worker_threads(configured: int, vendor: str) -> int:
+    """Return how many runs one worker process executes at once: ``INSTATIC_WORKER_THREADS``
+    (at least 1), but 1 on SQLite, whose one writer would make the threads' runs wait on each
+    other's transactions (and fail with "database is locked" past its timeout)."""
+    if vendor == "sqlite":
+        return 1
+    return max(1, int(configured))
 
 
 class WorkerProcess:
-    """This process as a worker: its node row, its heartbeat and the host of its runs."""
+    """This process as a worker: its node row, its heartbeat, the host of its runs and the
+    threads they run on.
 
-    def __init__(self, name: str, *, stop: threading.Event, registry: JobRegistry = registry):
+    It takes work in batches (``claiming``): as many ready tasks as it has idle threads, in
+    one claim, their claim-first runs moved to running in one statement; each run then goes to
+    a thread of its own (``INSTATIC_WORKER_THREADS``), and the tasks' ends are written
+    together after them.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        stop: threading.Event,
+        registry: JobRegistry = registry,
+        threads: int | None = None,
+    ):
         self.stop = stop
         self.registry = registry
         self.node = NodeIdentity(
@@ -60,7 +109,21 @@ class WorkerProcess:
             role=Node.Role.WORKER,
         )
         self.heartbeat = RunHeartbeat(self.node, fenced=self._fenced)
+        self.thread_count = worker_threads(
+            settings.WORKER_THREADS if threads is None else threads, connection.vendor
+        )
+        #: Most runs this process holds at once: one per thread running, and as many taken
+        #: ahead, waiting for a thread (so a batch is not one task each time a run ends).
+        self.capacity = 2 * self.thread_count
+        self.threads = JobThreads(f"worker-{name}", max_threads=self.thread_count)
+        self.watch: RunWatch = NoWatch()
+        self._lock = threading.Lock()
         self._busy = 0
+        self._in_flight = 0
+        self._ended: list[tuple[uuid.UUID, str]] = []
+        self._failed: list[tuple[uuid.UUID, str, str]] = []
+        #: Set whenever a run ends (the loop may take more work or write the tasks' ends).
+        self.changed = threading.Event()
 
     def _fenced(self) -> None:
         if not self.stop.is_set():
@@ -75,7 +138,8 @@ class WorkerProcess:
         """Count this process as executing from now until the matching ``idle()``: it
         heartbeats every interval meanwhile, and with ``beat`` at once when its last beat is
         older than half the interval, so a run it starts is never under a stale heartbeat."""
-        self._busy += 1
+        with self._lock:
+            self._busy += 1
         if beat:
             self.beat_if_due()
         self.heartbeat.busy()
@@ -90,76 +154,228 @@ class WorkerProcess:
         return not self.stop.is_set()
 
     def idle(self) -> None:
-        self._busy -= 1
-        if not self._busy:
+        with self._lock:
+            self._busy -= 1
+            quiet = not self._busy
+        if quiet:
             self.heartbeat.idle()
 
+    @property
+    def in_flight(self) -> int:
+        """How many runs this process holds now: running on its threads or waiting for one."""
+        with self._lock:
+            return self._in_flight
+
     def execute(self, run_id: int, attempt: int) -> Delivery:
-        """Execute one delivery of a run's task (``execution.execute``), heartbeating."""
+        """Execute one delivery of a run's task (``execution.execute``), heartbeating: the
+        path of a task another django-tasks backend's worker delivers."""
         self.busy()
         try:
             return execute(run_id, attempt, host=self.host, registry=self.registry)
         finally:
             self.idle()
 
-    def take_task(self):
-        """Take the next ready task of Instatic's queue for this process, or ``None``.
+    def take_tasks(self, limit: int) -> list[TakenTask]:
+        """Take up to ``limit`` ready tasks of Instatic's queue for this process.
 
         The heartbeat is written in the same transaction as the take: a task row is never
         ``RUNNING`` under a worker whose heartbeat looks stale (the sweep would fence it).
         A look that finds nothing costs one ``SELECT`` and no transaction.
         """
-        from django_tasks_db.models import DBTaskResult
-
-        tasks = DBTaskResult.objects.ready().filter(
-            queue_name=QUEUE_NAME, backend_name=BACKEND_ALIAS
-        )
-        if not tasks.exists():
-            return None  # an idle look: one SELECT, no transaction
+        names = {"queue_name": QUEUE_NAME, "backend": BACKEND_ALIAS}
+        if limit < 1 or not has_ready_tasks(**names):
+            return []  # an idle look: one SELECT, no transaction
         with transaction.atomic():
-            task = tasks.get_locked()
-            if task is not None and not self.beat_if_due():
-                task = None  # fenced: the task stays ready for a live worker
-            if task is not None:
-                task.claim(self.node.instance)
-        return task
+            tasks = lock_ready_tasks(**names, limit=limit)
+            if tasks and not self.beat_if_due():
+                return []  # fenced: the tasks stay ready for a live worker
+            mark_tasks_running(tasks, worker_id=self.node.instance)
+        return tasks
 
-    def run_task(self, task) -> None:
-        """Run a taken task and record its result on its row, as the database backend does."""
-        try:
-            result = task.task_result
-            value = self.execute(*result.args, **result.kwargs).outcome
-        except Exception as exc:  # noqa: BLE001 - recorded on the task row, and logged
-            logger.exception("[%s] task %s failed", self.host.log_prefix, task.id)
-            task.set_failed(exc)
-            return
-        task.set_successful(value)
+    def take_task(self) -> TakenTask | None:
+        """Take the next ready task, or ``None`` (a batch of one)."""
+        tasks = self.take_tasks(1)
+        return tasks[0] if tasks else None
 
-    def work(self) -> bool:
-        """Take and run one task; return False if none was ready (or this process stops)."""
+    def dispatch(self, tasks: list[TakenTask]) -> int:
+        """Start the runs of ``tasks`` on this process's threads; return how many started.
+
+        What becomes of each task is :func:`claiming.decide_batch`; the claim-first runs move
+        to running in one statement; tasks that end here (taken elsewhere, paused, refused)
+        have their ends written before this returns.
+        """
+        if not tasks:
+            return 0
+        runs, states = read_runs(tasks)
+        plan = decide_batch(
+            tasks,
+            runs,
+            states,
+            expected_path=run_queued.module_path,
+            transactional=self._transactional,
+        )
+        for task, reason in plan.refused:
+            logger.error("[%s] task %s %s", self.host.log_prefix, task.id, reason)
+        ended = [(task.id, outcome) for task, outcome in plan.done]
+        for task, run, reason in plan.skipped:
+            ended.append((task.id, self._skip(run, reason)))
+        taken = ledger.take_queued_batch(
+            [run for _, run in plan.start], node=self.node.name, instance=self.node.instance
+        )
+        started = 0
+        for task, run in plan.start:
+            if run.pk not in taken:
+                ended.append((task.id, Delivery.TAKEN))
+                continue
+            state = states.get(run.job)
+            self._submit(task, run, taken[run.pk], next_due=state.next_due if state else None)
+            started += 1
+        for task, run in plan.transactional:
+            self._submit(task, run, None)
+            started += 1
+        finish_tasks(ended)
+        fail_tasks([(task.id, "", reason) for task, reason in plan.refused])
+        return started
+
+    def _transactional(self, job_name: str) -> bool | None:
+        job = self.registry.get(job_name)
+        if job is None:
+            logger.warning(
+                "[%s] a run of job %s left queued: this process does not declare the job",
+                self.host.log_prefix,
+                job_name,
+            )
+            return None
+        return job.transactional
+
+    def _skip(self, run: JobRun, reason: str) -> str:
+        with transaction.atomic():
+            skipped = ledger.skip_queued(run, reason=reason)
+        if skipped:
+            logger.info(
+                "[%s] job %s slot %s not started: the job was paused while it was queued",
+                self.host.log_prefix,
+                run.job,
+                run.slot.isoformat(),
+            )
+        return Delivery.SKIPPED if skipped else Delivery.TAKEN
+
+    def _submit(
+        self, task: TakenTask, queued: JobRun, claimed: JobRun | None, *, next_due=None
+    ) -> None:
+        """Run one run of a batch on a thread; its task's end is kept for :meth:`flush`.
+
+        The run's worker is made on its thread, as it starts: its max duration counts from
+        there, not from the take (a run taken ahead waits for a thread first). A claim-first
+        run is given its job's next slot as the leader queued it (``next_due``), so one that
+        ends before that slot is due ended as planned and wakes no leader; its outcome never
+        writes that slot (the leader moved the job on when it queued the run).
+        """
+        job = self.registry.get(queued.job)
+        plan = RunPlan(
+            job=job,
+            slot=queued.slot,
+            trigger=queued.trigger,
+            requested_by=queued.requested_by,
+            queued_run=queued,
+            claimed_run=claimed,
+            next_due=next_due if claimed is not None else None,
+        )
+        with self._lock:
+            self._in_flight += 1
+        self.busy(beat=False)  # the take just wrote the heartbeat
+
+        def run() -> None:
+            ended: tuple[uuid.UUID, str] | None = None
+            failure = (task.id, "", "the run ended without an outcome")
+            try:
+                worker = Worker(self.host, plan)
+                worker.mark_started()
+                self.watch.started(queued, job)
+                worker.run()
+                taken_elsewhere = job.transactional and worker.current_run is None
+                ended = (task.id, Delivery.TAKEN if taken_elsewhere else Delivery.RAN)
+            except Exception as exc:
+                logger.exception("[%s] task %s failed", self.host.log_prefix, task.id)
+                failure = (task.id, f"{type(exc).__module__}.{type(exc).__qualname__}", str(exc))
+            finally:
+                self.watch.ended(queued)
+                self.idle()
+                with self._lock:
+                    if ended is not None:
+                        self._ended.append(ended)
+                    else:
+                        self._failed.append(failure)
+                    self._in_flight -= 1
+                self.changed.set()
+
+        self.threads.submit(run)
+
+    def flush(self) -> None:
+        """Write the ends of the tasks whose runs ended (a few statements for all of them)."""
+        with self._lock:
+            ended, self._ended = self._ended, []
+            failed, self._failed = self._failed, []
+        if ended:
+            finish_tasks(ended)
+        if failed:
+            fail_tasks(failed)
+
+    def wait_for_runs(self, timeout: float | None = None) -> bool:
+        """Wait until no run is in flight (``timeout``: at most that long); return whether
+        none is."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.in_flight:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            self.changed.wait(0.05 if left is None else min(0.05, left))
+            self.changed.clear()
+        return True
+
+    def _look(self) -> int:
+        """Take as many tasks as there are idle threads and start them; return how many were
+        taken (0 when stopping)."""
         if self.host.in_doubt:
             # An idle look writes nothing, so a fenced process would learn it only when work
             # came: find out now, and stop (the pool starts a live one) if so.
             self.host.in_doubt = False
             self.heartbeat.beat()
+        if self.stop.is_set() or self.watch.overrun():
+            return 0
+        free = self.capacity - self.in_flight
         self.busy(beat=False)
         try:
-            task = None if self.stop.is_set() else self.take_task()
-            if task is not None:
-                self.run_task(task)
+            tasks = self.take_tasks(free)
+            self.dispatch(tasks)
         finally:
             self.idle()
-        return task is not None
+        return len(tasks)
+
+    def work(self) -> bool:
+        """Take one batch, run it to its end and write its tasks' ends; return False if no
+        task was ready (or this process stops)."""
+        taken = self._look()
+        self.wait_for_runs()
+        self.flush()
+        return bool(taken)
 
     def serve(self) -> None:
-        """Run tasks until ``stop`` is set, waiting for work in between (``WorkWaiter``)."""
-        logger.info("[%s] waiting for runs", self.host.log_prefix)
+        """Run tasks until ``stop`` is set, waiting for work in between (``WorkWaiter``).
+
+        It looks once half its threads are free (``refill``); after a full batch it looks
+        again as soon as that holds, after a short one it waits for work or for a run to end.
+        """
+        logger.info("[%s] waiting for runs (%d thread(s))", self.host.log_prefix, self.thread_count)
         waiter = WorkWaiter(self)
         try:
             backoff = Backoff()
             while not self.stop.is_set():
                 try:
-                    worked = self.work()
+                    self.changed.clear()
+                    self.flush()
+                    free = self.capacity - self.in_flight
+                    taken = self._look() if refill(free, self.capacity) else 0
                 except DATABASE_ERRORS as exc:
                     # The database went away (a restart, a failover): look again shortly on
                     # a new connection; a task taken meanwhile is swept back by the leader.
@@ -169,16 +385,25 @@ class WorkerProcess:
                     self.stop.wait(backoff.next())
                     continue
                 backoff = Backoff()
-                if worked:
-                    close_old_connections()  # between runs, as between requests
+                discard_broken_connection()  # kept between looks, as a job thread keeps it
+                if taken and taken == free:
+                    continue  # a full batch: there may be more
+                if self.in_flight:
+                    waiter.wait(until=self.changed)
                 else:
                     waiter.wait()
         finally:
             waiter.close()
+            self.wait_for_runs(float(settings.SHUTDOWN_GRACE))
+            try:
+                self.flush()
+            except DATABASE_ERRORS as exc:
+                logger.warning("[%s] could not record tasks' ends: %s", self.host.log_prefix, exc)
             self.close()
             logger.info("[%s] stopped", self.host.log_prefix)
 
     def close(self) -> None:
+        self.threads.shutdown()
         self.heartbeat.stop()
         try:
             mark_stopped(self.node)
@@ -217,6 +442,9 @@ def serve(*, node_name: str, index: int, stop: threading.Event) -> None:
     # this process finds the session of a run in flight by name and ends it.
     connection.close()
     process = WorkerProcess(name, stop=stop)
+    process.watch = watch_from_environment(
+        instance=process.node.instance, grace=float(settings.WORKER_KILL_GRACE)
+    )
     install(process)
     process.serve()
 
@@ -245,20 +473,28 @@ class WorkWaiter:
             self._conn = conn
         return self._conn
 
-    def wait(self) -> None:
+    def wait(self, *, until: threading.Event | None = None) -> None:
+        """Wait for work (or for ``until``: a run of this process ended)."""
         try:
             conn = self._listening()
         except Exception as exc:  # noqa: BLE001 - fall back to polling, try again later
             logger.warning("[%s] cannot listen for work: %s", self.process.host.log_prefix, exc)
             self.close()
             conn = None
+        step = 0.5 if until is None else 0.05
         if conn is None:
-            self.stop.wait(float(settings.WORKER_POLL))
+            deadline = time.monotonic() + float(settings.WORKER_POLL)
+            while not self.stop.is_set() and time.monotonic() < deadline:
+                if until is not None and until.is_set():
+                    return
+                self.stop.wait(min(step, max(0.0, deadline - time.monotonic())))
             return
         deadline = time.monotonic() + float(settings.NOTIFY_MAX_TICK)
         while not self.stop.is_set() and time.monotonic() < deadline:
+            if until is not None and until.is_set():
+                return
             try:
-                if any(True for _ in conn.notifies(timeout=0.5, stop_after=1)):
+                if any(True for _ in conn.notifies(timeout=step, stop_after=1)):
                     return
             except Exception as exc:  # noqa: BLE001 - the connection died: poll, reconnect
                 logger.warning("[%s] lost the wait for work: %s", self.process.host.log_prefix, exc)

@@ -194,7 +194,8 @@ def test_a_killed_worker_nodes_transactional_slot_runs_once_on_another_worker(sc
     assert done.node == "wo/worker-1" and done.attempt == run.attempt
     effects = list(Effect.objects.filter(job=SLOW, slot=run.slot).values_list("node", flat=True))
     assert effects == [done.node], effects  # the killed run's effect rolled back with it
-    assert "queued 1 run(s) again whose task was lost" in survivor.log()
+    # The killed process may have held more than this run (a batch, on its threads).
+    assert re.search(r"queued \d+ run\(s\) again whose task was lost", survivor.log())
     settle()
     assert_ledger_settled()
 
@@ -291,7 +292,8 @@ def test_a_workers_session_ended_mid_run_rolls_the_run_back_and_its_slot_runs_on
             " WHERE application_name = %s AND state LIKE 'idle in transaction%%'",
             ["wv/worker-1/work"],
         )
-        assert cursor.fetchone()[0] == 1
+        # One session per transactional run in flight on the process's threads.
+        assert cursor.fetchone()[0] >= 1
 
     done = run_becomes(run, status="succeeded")
     assert done.attempt == run.attempt

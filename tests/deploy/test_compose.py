@@ -129,11 +129,12 @@ def test_postgres_with_a_health_check_and_migrations_run_once_first(services):
 
 
 def test_long_running_services_restart_and_have_health_checks(services):
-    for name in ("db", "web", "scheduler"):
+    for name in ("db", "web", "scheduler", "worker"):
         assert services[name]["restart"] == "unless-stopped", name
         assert not services[name]["healthcheck"].get("disable"), name
     assert services["web"]["healthcheck"]["test"][-1] == "web"
     assert services["scheduler"]["healthcheck"]["test"][-1] == "scheduler"
+    assert services["worker"]["healthcheck"]["test"][-1] == "worker"
 
 
 def test_scheduler_runs_three_replicas_that_get_their_grace_period(services):
@@ -147,7 +148,8 @@ def test_scheduler_runs_three_replicas_that_get_their_grace_period(services):
 
 def test_worker_only_replicas_run_runworker_and_get_their_grace_period(services):
     worker = services["worker"]
-    assert worker["command"] == ["manage", "runworker"]
+    assert worker["command"] == ["manage", "runworker", "--metrics-port", "9100"]
+    assert worker["environment"]["INSTATIC_METRICS_PORT"] == "9100"  # the health check's
     assert worker["restart"] == "unless-stopped"
     assert worker["deploy"]["replicas"] == 2
     assert "INSTATIC_NODE_NAME" not in worker["environment"], "replicas need unique names"

@@ -12,11 +12,13 @@ hc = load_healthcheck()
 
 GUNICORN = b"/opt/venv/bin/python\0/opt/venv/bin/gunicorn\0instatic.wsgi:application\0--bind\0"
 SCHEDULER = b"python\0manage.py\0runscheduler\0--metrics-port\x009100\0"
+WORKER = b"python\0manage.py\0runworker\0--metrics-port\x009100\0"
 MIGRATE = b"python\0manage.py\0migrate\0--noinput\0"
 
 
 @pytest.mark.parametrize(
-    ("cmdline", "kind"), [(GUNICORN, "web"), (SCHEDULER, "scheduler"), (MIGRATE, None)]
+    ("cmdline", "kind"),
+    [(GUNICORN, "web"), (SCHEDULER, "scheduler"), (WORKER, "worker"), (MIGRATE, None)],
 )
 def test_detects_the_process_kind_from_pid_1(cmdline, kind):
     assert hc.detect_kind(cmdline) == kind
@@ -42,6 +44,7 @@ def test_targets_follow_the_entry_scripts_variables():
     assert headers == {"Host": "example.com", "X-Forwarded-Proto": "https"}
     assert hc.target("web", {})[0] == "http://127.0.0.1:8000/healthz"
     assert hc.target("scheduler", {})[0] == "http://127.0.0.1:9100/healthz"
+    assert hc.target("worker", {})[0] == "http://127.0.0.1:9100/healthz"
     url, _ = hc.target("scheduler", {"INSTATIC_METRICS_PORT": "9200"})
     assert url == "http://127.0.0.1:9200/healthz"
     url, _ = hc.target("web", {"INSTATIC_WEB_ADDRESS": "::1", "PORT": "80"})
@@ -55,7 +58,9 @@ def test_the_health_token_is_sent_so_the_log_shows_the_reason():
     assert "Authorization" not in hc.target("scheduler", {})[1]
 
 
-@pytest.mark.parametrize(("cmdline", "code"), [(GUNICORN, 1), (SCHEDULER, 1), (MIGRATE, 0)])
+@pytest.mark.parametrize(
+    ("cmdline", "code"), [(GUNICORN, 1), (SCHEDULER, 1), (WORKER, 1), (MIGRATE, 0)]
+)
 def test_without_argument_checks_what_pid_1_runs(tmp_path, monkeypatch, capsys, cmdline, code):
     proc = tmp_path / "cmdline"
     proc.write_bytes(cmdline)
@@ -68,5 +73,5 @@ def test_without_argument_checks_what_pid_1_runs(tmp_path, monkeypatch, capsys, 
 
 
 def test_rejects_unknown_kinds(capsys):
-    assert hc.main(["worker"], {}) == 2
+    assert hc.main(["beat"], {}) == 2
     assert "usage" in capsys.readouterr().err

@@ -155,6 +155,8 @@ def run_with_workers(scheduler: Scheduler, *, workers: int) -> None:
     has finished get what is left of it.
     """
     pool = WorkerPool(count=workers, node_name=scheduler.node.name) if workers else None
+    if pool is not None:
+        scheduler.problem_sources.append(pool.problems)  # its /healthz
 
     def stop() -> None:
         scheduler.stop()

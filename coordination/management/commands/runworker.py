@@ -47,6 +47,16 @@ class Command(BaseCommand):
             default="",
             help="Name of this node in logs and the run ledger (default: host:pid).",
         )
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            default=None,
+            help=(
+                "Serve /healthz (the worker pool's health) and metrics on this port "
+                "(127.0.0.1 unless --metrics-address)."
+            ),
+        )
+        parser.add_argument("--metrics-address", default="127.0.0.1")
 
     def check(self, *args, **kwargs):
         """Refuse bad job declarations in one line before Django's multi-line check report."""
@@ -66,11 +76,21 @@ class Command(BaseCommand):
                 "INSTATIC_WORKERS). Give --processes N with N >= 1; for a node without "
                 "workers run runscheduler --workers 0 instead."
             )
-        self.run_pool(node_name=node_name, count=count)
+        self.run_pool(
+            node_name=node_name,
+            count=count,
+            metrics=(options["metrics_address"], options["metrics_port"]),
+        )
 
-    def run_pool(self, *, node_name: str, count: int) -> None:
-        """Run ``count`` worker processes until SIGTERM/SIGINT, then stop them within the grace."""
+    def run_pool(self, *, node_name: str, count: int, metrics=(None, None)) -> None:
+        """Run ``count`` worker processes until SIGTERM/SIGINT, then stop them within the grace;
+        with a metrics port, ``/healthz`` answers whether the pool keeps its processes up."""
         pool = WorkerPool(count=count, node_name=node_name)
+        address, port = metrics
+        if port is not None:
+            from coordination.metrics_server import SchedulerMetrics
+
+            SchedulerMetrics.serve(address, port, health=lambda: pool_health(pool))
         stopped = threading.Event()
         with graceful_signals(stopped.set):
             pool.start()
@@ -97,6 +117,14 @@ class Command(BaseCommand):
             )
             process.serve(node_name=node_name, index=index, stop=stop)
         logger.info("worker process %d of node %s stopped", index, node_name)
+
+
+def pool_health(pool: WorkerPool) -> tuple[bool, dict]:
+    """Return (healthy, details) of a worker-only node: its pool keeps its processes up."""
+    problems = pool.problems() if pool.running() else ["the worker pool has stopped"]
+    if problems:
+        return False, {"status": "unavailable", "reason": "; ".join(problems)}
+    return True, {"status": "ok", "workers": len(pool.pids())}
 
 
 def lower_priority(nice: int) -> None:

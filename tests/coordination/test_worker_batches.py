@@ -1,0 +1,262 @@
+"""Worker processes take work in batches: many tasks in one claim, runs on threads.
+
+The deciding (:func:`claiming.decide_batch`, :func:`process.worker_threads`) is tested with
+tables; the doing against the real database, in one process, as ``test_workers.py`` does.
+"""
+
+import sys
+import threading
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django_tasks_db.models import DBTaskResult, get_date_max
+
+from coordination.models import JobRun, JobState
+from coordination.registry import JobRegistry, make_job
+from coordination.workers.claiming import FOREIGN_TASK, TakenTask, decide_batch, parse_run
+from coordination.workers.execution import Delivery
+from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME
+from coordination.workers.process import WorkerProcess, refill, worker_threads
+from coordination.workers.tasks import run_queued
+from tests.coordination.enginekit import GROUP, Recorder, centered_every, make_due, tick
+
+PATH = "coordination.workers.tasks.run_queued"
+
+
+def _task(run=(1, 1), path=PATH) -> TakenTask:
+    return TakenTask(id=uuid.uuid4(), run=run, task_path=path)
+
+
+def _run(pk=1, attempt=1, status=JobRun.Status.QUEUED, job="a", trigger="schedule") -> JobRun:
+    return JobRun(pk=pk, attempt=attempt, status=status, job=job, trigger=trigger)
+
+
+DECLARED = {"a": False, "t": True}
+
+
+@pytest.mark.parametrize(
+    ("task", "runs", "states", "where"),
+    [
+        (_task(), {1: _run()}, {}, "start"),
+        (_task(), {1: _run(job="t")}, {}, "transactional"),
+        (_task(path="os.system"), {1: _run()}, {}, "refused"),
+        (_task(run=None), {}, {}, "refused"),
+        (_task(), {}, {}, Delivery.TAKEN),  # not queued any more
+        (_task(run=(1, 2)), {1: _run(attempt=1)}, {}, Delivery.TAKEN),  # another attempt
+        (_task(), {1: _run(status=JobRun.Status.RUNNING)}, {}, Delivery.TAKEN),
+        (_task(), {1: _run(job="gone")}, {}, Delivery.UNKNOWN),
+        (_task(), {1: _run()}, {"a": JobState(name="a", paused=False)}, "start"),
+        (_task(), {1: _run()}, {"a": JobState(name="a", paused=True)}, "skipped"),
+        # A run-now request runs a paused job, as on the leader.
+        (_task(), {1: _run(trigger="manual")}, {"a": JobState(name="a", paused=True)}, "start"),
+    ],
+    ids=[
+        "claim-first",
+        "transactional",
+        "foreign-path",
+        "bad-args",
+        "gone",
+        "other-attempt",
+        "running",
+        "undeclared",
+        "not-paused",
+        "paused",
+        "paused-manual",
+    ],
+)
+def test_decide_batch_says_what_becomes_of_each_task(task, runs, states, where):
+    plan = decide_batch([task], runs, states, expected_path=PATH, transactional=DECLARED.get)
+    found = {
+        "start": [t for t, _ in plan.start],
+        "transactional": [t for t, _ in plan.transactional],
+        "refused": [t for t, _ in plan.refused],
+        "skipped": [t for t, _, _ in plan.skipped],
+        **{
+            outcome: [t for t, o in plan.done if o == outcome]
+            for outcome in (Delivery.TAKEN, Delivery.UNKNOWN)
+        },
+    }
+    assert {k: v for k, v in found.items() if v} == {where: [task]}
+
+
+def test_a_run_delivered_twice_in_one_batch_starts_once():
+    first, second = _task(), _task()
+    plan = decide_batch(
+        [first, second], {1: _run()}, {}, expected_path=PATH, transactional=DECLARED.get
+    )
+    assert [t for t, _ in plan.start] == [first]
+    assert plan.done == [(second, Delivery.TAKEN)]
+
+
+def test_a_foreign_task_path_is_refused_with_both_paths_in_words():
+    plan = decide_batch(
+        [_task(path="evil.mod.f")], {}, {}, expected_path=PATH, transactional=DECLARED.get
+    )
+    assert plan.refused[0][1] == FOREIGN_TASK.format(path="evil.mod.f", expected=PATH)
+
+
+@pytest.mark.parametrize(
+    ("stored", "run"),
+    [
+        ({"args": [7, 2], "kwargs": {}}, (7, 2)),
+        ({"args": [7], "kwargs": {}}, None),
+        ({"args": ["7", 2]}, None),
+        ({}, None),
+        (None, None),
+        ([1, 2], None),
+    ],
+)
+def test_parse_run_reads_a_run_id_and_attempt_or_nothing(stored, run):
+    assert parse_run(stored) == run
+
+
+@pytest.mark.parametrize(
+    ("configured", "vendor", "threads"),
+    [
+        (8, "postgresql", 8),
+        (8, "mysql", 8),
+        (8, "sqlite", 1),
+        (0, "postgresql", 1),
+        (3, "mysql", 3),
+    ],
+)
+def test_worker_threads(configured, vendor, threads):
+    assert worker_threads(configured, vendor) == threads
+
+
+@pytest.mark.parametrize(
+    ("free", "capacity", "look"),
+    [
+        (0, 8, False),
+        (1, 8, False),
+        (3, 8, False),
+        (4, 8, True),
+        (8, 8, True),
+        (1, 1, True),
+        (0, 1, False),
+        (1, 2, True),
+        (1, 3, True),
+    ],
+)
+def test_a_worker_looks_for_more_once_half_of_what_it_may_hold_is_free(free, capacity, look):
+    assert refill(free, capacity) is look
+
+
+def _declare_many(count: int, func, **options) -> tuple[JobRegistry, list]:
+    reg = JobRegistry()
+    jobs = [
+        reg.register(
+            make_job(
+                func,
+                name=f"batchtest.job_{i}",
+                group=GROUP,
+                schedule=centered_every(timedelta(hours=1)),
+                run_on="workers",
+                **options,
+            )
+        )
+        for i in range(count)
+    ]
+    return reg, jobs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_is_taken_in_one_claim_and_every_run_starts_once():
+    recorder = Recorder()
+    reg, jobs = _declare_many(5, recorder)
+    for job in jobs:
+        make_due(job, ago=timedelta(0))
+    tick(reg)
+    # The same run delivered twice inside one batch: the ledger starts it once.
+    first = JobRun.objects.order_by("pk").first()
+    DBTaskResult.objects.create(
+        args_kwargs={"args": [first.pk, first.attempt], "kwargs": {}},
+        task_path=run_queued.module_path,
+        queue_name=QUEUE_NAME,
+        backend_name=BACKEND_ALIAS,
+        run_after=get_date_max(),
+    )
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=6)
+
+    with CaptureQueriesContext(connection) as claims:
+        tasks = process.take_tasks(10)
+    assert len(tasks) == 6
+    on_tasks = [q for q in claims.captured_queries if "dbtaskresult" in q["sql"]]
+    assert len(on_tasks) == 3  # the look, the locking SELECT, the UPDATE marking them running
+    process.dispatch(tasks)
+    assert process.wait_for_runs(10)
+    process.flush()
+    process.close()
+
+    assert sorted(recorder.slots) == sorted(JobRun.objects.values_list("slot", flat=True))
+    assert len(recorder.slots) == 5
+    assert set(JobRun.objects.values_list("status", "node")) == {
+        (JobRun.Status.SUCCEEDED, "b/worker-1")
+    }
+    outcomes = sorted(DBTaskResult.objects.values_list("status", "return_value"))
+    assert outcomes == [("SUCCESSFUL", Delivery.RAN)] * 5 + [("SUCCESSFUL", Delivery.TAKEN)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_runs_of_a_batch_run_side_by_side_on_the_process_threads():
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite has one writer: a worker process runs one run at a time there")
+    together = threading.Barrier(3, timeout=10)
+
+    def meet(ctx):
+        together.wait()  # raises BrokenBarrierError unless all three run at once
+
+    reg, jobs = _declare_many(3, meet)
+    for job in jobs:
+        make_due(job, ago=timedelta(0))
+    tick(reg)
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=3)
+    assert process.capacity == 6  # three running, three taken ahead
+
+    assert process.work()
+    process.close()
+
+    assert set(JobRun.objects.values_list("status", flat=True)) == {JobRun.Status.SUCCEEDED}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_foreign_task_row_is_failed_without_importing_its_path():
+    sys.modules.pop("tests.coordination.foreigntask", None)
+    DBTaskResult.objects.create(
+        args_kwargs={"args": [1, 1], "kwargs": {}},
+        task_path="tests.coordination.foreigntask.task",
+        queue_name=QUEUE_NAME,
+        backend_name=BACKEND_ALIAS,
+        run_after=get_date_max(),
+    )
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=JobRegistry())
+
+    assert process.work()
+    process.close()
+
+    assert "tests.coordination.foreigntask" not in sys.modules
+    task = DBTaskResult.objects.get()
+    assert task.status == "FAILED"
+    assert "tests.coordination.foreigntask.task" in task.traceback
+    assert "not Instatic's run task" in task.traceback
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_scheduled_run_that_ends_as_planned_wakes_no_leader(monkeypatch):
+    woken = []
+    monkeypatch.setattr("coordination.workers.host.notify_group", woken.append)
+    recorder = Recorder()
+    reg, jobs = _declare_many(2, recorder)
+    for job in jobs:
+        make_due(job, ago=timedelta(0))
+    tick(reg)  # queues both; their next slots are an hour on
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=2)
+
+    assert process.work()
+    process.close()
+
+    assert len(recorder.slots) == 2
+    assert woken == []
