@@ -15,11 +15,15 @@ from coordination import liveness
 from coordination.models import JobRun, JobState, Node
 from coordination.registry import Job
 from coordination.selectors import live_instances, live_nodes_q
+from coordination.workers.task_rows import delete_tasks_of_runs
 
 
 def delete_runs(run_ids: list[int]) -> int:
-    """Delete the ledger rows ``run_ids`` (run-history retention); return how many."""
-    return JobRun.objects.filter(pk__in=run_ids).delete()[0]
+    """Delete the ledger rows ``run_ids`` (run-history retention), and the task rows of the
+    runs that went to workers; return how many runs."""
+    deleted = JobRun.objects.filter(pk__in=run_ids).delete()[0]
+    delete_tasks_of_runs(run_ids)
+    return deleted
 
 
 def _due_again(jobs: Collection[Job], abandoned_jobs: set[str]) -> None:

@@ -13,6 +13,10 @@ QUEUE_NAME = "instatic-runs"
 #: The ``TASKS`` backend alias the runs' task is declared on (django-tasks' default).
 BACKEND_ALIAS = "default"
 
+#: The import path of the one task a worker process executes (``tasks.run_queued``): a task
+#: row with another ``task_path`` is refused without importing it.
+RUN_TASK_PATH = "coordination.workers.tasks.run_queued"
+
 #: The PostgreSQL channel idle worker processes listen on.
 WORKERS_CHANNEL = "instatic_workers"
 

@@ -50,10 +50,10 @@ from coordination.workers.limits import NoWatch, RunWatch, watch_from_environmen
 from coordination.workers.meeting import (
     BACKEND_ALIAS,
     QUEUE_NAME,
+    RUN_TASK_PATH,
     WORKERS_CHANNEL,
     worker_node_name,
 )
-from coordination.workers.tasks import run_queued
 
 logger = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ class WorkerProcess:
             tasks,
             runs,
             states,
-            expected_path=run_queued.module_path,
+            expected_path=RUN_TASK_PATH,
             transactional=self._transactional,
         )
         for task, reason in plan.refused:

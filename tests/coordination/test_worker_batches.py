@@ -18,7 +18,7 @@ from coordination.models import JobRun, JobState
 from coordination.registry import JobRegistry, make_job
 from coordination.workers.claiming import FOREIGN_TASK, TakenTask, decide_batch, parse_run
 from coordination.workers.execution import Delivery
-from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME
+from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, RUN_TASK_PATH
 from coordination.workers.process import WorkerProcess, refill, worker_threads
 from coordination.workers.tasks import run_queued
 from tests.coordination.enginekit import GROUP, Recorder, centered_every, make_due, tick
@@ -80,6 +80,10 @@ def test_decide_batch_says_what_becomes_of_each_task(task, runs, states, where):
         },
     }
     assert {k: v for k, v in found.items() if v} == {where: [task]}
+
+
+def test_the_task_path_workers_accept_is_the_run_task():
+    assert run_queued.module_path == RUN_TASK_PATH == PATH
 
 
 def test_a_run_delivered_twice_in_one_batch_starts_once():
@@ -260,3 +264,20 @@ def test_a_scheduled_run_that_ends_as_planned_wakes_no_leader(monkeypatch):
 
     assert len(recorder.slots) == 2
     assert woken == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retention_deletes_the_task_rows_of_the_runs_it_deletes():
+    from coordination import ledger
+
+    reg, jobs = _declare_many(2, Recorder())
+    for job in jobs:
+        make_due(job, ago=timedelta(0))
+    tick(reg)
+    WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg).work()
+    gone, kept = JobRun.objects.order_by("pk")
+    assert DBTaskResult.objects.count() == 2
+
+    assert ledger.delete_runs([gone.pk]) == 1
+
+    assert [t.args_kwargs["args"][0] for t in DBTaskResult.objects.all()] == [kept.pk]
