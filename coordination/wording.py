@@ -7,6 +7,7 @@ scheduler process as ``Scheduler (node web-1:4242)`` rather than a bare node nam
 pure function of its value (and, for times, a zone), tested with tables.
 """
 
+import re
 from datetime import datetime, tzinfo
 
 from django.utils import timezone
@@ -83,8 +84,16 @@ def local_time(
     return f"{local.year:04d}-{local:%m-%d} {clock} {local.tzname() or ''}".rstrip()
 
 
+#: How a worker process's node is named (``coordination.workers.meeting.worker_node_name``,
+#: and ``<node>/tasks`` for another tasks backend's worker).
+_WORKER_NAME = re.compile(r"/(worker-\d+|tasks)$")
+
+
 def scheduler_text(node: str | None) -> str:
-    """Return the words for the scheduler process named ``node``: ``Scheduler (node web-1)``."""
+    """Return the words for the process named ``node``: ``Scheduler (node web-1)``, or
+    ``Worker (node web-1/worker-1)`` for a worker process, which schedules nothing."""
     if not node:
         return NONE
+    if _WORKER_NAME.search(node):
+        return f"Worker (node {node})"
     return f"Scheduler (node {node})"

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from coordination.clock import database_now
-from coordination.management.commands.schedulerstatus import node_state
+from coordination.management.commands.schedulerstatus import heartbeat_text, node_state
 from coordination.models import JobState, Leadership, Node
 from coordination.registry import make_job, registry
 from coordination.schedules import daily, hourly
@@ -127,3 +127,18 @@ def test_the_alive_column_tells_an_idle_worker_from_a_dead_scheduler(
     role, alive, stopped_at, shown
 ):
     assert node_state({"role": role, "alive": alive, "stopped_at": stopped_at}) == shown
+
+
+@pytest.mark.parametrize(
+    ("role", "alive", "stopped_at", "shown"),
+    [
+        ("scheduler", True, None, "4 min 44 s ago"),
+        ("scheduler", False, None, "4 min 44 s ago"),
+        ("worker", True, None, "4 min 44 s ago"),
+        ("worker", False, None, "idle for 4 min 44 s"),
+        ("worker", False, "2026-12-01T00:00:00+00:00", "4 min 44 s ago"),
+    ],
+)
+def test_an_idle_worker_reads_idle_not_a_stale_heartbeat(role, alive, stopped_at, shown):
+    node = {"role": role, "alive": alive, "stopped_at": stopped_at, "heartbeat_age": 284.0}
+    assert heartbeat_text(node) == shown

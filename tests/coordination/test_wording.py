@@ -85,7 +85,15 @@ def test_local_time_defaults_to_the_current_zone():
 
 @pytest.mark.parametrize(
     ("node", "text"),
-    [("vm:11206", "Scheduler (node vm:11206)"), ("web-1", "Scheduler (node web-1)"), ("", "—")],
+    [
+        ("vm:11206", "Scheduler (node vm:11206)"),
+        ("web-1", "Scheduler (node web-1)"),
+        ("", "—"),
+        ("vm:29421/worker-1", "Worker (node vm:29421/worker-1)"),
+        ("vm:29421/tasks", "Worker (node vm:29421/tasks)"),
+        ("web-1/worker-12", "Worker (node web-1/worker-12)"),
+        ("worker-1", "Scheduler (node worker-1)"),  # a scheduler named so by its operator
+    ],
 )
 def test_scheduler_text(node, text):
     assert scheduler_text(node) == text

@@ -51,7 +51,7 @@ class Command(OperatorCommand, BaseCommand):
                     n["host"],
                     str(n["pid"]),
                     node_state(n),
-                    f"{duration_text(n['heartbeat_age'])} ago",
+                    heartbeat_text(n),
                     ",".join(n["groups"]),
                     f"{n['declared_jobs']}" + (" (differs)" if n["jobs_differ"] else ""),
                 ]
@@ -114,6 +114,16 @@ class Command(OperatorCommand, BaseCommand):
                 "  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False))
             )
         self.stdout.write("")
+
+
+def heartbeat_text(node: dict) -> str:
+    """Return the "heartbeat" column of a node row: its age in words, but for an idle worker
+    (which writes no heartbeat while idle, so the age is how long it has been idle) ``idle
+    for ...``, not a heartbeat that looks stale."""
+    age = duration_text(node["heartbeat_age"])
+    if node_state(node) == "idle":
+        return f"idle for {age}"
+    return f"{age} ago"
 
 
 def node_state(node: dict) -> str:
