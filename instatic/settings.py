@@ -166,6 +166,8 @@ if INSTATIC_MEDIA_S3_BUCKET:
     }
 INSTATIC_MEDIA_MAX_BYTES = _env(parse_int, "INSTATIC_MEDIA_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
 INSTATIC_MEDIA_MAX_PIXELS = _env(parse_int, "INSTATIC_MEDIA_MAX_PIXELS", 50_000_000, minimum=1)
+INSTATIC_MEDIA_MAX_WIDTH = _env(parse_int, "INSTATIC_MEDIA_MAX_WIDTH", 2560, minimum=16)
+INSTATIC_MEDIA_PUBLIC_MAX_AGE = _env(parse_int, "INSTATIC_MEDIA_PUBLIC_MAX_AGE", 60)
 
 
 SECURE_PROXY_SSL_HEADER = _env(parse_proxy_ssl_header, "DJANGO_SECURE_PROXY_SSL_HEADER")
@@ -350,6 +352,7 @@ LOGGING = {
         "publishing": {"level": LOG_LEVEL},
         "plugins": {"level": LOG_LEVEL},
         "outbox": {"level": LOG_LEVEL},
+        "media": {"level": LOG_LEVEL},
         "editors": {"level": LOG_LEVEL},
         "instatic": {"level": LOG_LEVEL},
         "django": {"level": "WARNING"},

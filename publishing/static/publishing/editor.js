@@ -8,7 +8,6 @@
   const SUBMITTED = "instatic:post-submitted";
   const LEAVE_QUESTION = "You have changes that are not saved. Leave this page and lose them?";
   const PREVIEW_PAUSE_MS = 400;
-  const AUTOSAVE_PAUSE_MS = 300;
 
   function debounce(fn, ms) {
     let timer = null;
@@ -40,9 +39,12 @@
     const form = body && body.form;
     if (!form) return;
     const title = document.getElementById("id_title");
-    const key = PREFIX + location.pathname;
+    // Per person and page: another editor signing in on this browser is offered nothing.
+    const who = document.querySelector("#user-tools strong");
+    const key = PREFIX + (who ? who.textContent.trim() : "") + ":" + location.pathname;
     const store = storage();
-    const failedSave = document.querySelector(".errornote, .errorlist") !== null;
+    // Django's own form errors: the page came back from a save that did not happen.
+    const failedSave = form.querySelector("p.errornote:not([hidden]):not(.images-error), ul.errorlist") !== null;
     let initial = snapshot(form);
     let submitting = false;
 
@@ -53,7 +55,12 @@
       if (store && !(failedSave && sent === key)) store.removeItem(sent);
     }
 
-    const dirty = () => !submitting && (failedSave || snapshot(form) !== initial);
+    // Only the editor's own changes count: the page's other scripts fill some fields as it
+    // loads (without the input events that typing and pasting send).
+    let touched = false;
+    form.addEventListener("input", () => { touched = true; }, true);
+    form.addEventListener("change", () => { touched = true; }, true);
+    const dirty = () => !submitting && (failedSave || (touched && snapshot(form) !== initial));
 
     /* Leaving: the browser's own question when the tab closes or reloads ... */
     window.addEventListener("beforeunload", (event) => {
@@ -88,9 +95,10 @@
         else store.setItem(key, JSON.stringify(copy));
       } catch (e) { /* full or refused: the warning before leaving still protects the text */ }
     }
-    const saveSoon = debounce(saveLocal, AUTOSAVE_PAUSE_MS);
-    form.addEventListener("input", saveSoon);
-    form.addEventListener("change", saveSoon);
+    // At every change, not after a pause: a crash right after a keystroke keeps it (a write
+    // of the longest body takes about a millisecond).
+    form.addEventListener("input", saveLocal);
+    form.addEventListener("change", saveLocal);
 
     function offerRestore() {
       if (!store) return;
