@@ -153,12 +153,13 @@ STORAGES = {
 # Images are served by the media app's view, which applies the embargo; never by MEDIA_URL.
 MEDIA_ROOT = _env(parse_path, "INSTATIC_MEDIA_ROOT", VAR_DIR / "media")
 INSTATIC_MEDIA_S3_BUCKET = _env(parse_text, "INSTATIC_MEDIA_S3_BUCKET", "")
+INSTATIC_MEDIA_S3_ENDPOINT = _env(parse_url, "INSTATIC_MEDIA_S3_ENDPOINT")
 if INSTATIC_MEDIA_S3_BUCKET:
     STORAGES["default"] = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
             "bucket_name": INSTATIC_MEDIA_S3_BUCKET,
-            "endpoint_url": _env(parse_url, "INSTATIC_MEDIA_S3_ENDPOINT") or None,
+            "endpoint_url": INSTATIC_MEDIA_S3_ENDPOINT or None,
             "location": "instatic",
             "default_acl": "private",
             "file_overwrite": False,

@@ -122,3 +122,14 @@ def test_the_storage_check_refuses_a_folder_that_cannot_be_made(tmp_path):
 def test_the_storage_check_passes_a_writable_folder(tmp_path):
     with override_settings(MEDIA_ROOT=str(tmp_path / "new" / "media")):
         assert check_storage() == []
+
+
+def test_the_storage_check_refuses_a_storage_that_cannot_be_made():
+    broken = {
+        "default": {"BACKEND": "storages.backends.nowhere.Storage"},
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    with override_settings(STORAGES=broken):
+        errors = check_storage()
+    assert [e.id for e in errors] == ["media.E001"]
+    assert "django-storages[s3]" in errors[0].hint
