@@ -353,11 +353,16 @@ class WorkerProcess:
         return len(tasks)
 
     def work(self) -> bool:
-        """Take one batch, run it to its end and write its tasks' ends; return False if no
-        task was ready (or this process stops)."""
+        """Take one batch, run it to its end and write its tasks' ends, then let the threads
+        that ran it close their connections; return False if no task was ready (or this
+        process stops)."""
         taken = self._look()
         self.wait_for_runs()
         self.flush()
+        # A batch on its own (a test, a one-off caller) leaves no thread, and so no database
+        # session, behind it; serve() keeps its threads and their connections between looks.
+        self.threads.shutdown()
+        self.threads = JobThreads(self.threads.prefix, max_threads=self.thread_count)
         return bool(taken)
 
     def serve(self) -> None:
