@@ -66,6 +66,19 @@ def test_a_draft_is_submitted_approved_scheduled_and_a_later_change_sends_it_bac
         assert "Waiting for review" in editor_page.inner_text("#post-review")
         assert "Sent back to review" in editor_page.inner_text("body")
         screenshot(editor_page, "review-sent-back")
+
+        # The writer changes the text while it waits: the page says the submission is out
+        # of date and what to do, never "Waiting for review" for a text nobody can approve.
+        page = writer
+        writer.goto(change)
+        writer.fill("#id_body", "The *numbers* for next year, revised twice.")
+        writer.click("input[name=_continue]")
+        writer.wait_for_selector("#review-stale")
+        section = writer.inner_text("#post-review")
+        assert "is out of date" in section and "Submit it again" in section
+        assert "Waiting for review" not in section
+        writer.locator("#post-review").scroll_into_view_if_needed()
+        screenshot(writer, "review-stale")
     except BaseException:
         screenshot(page, request.node.name)
         raise
