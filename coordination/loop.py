@@ -294,20 +294,16 @@ class GroupLoop(threading.Thread):
         return plan.sleep_for(runs, elapsed=time.monotonic() - read_at)
 
     def _start(self, plan: TickPlan, runs: list[RunPlan]) -> list[RunPlan]:
-        """Start ``runs`` (the plan's runs that its writes left) as ``plan`` routes them: ask
-        the ``runs_starting`` receivers, queue the runs for workers they did not refuse,
-        claim the slots to claim together, start the rest here; return the runs started (a
-        queued run's job moves on to its next slot as a started one's does)."""
+        """Start ``runs`` (the plan's runs that its writes left) as ``plan`` routes them once
+        the ``runs_starting`` receivers have answered (``TickPlan.route``): queue the runs for
+        workers, claim the slots to claim together, start the rest here; return the runs
+        started (a queued run's job moves on to its next slot as a started one's does)."""
         self._refuse(runs)
-        starting = {id(run) for run in runs}
-        queued = [run for run in plan.for_workers if id(run) in starting and run.refusal is None]
-        self._queue_for_workers(queued)
-        starting -= {id(run) for run in queued}
-        here = [run for run in runs if id(run) in starting]
-        together = [run for run in plan.claim_together if id(run) in starting]
-        here = self._claim_together(here, together)
+        routes = plan.route(runs)
+        self._queue_for_workers(routes.queued)
+        here = self._claim_together(routes.here, routes.together)
         self._start_workers(here)
-        return queued + here
+        return routes.queued + here
 
     def _read_states(self) -> tuple[datetime, list, dict[str, Job], float]:
         """Read the database time and the group's states (after maintenance, when it is
@@ -361,8 +357,9 @@ class GroupLoop(threading.Thread):
 
     def _record(self, plan: TickPlan, by_name: dict) -> list[RunPlan]:
         """Record the missed slots and move the states on as ``plan`` says, and pause the jobs
-        it could not plan; return the runs still to start (none for a job whose record raised
-        other than a database error: it is paused like one whose planning raised)."""
+        it could not plan; return the runs still to start (``TickPlan.runs_left``: none but
+        retries for a job whose record raised other than a database error, which is paused
+        like one whose planning raised)."""
         failed: set[str] = set()
         for write in plan.writes:
             if write.job.name in failed:
@@ -376,7 +373,7 @@ class GroupLoop(threading.Thread):
                 self._planning_failed(write.job, by_name[write.job.name], exc)
         for unplannable in plan.unplannable:
             self._planning_failed(unplannable.job, unplannable.state, unplannable.error)
-        return [run for run in plan.runs if run.job.name not in failed or run.retry_run is not None]
+        return plan.runs_left(failed)
 
     def _write(self, write: MissedSlots | Advance) -> None:
         if isinstance(write, Advance):

@@ -127,6 +127,20 @@ class Unplannable:
 
 
 @dataclass(frozen=True)
+class Routes:
+    """How the runs a tick starts go, once the ``runs_starting`` receivers have answered.
+
+    ``queued``: for a worker process (claim and task in one transaction). ``here``: run by
+    the leader, in the plan's order; of them, ``together`` have their slots claimed in one
+    transaction before any starts (one another node took is not started).
+    """
+
+    queued: list[RunPlan]
+    here: list[RunPlan]
+    together: list[RunPlan]
+
+
+@dataclass(frozen=True)
 class TickPlan:
     """A tick's decisions. ``writes`` are applied in order (a job's missed slots before its
     advance), before any run starts; ``wake_at`` does not yet count the runs that start (see
@@ -137,7 +151,8 @@ class TickPlan:
     refuses one (the leader then records it failed at once, like its own). ``claim_together``
     are the claim-first scheduled slots (``plan_claimable_together``) that the leader claims in
     one transaction before starting them, when it runs them itself; the others it runs claim
-    on their own.
+    on their own. What a failed write or a refusal changes in that is ``runs_left`` and
+    ``route``, so the loop applies the plan without deciding anything itself.
     """
 
     now: datetime
@@ -149,6 +164,26 @@ class TickPlan:
     waiting_retries: list[JobRun]
     due_behind: frozenset[str]
     wake_at: datetime
+
+    def runs_left(self, failed: Collection[str]) -> list[RunPlan]:
+        """Return the runs to start once the writes of the jobs named in ``failed`` raised
+        (each such job is paused, like one whose planning raised): all but theirs, except
+        their retries (a retry takes a row of its own, not the slots the writes moved)."""
+        return [run for run in self.runs if run.job.name not in failed or run.retry_run is not None]
+
+    def route(self, runs: Sequence[RunPlan]) -> Routes:
+        """Return how ``runs`` (the plan's runs still to start, each with its ``refusal``)
+        start: a run in ``for_workers`` is queued unless refused; every other run is the
+        leader's (a refused one is recorded failed at once, like its own), its slot claimed
+        together with the others' when it is in ``claim_together``."""
+        starting = {id(run) for run in runs}
+        queued = [run for run in self.for_workers if id(run) in starting and run.refusal is None]
+        starting -= {id(run) for run in queued}
+        return Routes(
+            queued=queued,
+            here=[run for run in runs if id(run) in starting],
+            together=[run for run in self.claim_together if id(run) in starting],
+        )
 
     def sleep_for(self, started: Sequence[RunPlan], *, elapsed: float) -> float:
         """Return the seconds to sleep once ``started`` run, ``elapsed`` seconds after the read.

@@ -695,6 +695,19 @@ def test_only_claim_first_scheduled_slots_are_claimed_together(options, plan_fie
     assert plan_claimable_together(RunPlan(job=job(**options), slot=T0, **plan_fields)) is together
 
 
+def planned_run(options: dict, due: str):
+    """Return the plan of a tick at which one job of ``options`` has ``due`` to start."""
+    declared = job(**options)
+    fields, retries = {"next_due": at(HOUR)}, []
+    if due == "slot":
+        fields = {"next_due": at(0)}
+    elif due == "run-now":
+        fields["run_requested_at"] = at(-5)
+    else:
+        retries = [retry(declared, at(-60))]
+    return plan_tick(tick_of(at(5), (declared, state(declared, **fields)), retries=retries))
+
+
 # --- how each run starts: one plan says it all --------------------------------------------
 ROUTE_ROWS = [
     # (id, job options, what is due, queued for workers, claimed together by the leader)
@@ -718,16 +731,7 @@ def test_the_tick_plan_says_which_runs_go_to_workers_and_which_are_claimed_toget
     options, due, for_workers, together
 ):
     """The loop applies the one plan: it asks the planner nothing more during the tick."""
-    declared = job(**options)
-    fields = {"next_due": at(HOUR)}
-    retries = []
-    if due == "slot":
-        fields = {"next_due": at(0)}
-    elif due == "run-now":
-        fields["run_requested_at"] = at(-5)
-    else:
-        retries = [retry(declared, at(-60))]
-    plan = plan_tick(tick_of(at(5), (declared, state(declared, **fields)), retries=retries))
+    plan = planned_run(options, due)
     [run] = plan.runs
     assert (run in plan.for_workers, run in plan.claim_together) == (for_workers, together)
 
@@ -737,6 +741,87 @@ def test_the_routes_keep_the_order_of_the_runs():
     plan = plan_tick(tick_of(at(5), *[(j, state(j, next_due=at(0))) for j in declared]))
     assert [run.job for run in plan.for_workers] == declared[1::2]
     assert [run.job for run in plan.claim_together] == declared
+
+
+# --- how the runs left start, once receivers have answered ---------------------------------
+START_ROWS = [
+    # (id, job options, what is due, refused, its write raised, how it starts)
+    ("leader-scheduled", {}, "slot", False, False, "together"),
+    ("leader-scheduled-refused", {}, "slot", True, False, "together"),
+    ("leader-transactional", {"transactional": True}, "slot", False, False, "alone"),
+    ("leader-run-now-refused", {}, "run-now", True, False, "alone"),
+    ("leader-scheduled-write-raised", {}, "slot", False, True, "not started"),
+    ("leader-run-now-write-raised", {}, "run-now", False, True, "not started"),
+    ("leader-retry-write-raised", {"retries": 1}, "retry", False, True, "alone"),
+    ("workers-scheduled", {"run_on": "workers"}, "slot", False, False, "queued"),
+    ("workers-scheduled-refused", {"run_on": "workers"}, "slot", True, False, "together"),
+    (
+        "workers-transactional-refused",
+        {"run_on": "workers", "transactional": True},
+        "slot",
+        True,
+        False,
+        "alone",
+    ),
+    ("workers-run-now-refused", {"run_on": "workers"}, "run-now", True, False, "alone"),
+    ("workers-retry-refused", {"run_on": "workers", "retries": 1}, "retry", True, False, "alone"),
+    ("workers-scheduled-write-raised", {"run_on": "workers"}, "slot", False, True, "not started"),
+    (
+        "workers-retry-write-raised",
+        {"run_on": "workers", "retries": 1},
+        "retry",
+        False,
+        True,
+        "queued",
+    ),
+]
+
+
+def how_it_starts(routes, run) -> str:
+    if run in routes.queued:
+        return "queued"
+    if run in routes.together:
+        return "together"
+    return "alone" if run in routes.here else "not started"
+
+
+@pytest.mark.parametrize(
+    "options, due, refused, write_raised, starts",
+    [row[1:] for row in START_ROWS],
+    ids=[row[0] for row in START_ROWS],
+)
+def test_a_refused_run_is_the_leaders_and_a_failed_write_keeps_only_retries(
+    options, due, refused, write_raised, starts
+):
+    """The loop only asks the receivers and applies ``route``'s answer."""
+    plan = planned_run(options, due)
+    [run] = plan.runs
+    left = plan.runs_left({run.job.name} if write_raised else set())
+    for planned in left:
+        planned.refusal = RuntimeError("the plugin is disabled") if refused else None
+    assert how_it_starts(plan.route(left), run) == starts
+
+
+def test_the_routes_of_the_runs_left_keep_their_order():
+    declared = [job(f"plan.job{i}", run_on="workers" if i % 3 else "leader") for i in range(9)]
+    plan = plan_tick(tick_of(at(5), *[(j, state(j, next_due=at(0))) for j in declared]))
+    left = plan.runs_left({"plan.job4"})
+    for run in left:
+        run.refusal = RuntimeError("refused") if run.job.name == "plan.job5" else None
+    routes = plan.route(left)
+    assert [run.job.name for run in routes.queued] == [
+        "plan.job1",
+        "plan.job2",
+        "plan.job7",
+        "plan.job8",
+    ]
+    assert [run.job.name for run in routes.here] == [
+        "plan.job0",
+        "plan.job3",
+        "plan.job5",
+        "plan.job6",
+    ]
+    assert routes.together == routes.here
 
 
 # --- whether a wake-up needs a full tick ----------------------------------------------------
