@@ -24,21 +24,77 @@ VENDOR_MARKERS = {"postgresql", "mysql", "sqlite"}
 #: Short lease and heartbeat so that freezes resolve in seconds, set as an operator would.
 FAST = {"INSTATIC_LEASE": "3", "INSTATIC_HEARTBEAT_INTERVAL": "0.5", "INSTATIC_MAX_TICK": "2"}
 
+# --- which vendors a test runs on -------------------------------------------------------------
+# `make test` runs the suite on SQLite, MariaDB and PostgreSQL (devtools/testsuite.py). A test
+# runs on every vendor when what it checks can differ between them, and once, on SQLite, when
+# it cannot (README, "Which vendors a test runs on"):
+#
+# - marked ``postgresql``, ``mysql``, ``sqlite`` or ``server``: there only (skipped elsewhere);
+# - marked ``every_vendor``: on every vendor;
+# - using the database (``django_db``, the ``db`` fixtures), or a process or lock handle that
+#   does (VENDOR_FIXTURES): on every vendor, unless its module is in SAME_ON_EVERY_VENDOR;
+# - anything else (no database at all, or a browser reading pages that are the same on every
+#   vendor, what the vendors do differently being tested below them): once, on SQLite.
+#
+# A test that runs once is deselected on the servers' runs, not skipped: their summaries count
+# it as "deselected".
+
+#: Fixtures through which a test reaches the database, itself or through processes it starts.
+VENDOR_FIXTURES = frozenset(
+    {
+        "db",
+        "transactional_db",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+        "live_server",
+        "schedulers",  # real runscheduler processes on the test database
+        "holders",  # lock holders in other processes (tests/coordination/lockholder.py)
+        "locks",  # lock handles of the vendor's backend
+    }
+)
+#: Fixtures whose tests are the same on every vendor even when they use the database.
+ONCE_FIXTURES = frozenset({"browser"})
+#: Modules that use the database only to keep what they check, which is the same on every
+#: vendor: none of their code paths takes a row lock, dispatches on the vendor or runs SQL
+#: that only some vendors accept. Each with why.
+SAME_ON_EVERY_VENDOR: dict[str, str] = {}
+
+
+def vendors_of(item) -> tuple[set[str] | None, bool]:
+    """Return the vendors ``item`` runs on (``None``: every vendor), and whether a marker of
+    the test says so (then it is skipped elsewhere, saying what it needs)."""
+    wanted = VENDOR_MARKERS & {m.name for m in item.iter_markers()}
+    if wanted:
+        return wanted, True
+    if item.get_closest_marker("server"):
+        return {"mysql", "postgresql"}, True
+    if item.get_closest_marker("every_vendor"):
+        return None, True
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & ONCE_FIXTURES:
+        return {"sqlite"}, False
+    uses_database = item.get_closest_marker("django_db") or fixtures & VENDOR_FIXTURES
+    if uses_database and item.nodeid.split("::")[0] not in SAME_ON_EVERY_VENDOR:
+        return None, False
+    return {"sqlite"}, False
+
 
 def pytest_collection_modifyitems(config, items):
     vendor = connection.vendor
+    kept, once = [], []
     for item in items:
-        wanted = VENDOR_MARKERS & {m.name for m in item.iter_markers()}
-        if not wanted and "browser" in getattr(item, "fixturenames", ()):
-            # A browser test reads the admin's pages, which are the same on every vendor (what
-            # the vendors do differently is tested below them): once per `make test`.
-            wanted = {"sqlite"}
-        if wanted and vendor not in wanted:
+        wanted, marked = vendors_of(item)
+        if wanted is not None and vendor not in wanted:
+            if not marked:
+                once.append(item)
+                continue
             item.add_marker(
                 pytest.mark.skip(reason=f"needs {'/'.join(sorted(wanted))}, not {vendor}")
             )
-        if item.get_closest_marker("server") and vendor == "sqlite":
-            item.add_marker(pytest.mark.skip(reason="needs a database server, not sqlite"))
+        kept.append(item)
+    if once:
+        config.hook.pytest_deselected(items=once)
+        items[:] = kept
 
 
 def pytest_report_header(config):

@@ -125,6 +125,7 @@ def test_an_unknown_lock_mode_is_an_error():
 
 
 # --- database vendor -------------------------------------------------------------------------
+@pytest.mark.every_vendor  # reads the vendor, not the database
 def test_the_test_database_passes_the_vendor_check():
     """A supported vendor, and on SQLite a file on a local disk: nothing to report."""
     assert check_database_vendor() == []

@@ -164,6 +164,7 @@ def test_mysql_lock_names_of_long_databases_stay_distinct():
 
 
 # --- vendor dispatch ------------------------------------------------------------------------
+@pytest.mark.every_vendor  # reads the vendor, not the database
 def test_the_backend_matches_the_database_vendor():
     assert backend_class().vendor == connection.vendor
 

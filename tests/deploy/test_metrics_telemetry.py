@@ -97,6 +97,7 @@ def test_the_web_serves_process_metrics_without_cluster_gauges(client, settings)
     assert b"instatic_job_runs" in body and b"instatic_live_nodes" not in body
 
 
+@pytest.mark.every_vendor  # reads the vendor, not the database
 def test_the_web_process_reuses_database_connections_with_health_checks():
     database = settings.DATABASES["default"]
     assert database["CONN_MAX_AGE"] is None or database["CONN_MAX_AGE"] > 0
