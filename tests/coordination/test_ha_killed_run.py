@@ -13,7 +13,7 @@ import pytest
 from coordination import services
 from coordination.clock import database_now
 from coordination.ledger import VANISHED_REASON
-from coordination.models import JobRun, JobState, Leadership
+from coordination.models import JobRun, JobState
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True), pytest.mark.server]
@@ -24,11 +24,6 @@ RETRIED = "killed.retried"  # hourly, run on request, retry_abandoned=True
 ENV = {"INSTATIC_TEST_EXTRA_APPS": "tests.coordination.killedrunapp"}
 #: The target: the jobs' next runs start within this long after the kill (database clock).
 BOUND = 1.0
-
-
-def leader() -> str | None:
-    row = Leadership.objects.filter(group=GROUP).first()
-    return row.node if row else None
 
 
 def running(job: str) -> JobRun | None:
@@ -45,8 +40,10 @@ def test_a_killed_leaders_claim_first_runs_are_abandoned_at_once_and_their_jobs_
     retried_run = wait_until(lambda: running(RETRIED), timeout=30)
     # Both runs in flight on the leader, and the 2 s job's next slot already due behind it.
     wait_until(lambda: JobState.objects.get(name=EVERY).next_due <= database_now(), timeout=10)
-    victim = next(p for p in procs if p.name == leader())
-    assert every_run.node == retried_run.node == victim.name
+    # The node that runs them, as their rows say (the leader that claimed them): the current
+    # leader may be another by now on a busy machine.
+    victim = next(p for p in procs if p.name == every_run.node)
+    assert retried_run.node == victim.name
 
     killed_at = database_now()
     victim.signal(signal.SIGKILL)
