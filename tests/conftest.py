@@ -57,7 +57,17 @@ ONCE_FIXTURES = frozenset({"browser"})
 #: Modules that use the database only to keep what they check, which is the same on every
 #: vendor: none of their code paths takes a row lock, dispatches on the vendor or runs SQL
 #: that only some vendors accept. Each with why.
-SAME_ON_EVERY_VENDOR: dict[str, str] = {}
+SAME_ON_EVERY_VENDOR: dict[str, str] = {
+    "tests/deploy/test_entry_scripts.py": (
+        "the container's scripts: that they exec, pass SIGTERM on and answer the health checks; "
+        "the processes they start are tested on every vendor in tests/coordination"
+    ),
+    "tests/plugins/test_operator_commands.py": (
+        "that jobs and schedulerstatus print bad declarations first and still work; their "
+        "work (pause and resume under a row lock) is tested on every vendor by "
+        "tests/plugins/test_jobs_command.py"
+    ),
+}
 
 
 def vendors_of(item) -> tuple[set[str] | None, bool]:
