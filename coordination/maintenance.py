@@ -5,8 +5,12 @@ new schedule), retires the jobs no live node declares, and marks the runs of dea
 abandoned. It runs when asked (a new leader, an operator's command), at a recheck instant (once
 the previous leader's lease has run out), every ``MAINTENANCE_INTERVAL`` seconds, and whenever
 a tick's read finds the states and the declarations apart. The runs out on worker processes
-are swept every half lease while any is out (``workers.sweep``). The loop
-(coordination/loop.py) asks ``due``/``sweep_due`` before it reads, and reads again after.
+are swept every half lease while any is out (``workers.sweep``), and watched more often: a
+worker process the server shows gone has its runs released at the next tick's read, and while
+claim-first runs are in progress on workers the loop wakes for such a read at least every
+``WATCH_INTERVAL`` seconds (``recheck_at``).
+The loop (coordination/loop.py) asks ``due``/``sweep_due`` before it reads, and reads again
+after.
 """
 
 import logging
@@ -25,6 +29,13 @@ from coordination.workers import sweep as workers_sweep
 logger = logging.getLogger(__name__)
 
 MAINTENANCE_INTERVAL = 300.0
+#: While runs are out on workers, the longest (seconds) between two looks for a worker process
+#: gone with its runs (``workers.sweep.watch``): a killed worker's runs are released within
+#: about this long plus the server's ending of its sessions, well within a second.
+WATCH_INTERVAL = 0.5
+#: The shortest (seconds) between two such looks: a leader that ticks often (a burst) looks at
+#: most this often; one that ticks for a slot looks just before planning it.
+WATCH_MIN = 0.2
 
 
 def sweep_interval() -> float:
@@ -44,15 +55,34 @@ class Maintenance:
     instance: str
     requested: bool = True
     last: float = 0.0
-    recheck_at: float | None = None
+    #: When maintenance is due again (monotonic; the previous leader's lease run out).
+    maintenance_at: float | None = None
     sweep_at: float | None = None
+    #: When the runs on workers were last watched (monotonic), and whether claim-first runs
+    #: were in progress on workers then (the loop wakes to watch them).
+    watched_at: float = 0.0
+    watching: bool = False
+
+    @property
+    def recheck_at(self) -> float | None:
+        """Return when the loop must read again (monotonic): for maintenance, or, while
+        claim-first runs are in progress on workers, to watch them (``WATCH_INTERVAL``)."""
+        instants = [self.maintenance_at]
+        if self.sweep_at is not None and self.watching:
+            instants.append(self.watched_at + WATCH_INTERVAL)
+        return min((at for at in instants if at is not None), default=None)
+
+    @recheck_at.setter
+    def recheck_at(self, at: float | None) -> None:
+        """Make maintenance due at ``at`` (monotonic)."""
+        self.maintenance_at = at
 
     def due(self, declared: dict[str, Job], by_name: dict[str, JobState]) -> bool:
         """Return whether maintenance is due, given the jobs ``declared`` and the states read."""
         if self.requested:
             return True
-        if self.recheck_at is not None and time.monotonic() >= self.recheck_at:
-            self.recheck_at = None
+        if self.maintenance_at is not None and time.monotonic() >= self.maintenance_at:
+            self.maintenance_at = None
             return True
         if time.monotonic() - self.last > MAINTENANCE_INTERVAL:
             return True
@@ -106,11 +136,23 @@ class Maintenance:
             self.sweep_at = time.monotonic() + sweep_interval()
 
     def sweep_due(self) -> bool:
-        return self.sweep_at is not None and time.monotonic() >= self.sweep_at
+        """Return whether the runs on workers are to be swept, or watched, at this read."""
+        if self.sweep_at is None:
+            return False
+        now = time.monotonic()
+        return now >= self.sweep_at or now >= self.watched_at + WATCH_MIN
 
     def sweep(self, declared: dict[str, Job]) -> None:
-        """Sweep the group's runs on workers (``workers.sweep``: dead workers fenced, their
-        runs abandoned or queued again); plan the next sweep while any run is still queued or
-        running. The caller reads the retries the outcomes asked for."""
-        outstanding = workers_sweep.sweep([job for job in declared.values() if job.on_workers])
+        """Watch the group's runs on workers (``workers.sweep.watch``: the runs of worker
+        processes gone released), and sweep them when that found any or a sweep is due
+        (``workers.sweep``: dead workers fenced, their runs abandoned or queued again); plan
+        the next sweep while any run is still queued or running. The caller reads the retries
+        the outcomes asked for."""
+        jobs = [job for job in declared.values() if job.on_workers]
+        self.watched_at = time.monotonic()
+        watched = workers_sweep.watch(jobs)
+        self.watching = watched.running
+        if not watched.released and self.watched_at < (self.sweep_at or 0.0):
+            return
+        outstanding = workers_sweep.sweep(jobs)
         self.sweep_at = time.monotonic() + sweep_interval() if outstanding else None

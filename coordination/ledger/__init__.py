@@ -16,6 +16,9 @@ from coordination.ledger.abandonment import (
     VANISHED_REASON as VANISHED_REASON,
 )
 from coordination.ledger.abandonment import (
+    abandon_gone as abandon_gone,
+)
+from coordination.ledger.abandonment import (
     abandon_orphans as abandon_orphans,
 )
 from coordination.ledger.abandonment import (

@@ -99,13 +99,22 @@ def abandon_vanished(jobs: Collection[Job], *, instance: str) -> int:
         )
         .values_list("name", "instance", "last_heartbeat")
     }
-    gone = liveness.vanished_instances(candidates)
-    if not gone:
+    return abandon_gone(jobs, liveness.vanished_instances(candidates))
+
+
+def abandon_gone(jobs: Collection[Job], instances: Collection[str], *, reason: str = "") -> int:
+    """Mark the in-progress runs of ``jobs`` by the node processes ``instances`` abandoned,
+    processes known to be gone (by default: the server shows none of their sessions)."""
+    if not instances or not jobs:
         return 0
     return _abandon(
         jobs,
-        JobRun.objects.filter(JobRun.in_progress(), job__in=job_names, node_instance__in=gone),
-        VANISHED_REASON,
+        JobRun.objects.filter(
+            JobRun.in_progress(),
+            job__in=[job.name for job in jobs],
+            node_instance__in=list(instances),
+        ),
+        reason or VANISHED_REASON,
     )
 
 

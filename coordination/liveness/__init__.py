@@ -60,6 +60,9 @@ from coordination.liveness.sessions import (
     Vanished as Vanished,
 )
 from coordination.liveness.sessions import (
+    gone_now as gone_now,
+)
+from coordination.liveness.sessions import (
     lock_session_waits as lock_session_waits,
 )
 from coordination.liveness.sessions import (

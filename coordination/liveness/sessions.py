@@ -50,6 +50,11 @@ def work_application_name(node_name: str) -> str:
     return f"{node_name}/work"[:63]
 
 
+def listen_application_name(node_name: str) -> str:
+    """Name the session a worker process waits for work on (``LISTEN``, PostgreSQL)."""
+    return f"{node_name}/listen"[:63]
+
+
 #: How long a new leader waits for a killed node's last sessions to finish ending before
 #: leaving its runs to the lease. The kernel closes a SIGKILLed process's sockets at once, but
 #: the server ends its sessions one by one: a work session still exiting, or the lock session
@@ -210,6 +215,59 @@ def vanished_instances(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
         time.sleep(0.02)
 
 
+class SeenWithSessions:
+    """The node processes a look found sessions of, most recent last (the last ``LIMIT``).
+
+    ``gone_now`` only counts a process gone once it was seen with sessions: a process whose
+    sessions are not labelled (an in-process worker, another backend's worker) has none to
+    see, and must never be taken for a dead one.
+    """
+
+    LIMIT = 1024
+
+    def __init__(self):
+        self._seen: dict[str, None] = {}
+        self._lock = threading.Lock()
+
+    def saw(self, instance: str) -> None:
+        with self._lock:
+            self._seen.pop(instance, None)
+            self._seen[instance] = None
+            while len(self._seen) > self.LIMIT:
+                del self._seen[next(iter(self._seen))]
+
+    def seen(self, instance: str) -> bool:
+        with self._lock:
+            return instance in self._seen
+
+
+seen_with_sessions = SeenWithSessions()
+
+
+def gone_now(candidates: dict[str, tuple[str, datetime]]) -> set[str]:
+    """Return those of ``candidates`` (instance -> (node name, last heartbeat)) that one look
+    at the server's sessions proves gone (``vanish_verdict``), without waiting or logging.
+
+    For a frequent look (the leader's watch over worker processes with runs in flight): a
+    process whose sessions are still ending is asked about again at the next look, and only
+    a process an earlier look saw sessions of can be gone (``SeenWithSessions``).
+    """
+    reader = _SESSION_READERS.get(connection.vendor)
+    if reader is None or not candidates:
+        return set()
+    lease = _lease()
+    gone = set()
+    for instance, evidence in reader(candidates).items():
+        if evidence.any_sessions:
+            seen_with_sessions.saw(instance)
+        elif (
+            seen_with_sessions.seen(instance)
+            and vanish_verdict(evidence, lease, lock_outlasted=False) == Vanished.GONE
+        ):
+            gone.add(instance)
+    return gone
+
+
 _SESSIONS_POSTGRESQL = """
 SELECT pg_postmaster_start_time(), STATEMENT_TIMESTAMP(),
        ARRAY(SELECT application_name FROM pg_stat_activity
@@ -218,12 +276,17 @@ SELECT pg_postmaster_start_time(), STATEMENT_TIMESTAMP(),
 
 
 def _sessions_postgresql(candidates: dict[str, tuple[str, datetime]]) -> dict:
+    # Each process's session names, its lock session's first.
     names = {
-        instance: (lock_application_name(node), work_application_name(node))
+        instance: (
+            lock_application_name(node),
+            work_application_name(node),
+            listen_application_name(node),
+        )
         for instance, (node, _) in candidates.items()
     }
     with connection.cursor() as cursor:
-        cursor.execute(_SESSIONS_POSTGRESQL, ([n for pair in names.values() for n in pair],))
+        cursor.execute(_SESSIONS_POSTGRESQL, ([n for named in names.values() for n in named],))
         started, now, present = cursor.fetchone()
     present = set(present)
     # Behind PgBouncer in transaction mode sessions are pooled: their names say nothing.
@@ -235,10 +298,10 @@ def _sessions_postgresql(candidates: dict[str, tuple[str, datetime]]) -> dict:
             last_heartbeat=candidates[instance][1],
             identified=identified,
             recorded=True,
-            lock_sessions=lock in present,
-            any_sessions=lock in present or work in present,
+            lock_sessions=named[0] in present,
+            any_sessions=not present.isdisjoint(named),
         )
-        for instance, (lock, work) in names.items()
+        for instance, named in names.items()
     }
 
 

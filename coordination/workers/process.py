@@ -28,6 +28,7 @@ from coordination import ledger
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS, Backoff
 from coordination.liveness import NodeIdentity, mark_stopped, register_node
+from coordination.liveness.sessions import listen_application_name
 from coordination.models import JobRun, Node
 from coordination.node_setup import jobs_fingerprint, label_database_sessions
 from coordination.planner import RunPlan
@@ -471,7 +472,7 @@ class WorkWaiter:
             from coordination.locks.base import new_raw_connection
 
             conn = new_raw_connection(
-                "default", {"application_name": f"{self.process.node.name}/listen"[:63]}
+                "default", {"application_name": listen_application_name(self.process.node.name)}
             )
             conn.autocommit = True
             conn.execute(f"LISTEN {WORKERS_CHANNEL}")

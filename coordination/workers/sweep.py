@@ -14,7 +14,12 @@ lease (``maintenance.Maintenance.sweep``):
   rolled back to ``queued``) gets a new task: the slot runs again, as a transactional slot
   of a dead leader does.
 
-The decisions are the pure functions at the top; ``sweep()`` reads and writes.
+Between sweeps, while runs are out, the leader also watches (``watch()``, every
+``maintenance.WATCH_INTERVAL`` at most): a worker process killed, or its node, keeps a fresh
+heartbeat for up to a lease, but the server closes its sessions at once; one look at them
+releases its runs within a second, as a killed leader's are, and the sweep follows at once.
+
+The decisions are the pure functions at the top; ``sweep()`` and ``watch()`` read and write.
 """
 
 import logging
@@ -34,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 #: The error a task row of a dead worker is failed with.
 WORKER_LOST = "its worker process stopped heartbeating while it ran this task"
+#: Why a run is abandoned whose worker process is no node any more (its pool started another
+#: process under its name).
+WORKER_REPLACED = "its worker process is gone (another took its place)"
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,66 @@ def sweep(jobs: list[Job]) -> int:
             logger.warning("%d task(s) of dead worker processes marked failed", len(lost))
         _requeue_stranded(job_names, tasks, set(lost))
     return outstanding.count()
+
+
+@dataclass(frozen=True)
+class Watched:
+    """What a look at the runs on workers found."""
+
+    #: Runs were released (the caller sweeps at once: the tasks a gone worker held fail,
+    #: and its transactional runs are queued again).
+    released: bool
+    #: Claim-first runs are in progress on workers (the caller looks again soon).
+    running: bool
+
+
+def watch(jobs: list[Job]) -> Watched:
+    """Look once for worker processes that are gone with runs of ``jobs`` in hand, and
+    release those runs.
+
+    A worker the server shows none of the sessions of (``liveness.gone_now``) is marked
+    stopped, so it no longer counts as live, and its claim-first runs are abandoned at once
+    (``ledger.VANISHED_REASON``); a claim-first run whose process is no node any more (its pool
+    started another under its name) is abandoned too. Two reads, a third while a worker
+    process is live, a fourth while one is stale with runs; nothing is written unless
+    something is found.
+    """
+    job_names = [job.name for job in jobs]
+    if not job_names:
+        return Watched(released=False, running=False)
+    running = set(
+        JobRun.objects.filter(JobRun.in_progress(), job__in=job_names)
+        .values_list("node_instance", flat=True)
+        .distinct()
+    )
+    live = {
+        instance: (name, last_heartbeat)
+        for instance, name, last_heartbeat in Node.objects.filter(
+            live_nodes_q(), role=Node.Role.WORKER
+        ).values_list("instance", "name", "last_heartbeat")
+    }
+    gone = liveness.gone_now(live)
+    for instance in gone:
+        liveness.mark_fenced(instance)
+    released = ledger.abandon_gone(jobs, gone)
+    if gone:
+        logger.warning(
+            "worker process(es) %s gone (the database shows none of their sessions); "
+            "released %d run(s) at once",
+            ", ".join(sorted(live[instance][0] for instance in gone)),
+            released,
+        )
+    others = running - set(live)
+    replaced = (
+        others - set(Node.objects.filter(instance__in=others).values_list("instance", flat=True))
+        if others
+        else set()
+    )
+    if replaced:
+        count = ledger.abandon_gone(jobs, replaced, reason=WORKER_REPLACED)
+        logger.warning("released %d run(s) of worker processes another took the place of", count)
+        released += count
+    return Watched(released=bool(gone or released), running=bool(running - gone - replaced))
 
 
 def _requeue_stranded(job_names: list[str], tasks: list[Task], lost: set) -> None:

@@ -1,4 +1,5 @@
-"""Claim-first jobs of the ``hatest_killed`` group that run until their node stops.
+"""Claim-first jobs that run until their node stops: in the leader's threads (``hatest_killed``)
+and on worker processes (``hatest_killed_workers``).
 
 Each run is reliably in flight when a test kills its node, and a SIGTERM (``should_stop()``)
 ends it at once, so stopping the processes after the test takes no grace period.
@@ -35,4 +36,20 @@ def every2s(ctx):
 )
 def retried(ctx):
     """Hourly (so it runs when asked), claim first, retried when abandoned."""
+    _until_stopped(ctx)
+
+
+#: A group of its own, on worker processes: a test kills the worker (or its node) mid-run.
+WORKERS_GROUP = "hatest_killed_workers"
+
+
+@job(
+    name="killed.on_worker",
+    group=WORKERS_GROUP,
+    schedule=every(timedelta(seconds=1)),
+    run_on="workers",
+)
+def on_worker(ctx):
+    """Every second, claim first, on a worker process; runs until its process stops (its
+    later slots come due meanwhile)."""
     _until_stopped(ctx)

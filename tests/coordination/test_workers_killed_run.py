@@ -1,0 +1,102 @@
+"""A worker killed mid-run: its runs released within a second, as a killed leader's are.
+
+A SIGKILLed worker process's heartbeat stays fresh for up to a lease, so its run would keep
+its job busy that long and the job's next slots would be recorded missed ("overlap"). The
+server closes every session of a killed process at once; when it shows none of a worker's,
+the leader abandons its runs then and there. Killed here: the worker process alone (its
+pool starts another), and its whole node (``runworker`` and its processes, as a replica's
+SIGKILL would). The job is in ``tests/coordination/killedrunapp``: due every second, it runs
+until its process stops.
+"""
+
+import os
+import signal
+
+import pytest
+
+from coordination.clock import database_now
+from coordination.ledger import VANISHED_REASON
+from coordination.models import JobRun, JobState
+from coordination.workers.sweep import WORKER_REPLACED
+from tests.conftest import FAST
+from tests.coordination.test_worker_pool import children
+from tests.support.polling import wait_until
+from tests.support.processes import ManagedProcess, process_env
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True), pytest.mark.server]
+
+GROUP = "hatest_killed_workers"
+BUSY = "killed.on_worker"  # every second, claim first, on workers, runs until stopped
+ENV = {"INSTATIC_TEST_EXTRA_APPS": "tests.coordination.killedrunapp"}
+#: The target: the killed run is released within this long of the kill (database clock).
+RELEASED = 1.0
+#: The job's next run starts within this long of the kill: the slot due after the release.
+NEXT_SLOT = 2.0
+
+
+@pytest.fixture
+def workers():
+    """Start worker-only nodes (``runworker``, fast lease); stop them after."""
+    started = []
+
+    def start(node: str) -> ManagedProcess:
+        args = ["runworker", "--processes", "1", "--node-name", node]
+        proc = ManagedProcess(args, name=node, env=process_env(**{**FAST, **ENV}))
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+        print(f"----- {proc.name} (exit {proc.process.returncode}) -----\n{proc.log()[-4000:]}")
+
+
+def running() -> JobRun | None:
+    return JobRun.objects.filter(job=BUSY, status="running").first()
+
+
+@pytest.mark.parametrize("killed", ["worker process", "node"])
+def test_a_killed_workers_run_is_released_within_a_second_and_its_job_goes_on(
+    schedulers, workers, killed
+):
+    schedulers("kw-lead", GROUP, env=ENV, extra_args=["--workers", "0"])
+    # The victim is the only worker until its run is in flight, so the run is surely its.
+    victim = workers("kw-v")
+    run = wait_until(running, timeout=60, message=victim.log()[-3000:])
+    assert run.node == "kw-v/worker-1"
+    other = workers("kw-o")
+    other.wait_for_log(r"\[worker kw-o/worker-1\] waiting for runs", timeout=60)
+    # The run outlasts its job's next slot, which waits for it.
+    wait_until(lambda: JobState.objects.get(name=BUSY).next_due <= database_now(), timeout=10)
+
+    [worker_pid] = children(victim.pid)
+    killed_at = database_now()
+    if killed == "node":
+        victim.signal(signal.SIGKILL)  # its worker process dies with it
+        assert victim.wait(timeout=10) == -signal.SIGKILL
+    else:
+        os.kill(worker_pid, signal.SIGKILL)
+
+    released = wait_until(
+        lambda: JobRun.objects.filter(pk=run.pk, finished_at__isnull=False).first(),
+        timeout=30,
+        message=str(list(JobRun.objects.filter(job=BUSY).values())),
+    )
+    after = (released.finished_at - killed_at).total_seconds()
+    next_run = wait_until(
+        lambda: (
+            JobRun.objects.filter(job=BUSY, slot__gt=run.slot)
+            .exclude(started_at=None)
+            .order_by("slot")
+            .first()
+        ),
+        timeout=30,
+    )
+    print(f"released {after:.2f}s after the kill, next run {next_run.started_at - killed_at}")
+    assert released.status == JobRun.Status.ABANDONED, released.status
+    # A killed worker process's pool may start another under its name before the leader
+    # looks: its run is then that of a process that is no node any more, released as soon.
+    assert released.error in {VANISHED_REASON, WORKER_REPLACED}, released.error
+    assert after <= RELEASED, f"the killed run was released {after:.2f}s after the kill"
+    started = (next_run.started_at - killed_at).total_seconds()
+    assert started <= NEXT_SLOT, f"the job's next run started {started:.2f}s after the kill"
