@@ -11,7 +11,7 @@ each other in the foreground, PostgreSQL last. Most of a run is waiting (for a l
 a process to start, a page to load), so two at once take much less than one after the other;
 and every test must hold on a busy machine anyway. Each run's output ends with its slowest
 tests (pytest's ``--durations``; a ``--durations`` of the caller's wins), so where a run's time
-goes shows in CI's log. A summary of the runs ends the output.
+goes shows in CI's log. A summary of the runs, each with its wall time, ends the output.
 
 Nothing a run starts outlives it. Every process of a vendor's run carries a marker of that run
 in its environment (``INSTATIC_TEST_RUN=<run id>``, inherited by pytest and everything the
@@ -67,6 +67,7 @@ class VendorRun:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     log: Path | None = None
     process: subprocess.Popen | None = None
+    started: float = 0.0  # time.monotonic() when pytest was started
 
     @property
     def report(self) -> Path:
@@ -94,6 +95,7 @@ class VendorRun:
         # The caller's arguments come after ours: pytest keeps the last --durations given.
         command = [sys.executable, "-m", "coverage", "run", "-m", "pytest"]
         command += [f"--durations={SLOWEST_SHOWN}", *args]
+        self.started = time.monotonic()
         try:
             # Should the runner die without stopping it, pytest stops as on Ctrl-C.
             self.process = subprocess.Popen(
@@ -322,6 +324,12 @@ def stop_quietly(pid: int) -> None:
 BACKGROUND_LOGS = Path(__file__).resolve().parent.parent / "var" / "test-logs"
 
 
+def took_text(seconds: float) -> str:
+    """Return a run's wall time as the summary shows it: ``22 min 27 s``."""
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+
+
 def run_all(argv: list[str], runs: list[VendorRun]) -> int:
     """Run each vendor's pytest (SQLite in the background); return the exit status."""
     in_ci = os.environ.get("CI", "").lower() == "true"
@@ -332,7 +340,9 @@ def run_all(argv: list[str], runs: list[VendorRun]) -> int:
     background = None
 
     def finished(run: VendorRun, status: int) -> None:
-        outcomes[run.label] = "passed" if status == 0 else f"FAILED (pytest exit {status})"
+        took = took_text(time.monotonic() - run.started)
+        outcome = "passed" if status == 0 else f"FAILED (pytest exit {status})"
+        outcomes[run.label] = f"{outcome} in {took}"
         left_behind.extend(check_left_behind(run))
 
     def collect_background(*, wait: bool) -> None:
@@ -395,7 +405,7 @@ def run_all(argv: list[str], runs: list[VendorRun]) -> int:
     order = ["SQLite", "MariaDB", "PostgreSQL", "cleanup"]
     summary = sorted(outcomes.items(), key=lambda item: order.index(item[0]))
     notice("\n".join(f"{label:<12}{outcome}" for label, outcome in summary))
-    failures = [label for label, outcome in outcomes.items() if outcome != "passed"]
+    failures = [label for label, outcome in outcomes.items() if not outcome.startswith("passed")]
     if failures:
         print(f"\nFAILED runs: {', '.join(failures)}", file=sys.stderr, flush=True)
         return 1

@@ -33,3 +33,10 @@ def test_a_durations_the_caller_gives_comes_last_so_pytest_keeps_it(monkeypatch)
         "--durations=0",
         "-x",
     ]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(1347.06, "22 min 27 s"), (56.9, "57 s"), (60, "1 min 0 s")]
+)
+def test_the_summary_gives_each_runs_wall_time(seconds, text):
+    assert testsuite.took_text(seconds) == text
