@@ -77,6 +77,9 @@ class JobOptions:
     retry_backoff: timedelta = timedelta(seconds=30)
     #: Where the runs execute: in the leader (default) or on worker processes.
     run_on: RunOn = RunOn.LEADER
+    #: The job sends to the world outside (webhooks, emails): its runs go after every other
+    #: job's, and it yields while posts are going out (``coordination.priorities``).
+    side_effects: bool = False
 
     def __post_init__(self):
         try:

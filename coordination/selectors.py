@@ -227,3 +227,21 @@ def timeline_rows(
         .order_by("started_at")
     )
     return runs[:limit], terms, len(runs) > limit
+
+
+#: How long past due a job still counts as about to run (``group_busy``): longer, and no
+#: leader is running it (a group no scheduler leads must not hold other work back for ever).
+DUE_NOW_WINDOW = timedelta(seconds=30)
+
+
+def group_busy(group: str) -> bool:
+    """Return whether ``group``'s work is going on: a run of one of its jobs queued or in
+    progress, or a job of it (not paused) due within the last ``DUE_NOW_WINDOW``. One query."""
+    states = JobState.objects.filter(group=group, paused=False, retired_at__isnull=True)
+    recently = Now() - DUE_NOW_WINDOW
+    due = Q(next_due__lte=Now(), next_due__gte=recently) | Q(
+        wake_at__lte=Now(), wake_at__gte=recently
+    )
+    return states.filter(
+        due | Q(name__in=JobRun.objects.filter(JobRun.outstanding()).values("job"))
+    ).exists()

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -36,8 +36,9 @@ from coordination.alerts import Kind as AlertKind
 from coordination.alerts import raise_alert
 from coordination.clock import database_now
 from coordination.models import JobRun
+from coordination.priorities import YIELD_FOR, Priority, job_priority
 from coordination.registry import JobContext
-from outbox import wakeups
+from outbox import wakeups, yielding
 from outbox.events import EVENT_FIELDS, PostEvent, from_row
 from outbox.models import Delivery
 
@@ -108,6 +109,9 @@ class Subscriber:
     owns_rows: bool = False
     #: Called in the run's thread after each outcome (a lane renews its hold there).
     heartbeat: Callable[[], None] | None = None
+    #: Its tier (``coordination.priorities``): below publishing, a batch waits while posts
+    #: are going out (``outbox.yielding``).
+    priority: Priority = Priority.JOBS
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,7 @@ def deliver_pending(subscription, ctx: JobContext) -> datetime | None:
         retry_at=lambda row, attempt, now, exc: job.retry_at(attempt, now),
         give_up=give_up,
         savepoint=subscription.atomic,
+        priority=job_priority(job),
     )
     return deliver_batch(subscriber, ctx)
 
@@ -204,9 +209,14 @@ def deliver_pending(subscription, ctx: JobContext) -> datetime | None:
 def deliver_batch(subscriber: Subscriber, ctx: JobContext) -> datetime | None:
     """Deliver one batch of ``subscriber``'s open deliveries; return when to look again.
 
-    A transactional subscriber's batch must run inside the run's transaction.
+    A transactional subscriber's batch must run inside the run's transaction. While posts
+    are going out no batch starts (``outbox.yielding``): the run takes nothing and asks to
+    look again ``YIELD_FOR`` later (a lane, which holds its endpoint, waits before calling).
     """
     now = database_now()
+    if not subscriber.owns_rows and yielding.steps_aside(subscriber.priority):
+        ctx.logger.debug("%s: posts are going out; delivering waits", subscriber.name)
+        return now + timedelta(seconds=YIELD_FOR)
     rows = _open_rows(subscriber.name)
     live_runs = set() if subscriber.owns_rows else _live_runs(rows)
     choice = choose(rows, now=now, live_runs=live_runs)

@@ -13,9 +13,10 @@ from django.db import transaction
 
 from coordination.clock import database_now
 from coordination.conf import settings
+from coordination.priorities import YIELD_FOR, Priority
 from coordination.registry import JobContext, job, register_job
 from coordination.schedules import WhenDue, hourly
-from outbox import dispatch, notifications, retention, wakeups
+from outbox import dispatch, notifications, retention, wakeups, yielding
 from outbox.conf import settings as outbox_settings
 from outbox.job_names import DISPATCH_JOB, NOTIFY_JOB, PRUNE_JOB, WEBHOOKS_JOB
 from outbox.models import is_webhook
@@ -38,8 +39,11 @@ RUN_ON = settings.PLUGIN_JOBS_RUN_ON
     run_on=RUN_ON,
 )
 def dispatch_events(ctx: JobContext) -> datetime | None:
-    """Dispatch one batch of events; return now while more may be waiting."""
+    """Dispatch one batch of events; return now while more may be waiting (and a moment
+    later while posts are going out: ``outbox.yielding``)."""
     now = database_now()
+    if yielding.steps_aside(Priority.JOBS):
+        return now + timedelta(seconds=YIELD_FOR)
     to = dispatch.targets(subscriber_jobs(), dispatch.active_endpoints())
     done = dispatch.dispatch(to, now=now, limit=DISPATCH_BATCH)
     if done.subscribers:
@@ -61,6 +65,7 @@ def dispatch_events(ctx: JobContext) -> datetime | None:
     group="plugins",
     schedule=WhenDue(fallback=timedelta(seconds=60)),
     run_on=RUN_ON,
+    side_effects=True,
 )
 def send_webhooks(ctx: JobContext) -> datetime | None:
     """Start a lane for each endpoint with deliveries due; return when to look again.
@@ -105,4 +110,5 @@ register_job(
     schedule=WhenDue(fallback=timedelta(seconds=60)),
     retries=DEFAULT_RETRIES,
     run_on=RUN_ON,
+    side_effects=True,
 )

@@ -18,6 +18,8 @@ from django.db import connection, transaction
 from coordination import ledger
 from coordination.models import JobRun
 from coordination.planner import RunPlan, plan_queueable_together
+from coordination.priorities import TASK_PRIORITIES, Priority, task_priority
+from coordination.registry import registry
 from coordination.workers.meeting import WORKERS_CHANNEL
 from coordination.workers.tasks import run_queued
 
@@ -86,15 +88,27 @@ def _claim(plans: list[RunPlan], *, node) -> list[JobRun]:
     return runs
 
 
+def run_priority(job_name: str) -> int:
+    """Return the django-tasks priority of a run of ``job_name`` (``coordination.priorities``:
+    publishing's runs first, side effects last); a job this process does not declare gets
+    the middle one."""
+    job = registry.get(job_name)
+    if job is None:
+        return TASK_PRIORITIES[Priority.JOBS]
+    return task_priority(job)
+
+
 def enqueue(runs: list[JobRun]) -> None:
-    """Enqueue the task of each queued run: in the caller's transaction on the database
-    queue (one ``INSERT`` for all of them), else once that transaction commits."""
+    """Enqueue the task of each queued run, with its job's priority: in the caller's
+    transaction on the database queue (one ``INSERT`` for all of them), else once that
+    transaction commits."""
     if not runs:
         return
     if not uses_database_queue():
         for run in runs:
             args = (run.pk, run.attempt)
-            transaction.on_commit(lambda args=args: run_queued.enqueue(*args))
+            task = run_queued.using(priority=run_priority(run.job))
+            transaction.on_commit(lambda task=task, args=args: task.enqueue(*args))
         return
     from django_tasks_db.compat import normalize_json
     from django_tasks_db.models import DBTaskResult, get_date_max
@@ -105,7 +119,7 @@ def enqueue(runs: list[JobRun]) -> None:
             DBTaskResult(
                 id=uuid.uuid4(),
                 args_kwargs=normalize_json({"args": [run.pk, run.attempt], "kwargs": {}}),
-                priority=task.priority,
+                priority=run_priority(run.job),
                 task_path=task.module_path,
                 queue_name=task.queue_name,
                 run_after=get_date_max(),

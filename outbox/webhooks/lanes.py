@@ -26,7 +26,8 @@ from django.db import connection
 from django.db.models import Min, Q
 
 from coordination.clock import database_now
-from outbox import delivering, wakeups
+from coordination.priorities import Priority
+from outbox import delivering, wakeups, yielding
 from outbox.conf import settings
 from outbox.job_names import WEBHOOKS_JOB
 from outbox.models import Delivery, WebhookEndpoint, webhook_ledger_name
@@ -125,6 +126,12 @@ def send_lane(endpoint_id: int) -> None:
         while True:
             endpoint = WebhookEndpoint.objects.filter(pk=endpoint_id, active=True).first()
             if endpoint is None:
+                break
+            # Side effects wait while posts are going out, the endpoint held meanwhile.
+            yielding.wait_while_publishing(
+                Priority.SIDE_EFFECTS, stop=ctx.should_stop, keep=lane.renew
+            )
+            if ctx.should_stop():
                 break
             again = delivering.deliver_batch(subscriber_for(endpoint, lane=lane), ctx)
             if again is None or again > database_now():

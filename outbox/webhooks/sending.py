@@ -27,6 +27,7 @@ from django.db.models.functions import Now
 from coordination.alerts import Kind as AlertKind
 from coordination.alerts import raise_alert
 from coordination.clock import database_now
+from coordination.priorities import Priority
 from outbox.conf import settings
 from outbox.delivering import DeliveryRefused, Open, Subscriber
 from outbox.events import PostEvent
@@ -212,6 +213,7 @@ def subscriber_for(endpoint: WebhookEndpoint, *, lane=None) -> Subscriber:
         halt=halt,
         owns_rows=lane is not None,
         heartbeat=lane.renew if lane is not None else None,
+        priority=Priority.SIDE_EFFECTS,
     )
 
 

@@ -8,7 +8,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from coordination.clock import database_now
-from coordination.models import Alert, JobRun
+from coordination.models import Alert, JobRun, JobState
 from coordination.registry import JobRegistry
 from coordination.registry import registry as default_registry
 from outbox import delivering
@@ -168,3 +168,23 @@ def test_a_claim_first_post_held_behind_a_failure_is_released_not_counted_as_att
 
     rows = list(Delivery.objects.order_by("event_id").values_list("status", "attempts", "run"))
     assert rows == [("failed", 1, None), ("pending", 0, None)]
+
+
+@pytest.mark.django_db
+def test_a_subscriber_steps_aside_while_posts_are_going_out_and_delivers_after():
+    post = make_post(status="published")
+    publish_event(post)
+    going_out = JobRun.objects.create(
+        job="publishing.publish_due", slot=database_now(), status=JobRun.Status.RUNNING
+    )
+    JobState.objects.create(name="publishing.publish_due", group="publishing")
+
+    assert deliver_events(index_post) == 0
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == ("pending", 0)  # waiting, not lost
+    assert seen == []
+
+    going_out.status = JobRun.Status.SUCCEEDED
+    going_out.save()
+    assert deliver_events(index_post) == 1
+    assert seen == [("published", post.pk, "node-a")]
