@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from devtools import mariadb
 from devtools.servers import exited
 from devtools.testsuite import ancestors
 from tests.support.polling import wait_until
@@ -75,25 +76,32 @@ def kill_probed(probe: str) -> None:
 
 
 #: (the test's stage when the first Ctrl-C comes, whether Ctrl-C is pressed again and again
-#: until the runner exits, as an impatient person does).
+#: until the runner exits, as an impatient person does, and the vendors of the nested run). On
+#: MariaDB too, where issue 49 saw a refusing ``runscheduler`` left behind: there the runner
+#: has a server of its own to stop after pytest.
 MOMENTS = [
-    ("starting", False),
-    ("waiting", False),
-    ("refusing", False),
-    ("refusing", True),
+    ("starting", False, "sqlite"),
+    ("waiting", False, "sqlite"),
+    ("refusing", False, "sqlite"),
+    ("refusing", True, "sqlite"),
+    ("refusing", True, "mysql"),
 ]
 
 
 @pytest.mark.parametrize(
-    "stage, again", MOMENTS, ids=[f"{s}{'-pressed-again' if a else ''}" for s, a in MOMENTS]
+    "stage, again, vendors",
+    MOMENTS,
+    ids=[f"{s}{'-pressed-again' if a else ''}-{v}" for s, a, v in MOMENTS],
 )
-def test_ctrl_c_to_the_runner_leaves_no_process(stage, again, tmp_path: Path):
+def test_ctrl_c_to_the_runner_leaves_no_process(stage, again, vendors, tmp_path: Path):
+    if vendors == "mysql" and not (mariadb.find_server() and mariadb.client_library_available()):
+        pytest.skip("MariaDB is not installed")
     probe = uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if k not in THIS_RUNS_OWN}
     env.update(
         {
             PROBE: probe,
-            "INSTATIC_TEST_VENDORS": "sqlite",
+            "INSTATIC_TEST_VENDORS": vendors,
             "PYTHONUNBUFFERED": "1",
             # The nested run's coverage data is its own, not this run's.
             "COVERAGE_FILE": str(tmp_path / ".coverage"),
