@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings as django_settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.db.models.functions import Now
 from django.http import Http404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -28,8 +29,9 @@ from coordination.admin_columns import (
     JobStateColumns,
 )
 from coordination.admin_paging import CappedCountPaginator
-from coordination.admin_words import outcome_notes, scheduler_column, time_column
+from coordination.admin_words import outcome_notes, scheduler_column, time_column, time_html
 from coordination.clock import database_now
+from coordination.conf import settings as coordination_settings
 from coordination.models import JobRun, JobState, Leadership, LeadershipTerm, Node
 from coordination.registry import registry
 from coordination.selectors import timeline_rows
@@ -65,15 +67,34 @@ class ReadOnlyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(ReadOnlyAdmin):
-    list_display = ["scheduler", "host", "pid", "heartbeat", "stopped", "started"]
+    list_display = ["process", "host", "pid", "heartbeat", "stopped", "started"]
     search_fields = ["name", "host"]
-    fields = ["scheduler", "name", "host", "pid", "groups", "started", "heartbeat", "stopped"]
+    fields = ["process", "name", "host", "pid", "groups", "started", "heartbeat", "stopped"]
     readonly_fields = fields
 
-    scheduler = scheduler_column("name")
-    heartbeat = time_column("last_heartbeat", "last heartbeat")
+    def get_queryset(self, request):
+        # The database's time once per page, for the idle workers' column.
+        return super().get_queryset(request).annotate(db_now=Now())
+
+    # A scheduler's or a worker's: "Scheduler (node web-1)", "Worker (node web-1/worker-1)".
+    process = scheduler_column("name", "process")
     stopped = time_column("stopped_at", "stopped")
     started = time_column("started_at", "started")
+
+    @admin.display(description="last heartbeat", ordering="last_heartbeat")
+    def heartbeat(self, obj: Node):
+        """The last heartbeat, but for an idle worker (which writes none while it waits for
+        work) ``idle since`` it, not a heartbeat that looks stale."""
+        lease = timedelta(seconds=float(coordination_settings.LEASE))
+        now = getattr(obj, "db_now", None) or database_now()
+        idle = (
+            obj.role == Node.Role.WORKER
+            and obj.stopped_at is None
+            and obj.last_heartbeat < now - lease
+        )
+        if idle:
+            return format_html("idle since {}", time_html(obj.last_heartbeat))
+        return time_html(obj.last_heartbeat)
 
 
 @admin.register(Leadership)

@@ -7,12 +7,17 @@ import socket
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.db.models.functions import Now
 
 from coordination import nodesessions
 from coordination.conf import settings
 from coordination.liveness.views import NodeIdentity
 from coordination.models import Node
+
+#: How long a node that stopped (or stopped heartbeating) stays listed; older ones are folded
+#: away (``fold_stopped_nodes``), their terms kept in the leadership history.
+STOPPED_NODE_RETENTION = timedelta(days=7)
 
 
 class NodeNameInUse(Exception):
@@ -104,3 +109,21 @@ def mark_fenced(instance: str) -> None:
     process that stopped heartbeating with work in hand), so it is fenced only once."""
     Node.objects.filter(instance=instance, stopped_at__isnull=True).update(stopped_at=Now())
     nodesessions.forget(instance=instance)
+
+
+def fold_stopped_nodes(*, older_than: timedelta = STOPPED_NODE_RETENTION) -> list[str]:
+    """Delete the rows of nodes that stopped, or last heartbeated, more than ``older_than``
+    ago; return their names.
+
+    A node is one row per name, so a name in use again is live and kept. The leadership
+    history names its nodes as text (``LeadershipTerm.node``) and keeps them; a run of a
+    folded node is a run of a dead node, as before.
+    """
+    cutoff = Now() - older_than
+    old = Node.objects.filter(last_heartbeat__lt=cutoff).filter(
+        Q(stopped_at__isnull=True) | Q(stopped_at__lt=cutoff)
+    )
+    names = list(old.values_list("name", flat=True))
+    if names:
+        Node.objects.filter(name__in=names, last_heartbeat__lt=cutoff).delete()
+    return names

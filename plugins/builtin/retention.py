@@ -18,6 +18,7 @@ from django.db.models import Q
 
 from coordination import ledger
 from coordination.conf import settings
+from coordination.liveness.nodes import STOPPED_NODE_RETENTION, fold_stopped_nodes
 from coordination.models import JobRun, LeadershipTerm
 from plugins.sdk import JobContext, hourly, plugin_job
 
@@ -113,12 +114,22 @@ def _keep_newest(
 
 @plugin_job(plugin="run_retention", name="prune", schedule=hourly(minute=23))
 def prune(ctx: JobContext) -> None:
-    """Every hour, trim the run ledger to the newest ``INSTATIC_RUN_RETENTION`` runs per job."""
+    """Every hour, trim the run ledger to the newest ``INSTATIC_RUN_RETENTION`` runs per job
+    (and the leadership history as many terms per group), and fold away the nodes stopped
+    longer than ``STOPPED_NODE_RETENTION``."""
     keep = int(settings.RUN_RETENTION)
     deleted = prune_runs(keep=keep, should_stop=ctx.should_stop)
     terms = prune_terms(keep=keep)
     if terms:
         ctx.logger.info("deleted %d old leadership term(s), keeping %d per group", terms, keep)
+    folded = fold_stopped_nodes()
+    if folded:
+        ctx.logger.info(
+            "folded away %d node(s) stopped more than %s ago: %s",
+            len(folded),
+            STOPPED_NODE_RETENTION,
+            ", ".join(folded[:10]),
+        )
     if deleted:
         ctx.logger.info(
             "deleted %d old run(s) of %d job(s), keeping the newest %d of each",

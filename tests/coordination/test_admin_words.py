@@ -182,3 +182,22 @@ def test_the_run_lists_say_the_outcome_in_one_column(editor_client, history):
         assert 'class="field-reason"' not in html and 'class="field-trigger"' not in html
     engine = page(editor_client, "coordination_jobrun_changelist")
     assert '<td class="field-outcome">Failed · RuntimeError: upstream said no</td>' in engine
+
+
+def test_the_nodes_page_calls_workers_workers_and_shows_an_idle_one_idle_since(editor_client, db):
+    worker = f"{NODE}/worker-1"
+    Node.objects.create(
+        name=worker, role=Node.Role.WORKER, instance="w1", host="vm", pid=11207,
+        started_at=SLOT, last_heartbeat=SLOT,
+    )  # fmt: skip
+    Node.objects.create(
+        name="vm:2", instance="s2", host="vm", pid=2, started_at=SLOT, last_heartbeat=SLOT,
+        stopped_at=SLOT,
+    )  # fmt: skip
+    html = page(editor_client, "coordination_node_changelist")
+    assert f"Worker (node {worker})" in html
+    assert "Scheduler (node vm:2)" in html
+    assert "column-process" in html and "column-scheduler" not in html  # it names both
+    idle = re.sub(r' datetime="[^"]*"', "", html)
+    assert 'idle since <time style="white-space:nowrap">2026-12-02 06:00:00 JST' in idle
+    assert idle.count("idle since") == 1  # the stopped scheduler is not idle

@@ -135,10 +135,16 @@ def test_the_alive_column_tells_an_idle_worker_from_a_dead_scheduler(
         ("scheduler", True, None, "4 min 44 s ago"),
         ("scheduler", False, None, "4 min 44 s ago"),
         ("worker", True, None, "4 min 44 s ago"),
-        ("worker", False, None, "idle for 4 min 44 s"),
+        ("worker", False, None, "idle since 2026-12-01 10:15:00 UTC (4 min 44 s)"),
         ("worker", False, "2026-12-01T00:00:00+00:00", "4 min 44 s ago"),
     ],
 )
 def test_an_idle_worker_reads_idle_not_a_stale_heartbeat(role, alive, stopped_at, shown):
-    node = {"role": role, "alive": alive, "stopped_at": stopped_at, "heartbeat_age": 284.0}
+    node = {
+        "role": role,
+        "alive": alive,
+        "stopped_at": stopped_at,
+        "heartbeat_age": 284.0,
+        "last_heartbeat": "2026-12-01T10:15:00+00:00",
+    }
     assert heartbeat_text(node) == shown

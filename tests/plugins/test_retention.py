@@ -139,3 +139,50 @@ def test_should_stop_is_honoured_between_batches():
     deleted = prune_runs(keep=100, batch=200, should_stop=stop_after_two_batches)
     assert deleted == {"example.beat": 400}
     assert JobRun.objects.count() == 600
+
+
+@pytest.mark.django_db
+def test_the_hourly_job_folds_away_nodes_stopped_longer_than_the_retention_keeping_their_terms():
+    from coordination.liveness.nodes import STOPPED_NODE_RETENTION
+    from coordination.models import LeadershipTerm, Node
+
+    now = database_now()
+    old = now - STOPPED_NODE_RETENTION - timedelta(hours=1)
+    recent = now - timedelta(days=1)
+
+    def node(name, *, heartbeat, stopped, role="scheduler"):
+        Node.objects.create(
+            name=name,
+            role=role,
+            instance=name,
+            host="h",
+            pid=1,
+            started_at=heartbeat,
+            last_heartbeat=heartbeat,
+            stopped_at=stopped,
+        )
+
+    node("stopped-long-ago", heartbeat=old, stopped=old)
+    node("died-long-ago", heartbeat=old, stopped=None)  # never marked stopped (SIGKILL)
+    node("old-worker/worker-1", heartbeat=old, stopped=old, role="worker")
+    node("stopped-yesterday", heartbeat=recent, stopped=recent)
+    node("live", heartbeat=now, stopped=None)
+    # An idle worker writes nothing while it waits: it is kept as long as any stopped node.
+    node("idle/worker-1", heartbeat=recent, stopped=None, role="worker")
+    LeadershipTerm.objects.create(
+        group="publishing",
+        node="stopped-long-ago",
+        instance="stopped-long-ago",
+        started_at=old - timedelta(hours=1),
+        ended_at=old,
+        end_reason="shutdown",
+    )
+
+    retention.prune(context_for(retention.prune))
+
+    assert sorted(Node.objects.values_list("name", flat=True)) == [
+        "idle/worker-1",
+        "live",
+        "stopped-yesterday",
+    ]
+    assert LeadershipTerm.objects.filter(node="stopped-long-ago").exists()

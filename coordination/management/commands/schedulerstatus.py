@@ -10,7 +10,7 @@ It works while a release's ``jobs.py`` has bad declarations: they are printed fi
 """
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo
 
 from django.conf import settings as django_settings
@@ -51,7 +51,7 @@ class Command(OperatorCommand, BaseCommand):
                     n["host"],
                     str(n["pid"]),
                     node_state(n),
-                    heartbeat_text(n),
+                    heartbeat_text(n, zone),
                     ",".join(n["groups"]),
                     f"{n['declared_jobs']}" + (" (differs)" if n["jobs_differ"] else ""),
                 ]
@@ -116,13 +116,13 @@ class Command(OperatorCommand, BaseCommand):
         self.stdout.write("")
 
 
-def heartbeat_text(node: dict) -> str:
+def heartbeat_text(node: dict, zone: tzinfo = UTC) -> str:
     """Return the "heartbeat" column of a node row: its age in words, but for an idle worker
-    (which writes no heartbeat while idle, so the age is how long it has been idle) ``idle
-    for ...``, not a heartbeat that looks stale."""
+    (which writes no heartbeat while idle: its last one is when it went idle) ``idle since``
+    that instant in ``zone`` and for how long, not a heartbeat that looks stale."""
     age = duration_text(node["heartbeat_age"])
     if node_state(node) == "idle":
-        return f"idle for {age}"
+        return f"idle since {zoned(node['last_heartbeat'], zone)} ({age})"
     return f"{age} ago"
 
 
