@@ -1,4 +1,5 @@
-"""Fixtures shared by the coordination tests (lock holders and lock handles, a listening leader)."""
+"""Fixtures shared by the coordination tests (lock holders and lock handles, a listening leader,
+worker-only nodes)."""
 
 import pytest
 from django.db import connection
@@ -6,7 +7,9 @@ from django.test import override_settings
 
 from coordination import loop as loop_module
 from coordination.locks import make_lock
+from tests.conftest import FAST
 from tests.coordination.lockholder import Holders
+from tests.support.processes import ManagedProcess, process_env
 
 
 @pytest.fixture
@@ -44,3 +47,21 @@ def listening_leader(monkeypatch):
     monkeypatch.setattr(loop_module, "REPLAN_WHILE_FINISHING", 3600.0)
     with override_settings(INSTATIC_NOTIFY_MAX_TICK=600):
         yield
+
+
+@pytest.fixture
+def workers():
+    """Start worker-only nodes (``runworker --processes N``, fast lease, ``env`` on top);
+    stop them after the test and show their logs (pytest prints them when it failed)."""
+    started = []
+
+    def start(node: str, *, processes: int = 1, env: dict | None = None) -> ManagedProcess:
+        args = ["runworker", "--processes", str(processes), "--node-name", node]
+        proc = ManagedProcess(args, name=node, env=process_env(**{**FAST, **(env or {})}))
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+        print(f"----- {proc.name} (exit {proc.process.returncode}) -----\n{proc.log()[-4000:]}")

@@ -22,12 +22,11 @@ from coordination.ledger import VANISHED_REASON
 from coordination.models import JobRun, JobState, Node
 from coordination.workers.tasks import QUEUE_NAME
 from devtools import commit_gate
-from tests.conftest import FAST
 from tests.coordination.test_worker_pool import children
 from tests.jobsapp.models import Effect
 from tests.support.databases import suite_server
 from tests.support.polling import wait_until
-from tests.support.processes import ManagedProcess, process_env
+from tests.support.processes import ManagedProcess
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True)]
 
@@ -54,23 +53,6 @@ ABANDONED_REASONS = {
 def no_slot_twice(job: str) -> None:
     doubled = Effect.objects.filter(job=job).values("slot").annotate(n=Count("id")).filter(n__gt=1)
     assert not doubled.exists(), list(doubled)
-
-
-@pytest.fixture
-def workers():
-    """Start worker-only nodes (``runworker --processes N``, fast lease); stop them after."""
-    started = []
-
-    def start(node: str, *, processes: int = 1, env: dict | None = None) -> ManagedProcess:
-        args = ["runworker", "--processes", str(processes), "--node-name", node]
-        proc = ManagedProcess(args, name=node, env=process_env(**{**FAST, **ENV, **(env or {})}))
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        proc.stop()
-        print(f"----- {proc.name} (exit {proc.process.returncode}) -----\n{proc.log()[-4000:]}")
 
 
 def in_flight(proc: ManagedProcess, job: str, *, timeout: float = 30.0) -> JobRun:

@@ -18,10 +18,8 @@ from coordination.clock import database_now
 from coordination.ledger import VANISHED_REASON
 from coordination.models import JobRun, JobState
 from coordination.workers.sweep import WORKER_REPLACED
-from tests.conftest import FAST
 from tests.coordination.test_worker_pool import children
 from tests.support.polling import wait_until
-from tests.support.processes import ManagedProcess, process_env
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True), pytest.mark.server]
 
@@ -34,23 +32,6 @@ RELEASED = 1.0
 NEXT_SLOT = 2.0
 
 
-@pytest.fixture
-def workers():
-    """Start worker-only nodes (``runworker``, fast lease); stop them after."""
-    started = []
-
-    def start(node: str) -> ManagedProcess:
-        args = ["runworker", "--processes", "1", "--node-name", node]
-        proc = ManagedProcess(args, name=node, env=process_env(**{**FAST, **ENV}))
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        proc.stop()
-        print(f"----- {proc.name} (exit {proc.process.returncode}) -----\n{proc.log()[-4000:]}")
-
-
 def running() -> JobRun | None:
     return JobRun.objects.filter(job=BUSY, status="running").first()
 
@@ -61,10 +42,10 @@ def test_a_killed_workers_run_is_released_within_a_second_and_its_job_goes_on(
 ):
     schedulers("kw-lead", GROUP, env=ENV, extra_args=["--workers", "0"])
     # The victim is the only worker until its run is in flight, so the run is surely its.
-    victim = workers("kw-v")
+    victim = workers("kw-v", env=ENV)
     run = wait_until(running, timeout=60, message=victim.log()[-3000:])
     assert run.node == "kw-v/worker-1"
-    other = workers("kw-o")
+    other = workers("kw-o", env=ENV)
     other.wait_for_log(r"\[worker kw-o/worker-1\] waiting for runs", timeout=60)
     # The run outlasts its job's next slot, which waits for it.
     wait_until(lambda: JobState.objects.get(name=BUSY).next_due <= database_now(), timeout=10)
