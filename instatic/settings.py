@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "coordination",
     "publishing",
+    "releases",
     "plugins",
     "editors",
     "outbox",
@@ -351,6 +352,7 @@ LOGGING = {
     "loggers": {
         "coordination": {"level": LOG_LEVEL},
         "publishing": {"level": LOG_LEVEL},
+        "releases": {"level": LOG_LEVEL},
         "plugins": {"level": LOG_LEVEL},
         "outbox": {"level": LOG_LEVEL},
         "media": {"level": LOG_LEVEL},

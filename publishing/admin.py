@@ -28,7 +28,6 @@ from coordination.wording import lateness_text
 from publishing import (
     actions,
     admin_bulk,
-    admin_releases,  # noqa: F401  (registers the releases' admin)
     admin_reviews,  # noqa: F401  (registers the reviews' admin)
     hooks,
     posts,
@@ -50,7 +49,7 @@ from publishing.admin_revisions import (
     revision_action_view,
     revisions_view,
 )
-from publishing.admin_sections import page_context
+from publishing.admin_sections import page_context, post_list_actions
 from publishing.admin_view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
@@ -218,13 +217,19 @@ class PostAdmin(admin.ModelAdmin):
     show_full_result_count = False
     prepopulated_fields = {"slug": ["title"]}
     inlines = [PublishEventInline]
-    actions = [
+    own_actions = [
         "publish_now_action",
         "cancel_schedule_action",
         "unpublish_action",
         "bulk_schedule_action",
-        "add_to_release_action",
     ]
+
+    @property
+    def actions(self) -> list:
+        """Publishing's own list actions, then those other apps add (releases: "Add selected
+        posts to a release")."""
+        return [*self.own_actions, *post_list_actions()]
+
     system_fields = [
         "publishing_state",
         "published_at_local",
@@ -682,13 +687,6 @@ class PostAdmin(admin.ModelAdmin):
         """Ask for the time the selected posts go live at (a page of its own)."""
         ids = queryset.values_list("pk", flat=True)[: admin_bulk.MOST]
         url = admin_bulk.selection_url(request, "admin:publishing_post_bulk_schedule", ids)
-        return HttpResponseRedirect(url)
-
-    @admin.action(description=_("Add selected posts to a release"), permissions=["publish"])
-    def add_to_release_action(self, request, queryset):
-        """Ask which release the selected posts join (a page of its own)."""
-        ids = queryset.values_list("pk", flat=True)[: admin_bulk.MOST]
-        url = admin_bulk.selection_url(request, "admin:publishing_release_add_posts", ids)
         return HttpResponseRedirect(url)
 
 

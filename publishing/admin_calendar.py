@@ -34,7 +34,7 @@ def _iso(value: datetime) -> str:
     return value.isoformat()
 
 
-def more_url(kind: Kind, start: datetime | None, end: datetime) -> str | None:
+def more_url(kind: str, start: datetime | None, end: datetime) -> str | None:
     """Return the post list filtered to ``kind`` items in ``[start, end)`` (None: no list)."""
     if kind == Kind.PUBLISH:
         params = {"status__exact": S.SCHEDULED, "publish_at__lt": _iso(end)}
@@ -49,28 +49,35 @@ def more_url(kind: Kind, start: datetime | None, end: datetime) -> str | None:
             unpublish_at__gte=_iso(start),
             unpublish_at__lt=_iso(end),
         )
-    if kind == Kind.RELEASE:
-        return f"{reverse('admin:publishing_release_changelist')}?status__exact=scheduled"
-    return None
+    other = calendar.entry_kind(kind)
+    return other.list_url() if other is not None else None
 
 
 MORE_LABELS = {
     Kind.PUBLISH: lambda n: ngettext("+%d more publish", "+%d more publishes", n) % n,
     Kind.UNPUBLISH: lambda n: ngettext("+%d more unpublish", "+%d more unpublishes", n) % n,
     Kind.REVISION: lambda n: ngettext("+%d more revision", "+%d more revisions", n) % n,
-    Kind.RELEASE: lambda n: ngettext("+%d more release", "+%d more releases", n) % n,
 }
 KIND_LABELS = {
     Kind.PUBLISH: _("publish"),
     Kind.UNPUBLISH: _("unpublish"),
     Kind.REVISION: _("revision"),
-    Kind.RELEASE: _("release"),
 }
+
+
+def _kind_label(kind: str) -> str:
+    other = calendar.entry_kind(kind)
+    return other.label if other is not None else KIND_LABELS[kind]
+
+
+def _more_label(kind: str, count: int) -> str:
+    other = calendar.entry_kind(kind)
+    return other.more_label(count) if other is not None else MORE_LABELS[kind](count)
 
 
 def _item(entry: calendar.Entry, zone, with_date: bool = False) -> dict:
     local = entry.at.astimezone(zone)
-    classes = ["entry", entry.kind.value]
+    classes = ["entry", str(entry.kind)]
     if entry.failed:
         classes.append("failed")
     elif entry.stopped:
@@ -82,7 +89,7 @@ def _item(entry: calendar.Entry, zone, with_date: bool = False) -> dict:
         # Each time names its zone's abbreviation too: it changes on a day the clocks do.
         "time": local.strftime("%Y-%m-%d %H:%M %Z" if with_date else "%H:%M %Z"),
         "iso": local.isoformat(),
-        "kind": KIND_LABELS[entry.kind],
+        "kind": _kind_label(entry.kind),
         "title": entry.title or _("(untitled)"),
         "url": _entry_url(entry),
         "items": entry.items,
@@ -95,14 +102,15 @@ def _item(entry: calendar.Entry, zone, with_date: bool = False) -> dict:
 
 
 def _entry_url(entry: calendar.Entry) -> str:
-    if entry.kind == Kind.RELEASE:
-        return reverse("admin:publishing_release_change", args=[entry.post_id])
+    other = calendar.entry_kind(entry.kind)
+    if other is not None:
+        return other.entry_url(entry)
     return reverse("admin:publishing_post_change", args=[entry.post_id])
 
 
-def _more(more: dict[Kind, int], start, end) -> list[dict]:
+def _more(more: dict[str, int], start, end) -> list[dict]:
     return [
-        {"label": MORE_LABELS[kind](count), "url": more_url(kind, start, end)}
+        {"label": _more_label(kind, count), "url": more_url(kind, start, end)}
         for kind, count in more.items()
     ]
 

@@ -21,7 +21,7 @@ from coordination.wording import local_time
 from publishing import reviews, revisions
 from publishing.diffs import revision_diff
 from publishing.exceptions import PublishingError
-from publishing.models import ItemAction, Post, Review
+from publishing.models import Post, Review
 from publishing.rendering import render
 
 RV = Review.Status
@@ -137,13 +137,10 @@ class ReviewAdmin(admin.ModelAdmin):
 
 def _content(review: Review) -> dict:
     """Return what the reviewer reads: the content as it was submitted (its snapshot), and
-    what differs from it now; for a release, each item's change and text."""
-    if review.target == Review.Target.RELEASE:
-        return {
-            "release": True,
-            "release_items": _release_items(review),
-            "not_kept": "items" not in review.snapshot,
-        }
+    what differs from it now; for content another app submits, what that app shows."""
+    other = reviews.subject(review.target)
+    if other is not None:
+        return other.content(review)
     live = _live_text(review)
     snapshot = review.snapshot
     if not snapshot:
@@ -179,41 +176,6 @@ def _live_text(review: Review) -> tuple[str, str] | None:
     """Return the title and body of what ``review`` is about as it is now, if it still is."""
     source = review.revision if review.revision_id else review.post
     return (source.title, source.body) if source is not None else None
-
-
-def _release_items(review: Review) -> list[dict]:
-    """Return each item of a release's review as the reviewer reads it.
-
-    Each has its change, its text as submitted, a diff against the live post now (a new
-    revision's, or a takedown's if the live text changed since) and whether a reviewer
-    rejected that very text before (:func:`publishing.reviews.rejected_texts`).
-    """
-    items = review.snapshot.get("items")
-    if items is None:
-        return []
-    live = {
-        post.pk: post
-        for post in Post.objects.filter(pk__in=[item["post_id"] for item in items]).only(
-            "title", "body", "status"
-        )
-    }
-    rejected = reviews.rejected_texts(items)
-    labels = dict(ItemAction.choices)
-    shown = []
-    for item in items:
-        post = live.get(item["post_id"])
-        diff = None
-        if post is not None and item["action"] != "publish":
-            diff = revision_diff(old_title=post.title, old_body=post.body, **_new(item))
-        shown.append(
-            {
-                **item,
-                "label": labels.get(item["action"], item["action"]),
-                "diff": diff,
-                "rejected": rejected.get((item["post_id"], item["action"])),
-            }
-        )
-    return shown
 
 
 def decide_view(model_admin, request, object_id: int):

@@ -1,11 +1,12 @@
 """Sections, notices and tools other apps add to a post's admin page: sections below its
 form, notices above it (what the editor must know before changing the post), tools beside
-its "History" link at the top.
+its "History" link at the top; and actions they add to the post list.
 
 Publishing knows none of them: an app registers a function of ``(request, post)`` that
 returns the section's or notice's HTML, or a tool's label and address, or ``None`` when it
 has nothing to show that user (the outbox shows the deliveries of the post's events, and a
-post's "Watch" link, this way; releases say that the post goes out with one).
+post's "Watch" link, this way; releases say that the post goes out with one). A list action
+is a Django admin action (``@admin.action``) added with :func:`add_post_list_action`.
 """
 
 from collections.abc import Callable
@@ -22,6 +23,7 @@ Tool = Callable[[HttpRequest, Post], tuple[str, str] | None]
 _sections: list[Section] = []
 _notices: list[Section] = []
 _tools: list[Tool] = []
+_list_actions: list[Callable] = []
 
 
 def add_post_section(section: Section) -> None:
@@ -40,6 +42,17 @@ def add_post_tool(tool: Tool) -> None:
     """Show ``tool``'s link at the top of every post's admin page (once, however often)."""
     if tool not in _tools:
         _tools.append(tool)
+
+
+def add_post_list_action(action: Callable) -> None:
+    """Offer ``action`` (an admin action function) on the post list, after publishing's own."""
+    if action not in _list_actions:
+        _list_actions.append(action)
+
+
+def post_list_actions() -> list[Callable]:
+    """Return the post list's actions other apps added, in the order they were added."""
+    return list(_list_actions)
 
 
 def page_context(request: HttpRequest, post: Post | None) -> dict:

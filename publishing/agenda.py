@@ -2,18 +2,21 @@
 
 A run of ``publishing.publish_due`` reads its agenda once before its changes, to know which
 of them has anything due (a run for one due post does not look for due takedowns, revisions
-and releases it has none of), and once after, to know when it runs next: two statements a
-run, where a read per kind would be nine. :func:`next_run` decides from the two readings
-(pure); :func:`read_agenda` reads one.
+and other apps' due work it has none of), and once after, to know when it runs next: two
+statements a run, where a read per kind would be nine. :func:`next_run` decides from the two
+readings (pure); :func:`read_agenda` reads one. Other apps' due work
+(:mod:`publishing.due_work`, e.g. releases) is on the agenda under its own name.
 """
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection, models
 from django.db.models import Value
 
-from publishing.models import Post, PostRevision, Release
+from publishing.due_work import due_works
+from publishing.models import Post, PostRevision
 
 #: How soon the job looks again at due work it had to skip because another transaction held
 #: its rows (an editor saving the post): a second later, not at once, which would run the job
@@ -26,33 +29,42 @@ class Agenda:
     """The earliest time of each kind of change the publish job makes (None: none scheduled).
 
     ``publish`` counts only the job's share (posts due within the on-time window, or later);
-    ``backlog`` says whether a post due longer ago waits for the backlog job.
+    ``backlog`` says whether a post due longer ago waits for the backlog job; ``others`` has
+    the first time of each other app's due work, by its name.
     """
 
     publish: datetime | None = None
     unpublish: datetime | None = None
     revision: datetime | None = None
-    release: datetime | None = None
     backlog: bool = False
+    others: Mapping[str, datetime | None] = field(default_factory=dict)
+
+    def at(self, kind: str) -> datetime | None:
+        """Return the first time of ``kind`` (one of :data:`KINDS` or another app's work)."""
+        return getattr(self, kind) if kind in KINDS else self.others.get(kind)
 
     def due(self, kind: str, now: datetime) -> bool:
-        """Return whether a change of ``kind`` (a field's name) is due at ``now``."""
-        at = getattr(self, kind)
+        """Return whether a change of ``kind`` is due at ``now``."""
+        at = self.at(kind)
         return at is not None and at <= now
 
+    def times(self) -> list[datetime]:
+        """Return the first time of every kind that has one (the backlog is not the publish
+        job's)."""
+        found = [getattr(self, kind) for kind in KINDS] + list(self.others.values())
+        return [at for at in found if at is not None]
+
     def anything_due(self, now: datetime) -> bool:
-        """Return whether a change of any kind is due at ``now`` (the backlog is not the
-        publish job's)."""
-        return any(self.due(kind, now) for kind in KINDS)
+        """Return whether a change of any kind is due at ``now``."""
+        return any(at <= now for at in self.times())
 
     def earliest(self) -> datetime | None:
         """Return the earliest time on the agenda (None: nothing is scheduled)."""
-        times = [getattr(self, kind) for kind in KINDS if getattr(self, kind) is not None]
-        return min(times, default=None)
+        return min(self.times(), default=None)
 
 
-#: The kinds of change on the agenda, as its fields.
-KINDS = ("publish", "unpublish", "revision", "release")
+#: Publishing's own kinds of change on the agenda, as its fields.
+KINDS = ("publish", "unpublish", "revision")
 
 
 def next_run(
@@ -62,8 +74,8 @@ def next_run(
     ``now``.
 
     - ``more``: a batch was full, or releases were left: more may be due, so at once.
-    - ``held``: a release's posts were held by another transaction; and anything still due
-      after the run was skipped for the same reason: a second later.
+    - ``held``: due work's rows were held by another transaction (a release's posts); and
+      anything still due after the run was skipped for the same reason: a second later.
     - Otherwise the earliest time on the agenda after the run (None: nothing is scheduled).
     """
     if more:
@@ -77,10 +89,13 @@ def read_agenda(*, now: datetime, window: timedelta) -> Agenda:
     """Read the publish job's agenda at ``now``, its share of publishes being the posts due
     after ``now - window``; one statement, an index probe per kind.
 
-    Failed posts and stopped releases are left out until an editor changes them.
+    Failed posts (and what other apps' due work leaves out: stopped releases) wait until an
+    editor changes them.
     """
     values = _first_values(now - window)
-    return Agenda(**{**values, "backlog": values["backlog"] is not None})
+    own = {kind: values.pop(kind) for kind in KINDS}
+    backlog = values.pop("backlog") is not None
+    return Agenda(**own, backlog=backlog, others=values)
 
 
 def _firsts(since: datetime) -> dict:
@@ -97,9 +112,7 @@ def _firsts(since: datetime) -> dict:
         "revision": PostRevision.objects.filter(status=PostRevision.Status.SCHEDULED)
         .order_by("publish_at")
         .values_list("publish_at"),
-        "release": Release.objects.filter(status=Release.Status.SCHEDULED, problem="")
-        .order_by("release_at")
-        .values_list("release_at"),
+        **{work.name: work.first_due() for work in due_works()},
         # Ordered, so that the planner probes the due index rather than filtering another
         # index's every row (34 ms on 100,000 published posts).
         "backlog": scheduled.filter(publish_at__lte=since)
@@ -129,7 +142,7 @@ class _Statement:
 _MARKER = datetime(2000, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
 #: The statement of each database (by alias), compiled on first use: building and compiling
-#: five querysets costs three times what running their statement does, twice a run.
+#: its querysets costs three times what running their statement does, twice a run.
 _statements: dict[str, _Statement | None] = {}
 
 

@@ -1,15 +1,17 @@
-"""The calendar of what goes out: publishes, unpublishes, revisions and releases by day, in the
-editor's zone.
+"""The calendar of what goes out: publishes, unpublishes, revisions (and what other apps add:
+releases) by day, in the editor's zone.
 
 Deciding is separate from reading: :func:`build` asks the selectors for the window's items
 (three queries on the posts' ``(status, publish_at)`` and ``(status, unpublish_at)`` indexes
 and the revisions' ``(status, publish_at)``, only the columns shown) and :func:`lay_out` puts
 them on days. Each day keeps at most ``day_limit`` items and counts the rest, so a page for
-10,000 items renders a few hundred.
+10,000 items renders a few hundred. Another app adds its own kind of entry with
+:func:`add_entry_kind` (its words, its links, and a function that reads its entries).
 """
 
 import bisect
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
@@ -21,35 +23,68 @@ class Kind(enum.StrEnum):
     UNPUBLISH = "unpublish"
     # Scheduled revisions of live posts: see revision_switches().
     REVISION = "revision"
-    # Scheduled releases, one entry each with its items' titles: see release_entries().
-    RELEASE = "release"
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One thing that goes out: which post, what happens to it, and when (UTC)."""
+    """One thing that goes out: which post, what happens to it, and when (UTC).
 
-    kind: Kind
+    ``kind`` is one of :class:`Kind` or another app's (:func:`add_entry_kind`), whose entry's
+    ``post_id`` is the id of its own thing (a release's), ``items`` the first posts' titles
+    that go out with it and ``more_items`` how many others do.
+    """
+
+    kind: str
     post_id: int
     title: str
     at: datetime
     error: str = ""
     late: bool = False
-    # A release's entry: ``post_id`` is the release's id, ``items`` its first posts' titles
-    # and ``more_items`` how many others go out with it.
     items: tuple[str, ...] = ()
     more_items: int = 0
+    # Stopped, not failed: its ``error`` says what waits for an editor (a stopped release).
+    waiting: bool = False
 
     @property
     def failed(self) -> bool:
         """A publish that failed (its ``error`` says why)."""
-        return bool(self.error) and self.kind != Kind.RELEASE
+        return bool(self.error) and not self.waiting
 
     @property
     def stopped(self) -> bool:
-        """A release that is stopped (its ``error`` is the problem): it waits for an editor,
-        nothing of it failed."""
-        return bool(self.error) and self.kind == Kind.RELEASE
+        """Stopped (its ``error`` is the problem): it waits for an editor, nothing failed."""
+        return bool(self.error) and self.waiting
+
+
+@dataclass(frozen=True)
+class EntryKind:
+    """A kind of calendar entry another app adds.
+
+    - ``entries(start, end, now)``: its entries before ``end`` (and late ones before
+      ``start``), read in a few queries whatever their number.
+    - ``label``: the word an entry shows; ``more_label(n)``: the "+N more" words.
+    - ``entry_url(entry)``: the page of an entry's thing; ``list_url()``: the list of them.
+    """
+
+    name: str
+    entries: Callable[[datetime, datetime, datetime], list[Entry]]
+    label: str
+    more_label: Callable[[int], str]
+    entry_url: Callable[[Entry], str]
+    list_url: Callable[[], str]
+
+
+_kinds: dict[str, EntryKind] = {}
+
+
+def add_entry_kind(kind: EntryKind) -> None:
+    """Show ``kind``'s entries on the calendar (from the app's ``AppConfig.ready``)."""
+    _kinds[kind.name] = kind
+
+
+def entry_kind(name: str) -> EntryKind | None:
+    """Return another app's kind of entry called ``name`` (None: one of publishing's own)."""
+    return _kinds.get(name)
 
 
 @dataclass
@@ -57,7 +92,7 @@ class Day:
     day: date
     entries: list[Entry] = field(default_factory=list)
     # Items beyond the day's limit, by kind: the "+N more" links.
-    more: dict[Kind, int] = field(default_factory=dict)
+    more: dict[str, int] = field(default_factory=dict)
     start: datetime | None = None  # the day's first instant, in the editor's zone
     end: datetime | None = None
 
@@ -72,7 +107,7 @@ class Calendar:
     zone: tzinfo
     weeks: list[list[Day]]
     overdue: list[Entry]
-    overdue_more: dict[Kind, int]
+    overdue_more: dict[str, int]
     late: int
     failed: int
     stopped: int = 0
@@ -121,33 +156,6 @@ def revision_switches(start: datetime, end: datetime, now: datetime) -> list[Ent
     ]
 
 
-#: How many of a release's posts its calendar entry names.
-RELEASE_ITEMS_SHOWN = 5
-
-
-def release_entries(start: datetime, end: datetime, now: datetime) -> list[Entry]:
-    """Return the scheduled releases before ``end``, one entry each with its posts (two queries).
-
-    A stopped release carries its problem (:attr:`Entry.stopped`); one past its time
-    that has not gone out is late and listed, like the publishes.
-    """
-    rows = selectors.calendar_releases(start, end)
-    titles = selectors.release_item_titles([pk for pk, *_ in rows], RELEASE_ITEMS_SHOWN)
-    return [
-        Entry(
-            Kind.RELEASE,
-            pk,
-            name,
-            at,
-            problem,
-            at <= now,
-            items=tuple(titles.get(pk, ([], 0))[0]),
-            more_items=titles.get(pk, ([], 0))[1],
-        )
-        for pk, name, at, problem in rows
-    ]
-
-
 def build(*, start: date, weeks: int, zone: tzinfo, now: datetime, day_limit: int) -> Calendar:
     """Return ``weeks`` weeks from the Monday of ``start``'s week, in ``zone``.
 
@@ -170,7 +178,8 @@ def build(*, start: date, weeks: int, zone: tzinfo, now: datetime, day_limit: in
         for pk, title, at, published in selectors.calendar_unpublishes(window_start, window_end)
     ]
     entries += revision_switches(window_start, window_end, now)
-    entries += release_entries(window_start, window_end, now)
+    for kind in _kinds.values():
+        entries += kind.entries(window_start, window_end, now)
     entries.sort(key=lambda e: (e.at, e.post_id))
     return lay_out(entries, days[:-1], bounds, zone, day_limit)
 
@@ -184,7 +193,7 @@ def lay_out(
         for i, d in enumerate(days)
     ]
     overdue: list[Entry] = []
-    overdue_more: dict[Kind, int] = {}
+    overdue_more: dict[str, int] = {}
     late = failed = stopped = 0
     for entry in entries:
         failed += entry.failed

@@ -1,4 +1,5 @@
-"""What other apps do when a post changes, and what they tell the editor about it.
+"""What other apps do when a post changes (or is about to be deleted, or to get a new draft
+text), and what they tell the editor about it.
 
 Publishing's actions call :func:`post_changed` inside the transaction of every change of a
 post (an editor's save or action, the publish job's batch), after the change is written. An
@@ -10,6 +11,11 @@ A receiver returns the sentences the editor should read about what it did ("this
 release …"). Whoever shows the change to an editor collects them with :func:`telling` around
 the action; elsewhere (the publish job, ``manage.py``) they are dropped: a receiver that must
 be heard also logs or emails.
+
+Two more hooks, each in the action's transaction with the post locked: receivers added with
+:func:`on_posts_deleting` hear of posts about to be deleted (a scheduled release holding one
+stops), and checks added with :func:`add_new_draft_check` may refuse a new draft text of a
+post, with the sentence the editor reads (a pending release goes out with the draft it holds).
 """
 
 from collections.abc import Callable, Iterable, Iterator
@@ -21,6 +27,8 @@ from contextvars import ContextVar
 PostChanged = Callable[..., Iterable[str] | None]
 
 _receivers: list[PostChanged] = []
+_deleting: list[Callable[[list[int]], object]] = []
+_draft_checks: list[Callable[[object], str]] = []
 _told: ContextVar[list[str] | None] = ContextVar("publishing_told", default=None)
 
 
@@ -48,3 +56,32 @@ def telling() -> Iterator[list[str]]:
         yield said
     finally:
         _told.reset(token)
+
+
+def on_posts_deleting(receiver: Callable[[list[int]], object]) -> None:
+    """Call ``receiver(post_ids)`` before posts are deleted (once, however often it is added)."""
+    if receiver not in _deleting:
+        _deleting.append(receiver)
+
+
+def posts_deleting(post_ids: list[int]) -> None:
+    """Tell every receiver that ``post_ids`` are about to be deleted (in the caller's
+    transaction)."""
+    for receiver in _deleting:
+        receiver(post_ids)
+
+
+def add_new_draft_check(check: Callable[[object], str]) -> None:
+    """Ask ``check(post)`` before a new draft text of a post is written (once, however often
+    it is added); a non-empty answer refuses it, saying why and what to do."""
+    if check not in _draft_checks:
+        _draft_checks.append(check)
+
+
+def new_draft_problem(post) -> str:
+    """Return why a new draft text of ``post`` (locked) may not be written now ("" if it may)."""
+    for check in _draft_checks:
+        problem = check(post)
+        if problem:
+            return problem
+    return ""

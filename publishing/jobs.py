@@ -4,11 +4,11 @@ Three jobs of the ``publishing`` group (one leader lock and loop, one job thread
 they run side by side), each inside one transaction with its run-ledger row:
 
 - ``publishing.publish_due`` publishes posts due within ``INSTATIC_PUBLISH_ON_TIME_WINDOW``
-  (10 s) of now, unpublishes, switches revisions and sends out due releases (each whole, in
-  the run's transaction: :mod:`publishing.release_apply`). It runs whenever something is due: it
-  returns the next ``publish_at``, ``unpublish_at`` or revision time and the scheduler sleeps
-  until then, woken earlier by :func:`coordination.services.request_wakeup` when an editor
-  schedules something sooner.
+  (10 s) of now, unpublishes, switches revisions and does other apps' due work (releases,
+  each whole, in the run's transaction: :mod:`publishing.due_work`). It runs whenever
+  something is due: it returns the next ``publish_at``, ``unpublish_at``, revision or other
+  time and the scheduler sleeps until then, woken earlier by
+  :func:`coordination.services.request_wakeup` when an editor schedules something sooner.
 - ``publishing.publish_backlog`` publishes posts due longer ago (downtime, a bulk import, a
   burst bigger than the publish job could take in the window), newest due first, batch after
   batch. The publish job wakes it when it sees such posts.
@@ -33,17 +33,13 @@ from coordination.models import JobState
 from coordination.registry import JobContext, job
 from coordination.schedules import WhenDue
 from coordination.wording import duration_text
-from publishing import agenda, batches, hooks, late, release_apply, selectors
+from publishing import agenda, batches, due_work, hooks, late, selectors
 from publishing.conf import settings
 from publishing.job_names import BACKLOG_JOB, LATE_JOB, PUBLISH_JOB
 from publishing.models import PostRevision
 from publishing.public_events import announce_events
 
 logger = logging.getLogger(__name__)
-
-#: Releases sent out per run (each in full, however many items it has); a run that finds more
-#: due runs again at once.
-RELEASES_PER_RUN = 3
 
 
 def on_time_window() -> timedelta:
@@ -75,9 +71,7 @@ def publish_due(ctx: JobContext) -> datetime | None:
         unpublished = batches.unpublish_due(batch_size=batch_size, node=ctx.node, now=now)
     if before.due("revision", now):
         revised = batches.switch_due_revisions(batch_size=batch_size, node=ctx.node, now=now)
-    gone = release_apply.GoneOut.nothing()
-    if before.due("release", now):
-        gone = release_apply.go_out_due(now=now, node=ctx.node, limit=RELEASES_PER_RUN)
+    others = due_work.run_due(before, now=now, node=ctx.node)
     changed = list(unpublished.done)
     if revised.done:
         changed += PostRevision.objects.filter(pk__in=revised.done).values_list(
@@ -102,12 +96,12 @@ def publish_due(ctx: JobContext) -> datetime | None:
         announce_events()
     if before.backlog:
         _wake_backlog_job(now)
-    more = published.more or unpublished.more or revised.more or gone.more
+    more = published.more or unpublished.more or revised.more or others.more
     # Nothing was due (a fallback run, or an editor's wake-up for later): nothing changed.
     after = before
     if not more and before.anything_due(now):
         after = agenda.read_agenda(now=now, window=window)
-    return agenda.next_run(before=before, after=after, now=now, more=more, held=bool(gone.held))
+    return agenda.next_run(before=before, after=after, now=now, more=more, held=others.held)
 
 
 @job(

@@ -379,26 +379,14 @@ class PostRevision(models.Model):
         return self.status in (RevisionStatus.DRAFT, RevisionStatus.SCHEDULED)
 
 
-# Releases live in their own module; Django finds models through this one.
-from publishing.release_models import (  # noqa: E402
-    ItemAction,
-    Release,
-    ReleaseEvent,
-    ReleaseItem,
-    ReleaseStatus,
-)
+# Reviews live in their own module; Django finds models through this one.
 from publishing.review_models import Review, ReviewStatus, ReviewTarget  # noqa: E402
 
 __all__ = [
-    "ItemAction",
     "Post",
     "PostRevision",
     "PostStatus",
     "PublishEvent",
-    "Release",
-    "ReleaseEvent",
-    "ReleaseItem",
-    "ReleaseStatus",
     "Review",
     "ReviewStatus",
     "ReviewTarget",

@@ -21,7 +21,7 @@ from django.db.models import F
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
-from publishing import reviews, revisions
+from publishing import hooks, reviews, revisions
 from publishing.actions import (
     can_publish,
     editor_action,
@@ -33,7 +33,6 @@ from publishing.exceptions import InvalidContent, InvalidSchedule, InvalidTransi
 from publishing.history import local_time, stored_time
 from publishing.models import Post, PublishEvent, Review
 from publishing.public_events import announce_events
-from publishing.release_checks import stop_releases_losing
 from publishing.rendering import render
 from publishing.validation import (
     body_text_problems,
@@ -383,7 +382,7 @@ def delete_post(*, post: Post, user, expected_version: int | None = None) -> Non
         kept = PublishEvent.objects.filter(post=current).update(post_title=title)
         data = {"slug": current.slug, "was": current.status, "post": current.pk}
         pk = current.pk
-        stop_releases_losing([pk])
+        hooks.posts_deleting([pk])
         current.delete()
         # A live post always leaves a trace: its going is a change of the public pages.
         if kept or current.status == S.PUBLISHED:

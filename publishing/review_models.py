@@ -52,14 +52,10 @@ class Review(models.Model):
         on_delete=models.CASCADE,
         related_name="reviews",
     )
-    release = models.ForeignKey(
-        "publishing.Release",
-        verbose_name=_("release"),
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="reviews",
-    )
+    # The release reviewed, by id: releases are an app of their own that may not be
+    # installed, so there is no foreign key to them; the releases app deletes a release's
+    # reviews with it.
+    release_id = models.BigIntegerField(_("release"), null=True, blank=True, db_index=True)
     title = models.CharField(_("title"), max_length=200)
     fingerprint = models.CharField(_("content fingerprint"), max_length=64, editable=False)
     # What was submitted, exactly: the reviewer reads this, never the content as it is now.
@@ -106,7 +102,7 @@ class Review(models.Model):
             models.CheckConstraint(
                 condition=(Q(target="post") & Q(post__isnull=False))
                 | (Q(target="revision") & Q(revision__isnull=False) & Q(post__isnull=False))
-                | (Q(target="release") & Q(release__isnull=False)),
+                | (Q(target="release") & Q(release_id__isnull=False)),
                 name="publishing_review_has_its_target",
             ),
         ]

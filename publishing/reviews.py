@@ -1,19 +1,21 @@
 """Review before publish: submit, approve or reject, and the gates on scheduling and publishing.
 
 Off unless ``INSTATIC_REQUIRE_REVIEW`` is on. Then nothing goes live that a reviewer has not
-approved as it is: scheduling or publishing a post, scheduling a revision and scheduling or
-releasing a release each ask :func:`require_approved` for an approval of the exact content
+approved as it is: scheduling or publishing a post and scheduling a revision (and what other
+apps add, such as releases) each ask :func:`require_approved` for an approval of the exact content
 (:mod:`publishing.review_rules` fingerprints it). An editor without the publish permission
-submits a post, a revision (written as a draft revision, which the post keeps) or a release;
+submits a post or a revision (written as a draft revision, which the post keeps);
 a reviewer (the ``publishing.review_post`` permission, never the submitter) approves or
 rejects it with a comment. A change after the approval sends it back: a scheduled post whose
-text changes goes back to draft with a new submission, a live post's text changes only
-through a reviewed revision, and a scheduled release whose items change goes back to draft
-with a new submission. Each step is a history event of the post, and an email to the people
+text changes goes back to draft with a new submission, and a live post's text changes only
+through a reviewed revision. Other apps add kinds of content to review (releases:
+:func:`add_subject`). Each step is a history event of the post, and an email to the people
 concerned (:mod:`publishing.review_mail`).
 """
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from django.core.exceptions import PermissionDenied
@@ -27,15 +29,7 @@ from publishing.actions import editor_action, record_event, user_or_none
 from publishing.conf import settings
 from publishing.exceptions import InvalidTransition, NotPublishable
 from publishing.job_names import PUBLISH_JOB
-from publishing.models import (
-    ItemAction,
-    Post,
-    PostRevision,
-    PublishEvent,
-    Release,
-    ReleaseItem,
-    Review,
-)
+from publishing.models import Post, PostRevision, PublishEvent, Review
 from publishing.review_rules import (
     decision_problem,
     post_fingerprint,
@@ -51,8 +45,32 @@ K = PublishEvent.Kind
 T = Review.Target
 RS = Review.Status
 REVIEW_PERMISSION = "publishing.review_post"
-#: Why a scheduled release went back to draft: its items changed after the approval.
-RELEASE_SENT_BACK_NOTE = "its posts changed after it was approved; back to draft until approved"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What reviews need to know of a kind of content another app submits for review (a
+    release): how to lock it while a review of it is decided, whether it is still what a
+    review names, and what its review's page shows."""
+
+    lock: Callable[[Review], None]
+    is_current: Callable[[Review], bool]
+    content: Callable[[Review], dict]
+
+
+_subjects: dict[str, Subject] = {}
+
+
+def add_subject(target: str, subject: Subject) -> None:
+    """Let content of ``target`` (one of :class:`ReviewTarget`) be reviewed, as ``subject``
+    says (from the app's ``AppConfig.ready``)."""
+    _subjects[target] = subject
+
+
+def subject(target: str) -> Subject | None:
+    """Return how reviews handle content of ``target`` another app submits (None: posts and
+    revisions, which reviews know themselves, or an app not installed)."""
+    return _subjects.get(target)
 
 
 def required() -> bool:
@@ -74,50 +92,8 @@ def fingerprint_of_post(post: Post) -> str:
     return post_fingerprint(title=post.title, slug=post.slug, body=post.body)
 
 
-def snapshot_of_release(release: Release) -> dict:
-    """Return what a review of ``release`` keeps: each item's post, change and exact text.
-
-    The text is what the item puts live (the post's, or its pinned revision's title and body
-    with the post's slug) or, for a takedown, what it takes down (the post's now). Items
-    whose post was deleted have no text: such a release cannot go out anyway.
-    """
-    rows = (
-        ReleaseItem.objects.filter(release=release, post__isnull=False)
-        .order_by("post_id")
-        .values_list(
-            "post_id",
-            "post_title",
-            "action",
-            "post__title",
-            "post__slug",
-            "post__body",
-            "revision__title",
-            "revision__body",
-        )
-    )
-    items = []
-    for post_id, label, action, title, slug, body, revision_title, revision_body in rows:
-        if action == ItemAction.REVISION:
-            title, body = revision_title, revision_body
-        items.append(
-            {
-                "post_id": post_id,
-                "post_title": label,
-                "action": action,
-                "title": title,
-                "slug": slug,
-                "body": body,
-            }
-        )
-    return {"items": items}
-
-
-def fingerprint_of_release(release: Release) -> str:
-    return snapshot_fingerprint(T.RELEASE, snapshot_of_release(release), post_id=None)
-
-
 def is_approved(**lookup) -> bool:
-    """Return True if a review of ``lookup`` (target, fingerprint, post or release) approved."""
+    """Return True if a review of ``lookup`` (target, fingerprint, post or other) approved."""
     return _approved(**lookup)
 
 
@@ -144,15 +120,6 @@ def require_revision_approved(post: Post, *, title: str, body: str) -> None:
     )
 
 
-def require_release_approved(release: Release) -> None:
-    require_approved(
-        target=T.RELEASE,
-        fingerprint=fingerprint_of_release(release),
-        what=f"The release “{release}”",
-        release=release,
-    )
-
-
 #: Why the publish job holds a due post: nobody approved its content as it is now.
 HELD_PROBLEM = (
     "Not approved by a reviewer as it is now, and reviews are required on this site: it stays "
@@ -165,10 +132,6 @@ REVISION_HELD_NOTE = (
 )
 
 
-#: Why a release does not go out at its time: its items' texts are not the approved ones.
-RELEASE_HELD_PROBLEM = "Its posts as they are now were not approved by a reviewer."
-
-
 def go_live_check(kind: str, ids: list[int]) -> dict[int, str]:
     """Hold what no reviewer approved as it is now (a go-live check, :mod:`publishing.go_live`);
     nothing when reviews are off."""
@@ -178,8 +141,6 @@ def go_live_check(kind: str, ids: list[int]) -> dict[int, str]:
         return dict.fromkeys(unapproved_posts(ids), HELD_PROBLEM)
     if kind == go_live.REVISION:
         return dict.fromkeys(unapproved_revisions(ids), REVISION_HELD_NOTE)
-    if kind == go_live.RELEASE:
-        return {pk: RELEASE_HELD_PROBLEM for pk in ids if not is_release_approved(Release(pk=pk))}
     return {}
 
 
@@ -228,43 +189,6 @@ def unapproved_revisions(revision_ids: list[int]) -> set[int]:
     }
 
 
-def rejected_texts(items: list[dict]) -> dict[tuple[int, str], Review]:
-    """Return the rejection of each of a release snapshot's ``items`` whose very text a
-    reviewer rejected on its own before, by ``(post id, action)``: the release's reviewer is
-    shown it, so a rejected text never goes out unnoticed in a release."""
-    wanted = {}
-    for item in items:
-        if item["action"] == ItemAction.PUBLISH:
-            target = T.POST
-            fingerprint = post_fingerprint(
-                title=item["title"], slug=item["slug"], body=item["body"]
-            )
-        elif item["action"] == ItemAction.REVISION and item["title"] is not None:
-            target = T.REVISION
-            fingerprint = revision_fingerprint(
-                post_id=item["post_id"], title=item["title"], body=item["body"]
-            )
-        else:
-            continue
-        wanted[(item["post_id"], target, fingerprint)] = (item["post_id"], item["action"])
-    rejections = Review.objects.filter(
-        status=RS.REJECTED, post_id__in={post_id for post_id, _, _ in wanted}
-    ).select_related("decided_by")
-    found = {}
-    for review in rejections.order_by("decided_at"):
-        key = wanted.get((review.post_id, review.target, review.fingerprint))
-        if key is not None:
-            found[key] = review
-    return found
-
-
-def is_release_approved(release: Release) -> bool:
-    """Return True if review is off or ``release``'s items as they are now were approved."""
-    return not required() or _approved(
-        target=T.RELEASE, fingerprint=fingerprint_of_release(release), release=release
-    )
-
-
 def submit_snapshot(
     *, target: str, snapshot: dict, title: str, user, note: str = "", reason: str = "", **lookup
 ) -> Review:
@@ -309,18 +233,6 @@ def submit_post(*, post: Post, user, note: str = "") -> Review:
         )
         record_event(current, K.REVIEW_REQUESTED, user=user, data=event_data(review))
     return review
-
-
-def submit_items_again(release: Release, *, user) -> Review:
-    """Submit ``release`` (locked by the caller) again after its items changed."""
-    return submit_snapshot(
-        target=T.RELEASE,
-        snapshot=snapshot_of_release(release),
-        title=release.name,
-        user=user,
-        reason=RELEASE_SENT_BACK_NOTE,
-        release=release,
-    )
 
 
 def decide(*, review: Review, user, approve: bool, comment: str = "") -> Review:
@@ -370,9 +282,10 @@ def _let_held_post_go(post_id: int) -> None:
 
 
 def _lock_target(review: Review) -> None:
-    """Lock the post or release a review is about, so it cannot change while it is decided."""
-    if review.release_id is not None:
-        Release.objects.select_for_update().filter(pk=review.release_id).first()
+    """Lock what a review is about, so it cannot change while it is decided."""
+    other = subject(review.target)
+    if other is not None:
+        other.lock(review)
     elif review.post_id is not None:
         Post.objects.select_for_update().filter(pk=review.post_id).first()
 
@@ -391,7 +304,7 @@ def send_back(current: Post, *, user, reason: str) -> None:
 
 
 def latest(**lookup) -> Review | None:
-    """Return the newest review of a post, revision or release (not a replaced one)."""
+    """Return the newest review of a post, revision or other subject (not a replaced one)."""
     return Review.objects.filter(**lookup).exclude(status=RS.WITHDRAWN).first()
 
 
@@ -406,10 +319,9 @@ def decision_problem_for(review: Review, user) -> str:
 
 def is_current(review: Review) -> bool:
     """Return True if what ``review`` is about is still the content it names."""
-    if review.target == T.RELEASE:
-        return review.release is not None and fingerprint_of_release(review.release) == (
-            review.fingerprint
-        )
+    other = subject(review.target)
+    if other is not None:
+        return other.is_current(review)
     if review.target == T.REVISION:
         revision = review.revision
         return revision is not None and review.fingerprint == revision_fingerprint(

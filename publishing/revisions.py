@@ -16,7 +16,7 @@ from django.db.models import Max
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
-from publishing import reviews
+from publishing import hooks, reviews
 from publishing.actions import (
     editor_action,
     editor_name,
@@ -34,7 +34,6 @@ from publishing.models import (
     Review,
     ReviewTarget,
 )
-from publishing.release_checks import pending_item_of
 from publishing.rendering import render
 from publishing.validation import body_text_problems, publish_problems, schedule_problems
 
@@ -212,22 +211,6 @@ def cancel_revision(
     return revision
 
 
-def _refuse_if_released(current: Post) -> None:
-    """Refuse a new draft of ``current`` (locked) that would set aside the draft revision a
-    pending release goes out with: that would stop the release, whoever wrote the draft."""
-    item = pending_item_of(current)
-    if item is None or item.revision_id is None:
-        return
-    pinned = PostRevision.objects.filter(pk=item.revision_id, status=R.DRAFT).first()
-    if pinned is not None:
-        raise InvalidTransition(
-            f"Revision {pinned.number} of “{current}” goes out with the release "
-            f"“{item.release}”, so a new text cannot replace it now. Ask the release's owner "
-            "to remove the post from the release first, or write the new text once the release "
-            "has gone out."
-        )
-
-
 def write_draft(
     current: Post,
     *,
@@ -243,7 +226,9 @@ def write_draft(
     The caller moves the post's version (``action.change(public=False)``) in the same
     transaction.
     """
-    _refuse_if_released(current)
+    problem = hooks.new_draft_problem(current)
+    if problem:
+        raise InvalidTransition(problem)
     number = _next_number(current)
     reason = (
         f"revision {number} restores revision {restored_from.number}"

@@ -4,13 +4,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
-from django.db.models.functions import Now, RowNumber
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Now
 
 from publishing import paging
 from publishing.conf import settings
 from publishing.live_spans import live_spans
-from publishing.models import Post, PostRevision, PublishEvent, Release, ReleaseItem
+from publishing.models import Post, PostRevision, PublishEvent
 from publishing.slugs import IsURLSlug
 
 
@@ -291,43 +291,6 @@ def calendar_revisions(start: datetime, end: datetime) -> list[tuple]:
         .order_by("publish_at", "id")
         .values_list("post_id", "title", "publish_at")
     )
-
-
-def calendar_releases(start: datetime, end: datetime) -> list[tuple]:
-    """Return (id, name, release_at, problem) of scheduled releases before ``end``.
-
-    No lower bound, like the publishes: one due before ``start`` has not gone out, and is
-    listed late. One range scan of the releases' ``(status, release_at)`` index.
-    """
-    return list(
-        Release.objects.filter(status=Release.Status.SCHEDULED, release_at__lt=end)
-        .order_by("release_at", "id")
-        .values_list("id", "name", "release_at", "problem")
-    )
-
-
-def release_item_titles(release_ids: list[int], shown: int) -> dict[int, tuple[list[str], int]]:
-    """Return, for each release, its first ``shown`` items' titles and how many more it has.
-
-    Two queries whatever the releases' sizes: the counts, and the first items of each
-    (numbered per release by a window function, so a release of 10,000 sends ``shown``).
-    """
-    if not release_ids:
-        return {}
-    items = ReleaseItem.objects.filter(release_id__in=release_ids)
-    counts = dict(items.values("release_id").annotate(n=Count("id")).values_list("release_id", "n"))
-    first = (
-        items.annotate(
-            place=Window(RowNumber(), partition_by=F("release_id"), order_by=F("id").asc())
-        )
-        .filter(place__lte=shown)
-        .order_by("release_id", "place")
-        .values_list("release_id", "post_title")
-    )
-    titles: dict[int, list[str]] = {pk: [] for pk in release_ids}
-    for release_id, title in first:
-        titles[release_id].append(title)
-    return {pk: (names, counts.get(pk, 0) - len(names)) for pk, names in titles.items()}
 
 
 def revisions_of(post: Post) -> QuerySet[PostRevision]:

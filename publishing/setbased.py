@@ -23,17 +23,17 @@ written for the version that went down must not go live over whatever is publish
 The revision switch's writes are set-based too, on every vendor alike: one conditional
 ``UPDATE`` of the due revisions (:func:`change_due_revisions`), one that copies their content
 onto their posts (:func:`copy_revisions_onto_posts`) and one multi-row ``INSERT`` of their
-events (:func:`record_revision_events`).
+events (:func:`record_revision_events`). Other apps' set-based changes of posts (a release
+going out) use :func:`counted` and :func:`counted_fields` for the counters they move on.
 """
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
-from publishing.models import Post, PostRevision, PublishEvent, ReleaseItem
+from publishing.models import Post, PostRevision, PublishEvent
 
 
 class ConcurrentChange(RuntimeError):
@@ -81,14 +81,14 @@ class DueChange:
 TAKEDOWN_COUNTERS = ("version", "preview_generation")
 
 
-def _counted(counters: tuple[str, ...]) -> str:
+def counted(counters: tuple[str, ...]) -> str:
     """Return the SQL that adds one to each of ``counters`` (post fields)."""
     quote = connection.ops.quote_name
     columns = [quote(Post._meta.get_field(name).column) for name in counters]
     return ", ".join(f"{column} = {column} + 1" for column in columns)
 
 
-def _counted_fields(counters: tuple[str, ...]) -> dict:
+def counted_fields(counters: tuple[str, ...]) -> dict:
     return {name: F(name) + 1 for name in counters}
 
 
@@ -131,7 +131,7 @@ def _postgresql(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
     sql = f"""
         WITH changed AS (
             UPDATE {table}
-            SET {", ".join(assignments)}, {_counted(change.counters)}
+            SET {", ".join(assignments)}, {counted(change.counters)}
             WHERE {table}."id" = ANY(%s::bigint[]) AND ({where_sql}) IS TRUE
             RETURNING {table}."id", {planned} AS planned, {table}."version"
         ), recorded AS (
@@ -211,7 +211,7 @@ def _generic(change: DueChange, ids: list[int]) -> list[tuple[int, float]]:
     matching = [(pk, planned) for pk, planned, _ in rows]
     versions = {pk: version + 1 for pk, _, version in rows}
     updated = change.condition.filter(pk__in=[pk for pk, _ in matching]).update(
-        **change.values, **_counted_fields(change.counters)
+        **change.values, **counted_fields(change.counters)
     )
     if updated != len(matching):
         raise ConcurrentChange(
@@ -331,109 +331,3 @@ def record_revision_events(
             for row in rows
         ]
     )
-
-
-@dataclass(frozen=True)
-class ReleaseChange:
-    """One kind of change of a release's posts (all locked and checked already).
-
-    The posts of release ``release_id``'s items of ``action`` change from one of
-    ``from_statuses`` by ``values`` (``counters`` added one to, as in :class:`DueChange`);
-    each gets one ``kind`` event by ``node`` or ``user_id`` at ``now``, with ``lateness`` and
-    ``data`` (the event's ``version`` is the one the change wrote).
-    """
-
-    release_id: int
-    action: str
-    from_statuses: tuple[str, ...]
-    values: dict
-    kind: str
-    node: str
-    user_id: int | None
-    now: datetime
-    lateness: float | None
-    data: dict
-    counters: tuple[str, ...] = ("version",)
-
-
-def change_release_posts(change: ReleaseChange) -> int:
-    """Apply ``change`` and record its events; return how many posts it changed.
-
-    A release's caller compares the count with its items: any post not changed rolls the
-    whole release back. The posts are named by a subquery of the release's items, never sent
-    as 10,000 parameters. PostgreSQL: one statement, the posts' ``UPDATE ... RETURNING``
-    feeding the events' ``INSERT`` (a release sends no row back). The others: the rows'
-    versions read, one ``UPDATE``, one multi-row ``INSERT``.
-    """
-    if connection.vendor == "postgresql":
-        return _release_postgresql(change)
-    return _release_generic(change)
-
-
-def _release_postgresql(change: ReleaseChange) -> int:
-    quote = connection.ops.quote_name
-    table = quote(Post._meta.db_table)
-    events = quote(PublishEvent._meta.db_table)
-    items = quote(ReleaseItem._meta.db_table)
-    assignments = [f"{quote(Post._meta.get_field(name).column)} = %s" for name in change.values]
-    # The status is a filter on the items' posts (IS TRUE), never an index condition: see
-    # _postgresql on the status index a drained backlog leaves behind.
-    sql = f"""
-        WITH changed AS (
-            UPDATE {table}
-            SET {", ".join(assignments)}, {_counted(change.counters)}
-            WHERE "id" IN (
-                SELECT "post_id" FROM {items} WHERE "release_id" = %s AND "action" = %s
-            ) AND ("status" = ANY(%s::varchar[])) IS TRUE
-            RETURNING "id", "version"
-        ), recorded AS (
-            INSERT INTO {events}
-                ("post_id", "post_title", "kind", "node", "user_id", "at", "lateness", "detail",
-                 "data")
-            SELECT "id", '', %s, %s, %s::integer, %s::timestamptz, %s::float8, '',
-                   %s::jsonb || jsonb_build_object('version', "version")
-            FROM changed
-            RETURNING 1
-        )
-        SELECT count(*) FROM recorded
-    """
-    params = [
-        *change.values.values(),
-        change.release_id,
-        change.action,
-        list(change.from_statuses),
-        change.kind,
-        change.node,
-        change.user_id,
-        change.now,
-        change.lateness,
-        json.dumps(change.data),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()[0]
-
-
-def _release_generic(change: ReleaseChange) -> int:
-    items = ReleaseItem.objects.filter(release_id=change.release_id, action=change.action)
-    matching = Post.objects.filter(pk__in=items.values("post_id"), status__in=change.from_statuses)
-    versions = dict(matching.values_list("pk", "version"))
-    updated = matching.filter(pk__in=list(versions)).update(
-        **change.values, **_counted_fields(change.counters)
-    )
-    PublishEvent.objects.bulk_create(
-        [
-            PublishEvent(
-                post_id=pk,
-                kind=change.kind,
-                node=change.node,
-                user_id=change.user_id,
-                at=change.now,
-                lateness=change.lateness,
-                data={**change.data, "version": version + 1},
-            )
-            for pk, version in versions.items()
-        ],
-        batch_size=2000,
-    )
-    return updated

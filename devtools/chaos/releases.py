@@ -1,4 +1,4 @@
-"""The release stream: releases put together and scheduled through publishing.releases.
+"""The release stream: releases put together and scheduled through releases.actions.
 
 Beside the editors' stream, every few seconds a release of a few to a few dozen new draft
 posts (and, now and then, takedowns of live posts in no pending release) is put together and
@@ -78,8 +78,10 @@ def make_release(
     schedule it ``ahead`` of the database clock (past a quiet spell's window if it falls in
     it); record each step on ``soak`` once it is done."""
     from coordination.clock import database_now
-    from publishing import releases, reviews
-    from publishing.models import ItemAction, Post, PostStatus, ReleaseStatus
+    from publishing import reviews
+    from publishing.models import Post, PostStatus
+    from releases import actions as releases
+    from releases.models import ItemAction, ReleaseStatus
 
     release = releases.create_release(name=name, user=None)
     record = soak.releases[release.pk] = ReleaseRecord(release.pk, name)
@@ -148,8 +150,8 @@ def postpone_releases(soak: Soak, start: datetime, until: datetime, first: int) 
     """
     from django.db import connection
 
-    from publishing import releases
-    from publishing.models import Release, ReleaseStatus
+    from releases import actions as releases
+    from releases.models import Release, ReleaseStatus
 
     with soak.release_lock:
         soak.quiet_window = (start, until)

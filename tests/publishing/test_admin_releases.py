@@ -10,8 +10,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from coordination.clock import database_now
-from publishing import posts, releases
-from publishing.models import Post, Release
+from publishing import posts
+from publishing.models import Post
+from releases import actions as releases
+from releases.models import Release
 from tests.publishing.conftest import form_data, make_post
 
 pytestmark = pytest.mark.django_db
@@ -19,15 +21,15 @@ pytestmark = pytest.mark.django_db
 S = Post.Status
 RS = Release.Status
 LIST = reverse("admin:publishing_post_changelist")
-ADD_POSTS = reverse("admin:publishing_release_add_posts")
+ADD_POSTS = reverse("admin:releases_release_add_posts")
 
 
 def page_url(release) -> str:
-    return reverse("admin:publishing_release_change", args=[release.pk])
+    return reverse("admin:releases_release_change", args=[release.pk])
 
 
 def act_url(release, **query) -> str:
-    url = reverse("admin:publishing_release_act", args=[release.pk])
+    url = reverse("admin:releases_release_act", args=[release.pk])
     return url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
 
 
@@ -37,7 +39,7 @@ def said(response) -> list[str]:
 
 def test_an_editor_makes_a_release_and_adds_posts_from_the_post_list(as_editor, editor):
     add = as_editor.post(
-        reverse("admin:publishing_release_add"),
+        reverse("admin:releases_release_add"),
         {"name": "Spring launch", "release_at_0": "", "release_at_1": "", "version": ""},
     )
     assert add.status_code == 302, add.content.decode()[:2000]
@@ -140,7 +142,7 @@ def test_removing_an_item_never_conflicts_with_a_colleagues_other_change(as_edit
 
 def test_editors_who_may_not_publish_do_not_see_releases(as_drafter, editor):
     release = releases.create_release(name="Launch", user=editor)
-    assert as_drafter.get(reverse("admin:publishing_release_changelist")).status_code == 403
+    assert as_drafter.get(reverse("admin:releases_release_changelist")).status_code == 403
     assert as_drafter.get(page_url(release)).status_code == 403
     response = as_drafter.post(act_url(release), {"verb": "release_now"})
     assert response.status_code == 302

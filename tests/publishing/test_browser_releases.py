@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from coordination.clock import database_now
 from publishing import revisions
-from publishing.models import Post, Release
+from publishing.models import Post
+from releases.models import Release
 from tests.publishing.conftest import live_post, make_post, run_publish_job
 from tests.support.browser import screenshot, signed_in
 from tests.support.polling import wait_until

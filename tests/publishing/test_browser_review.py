@@ -89,7 +89,8 @@ def test_a_draft_is_submitted_approved_scheduled_and_a_later_change_sends_it_bac
 def test_a_release_reviewer_reads_each_items_text_and_a_changed_submission_shows_its_diff(
     live_server, drafter, reviewer, editor, browser, request
 ):
-    from publishing import posts, releases, reviews
+    from publishing import posts, reviews
+    from releases import actions as releases
 
     rejected = make_post(title="Quarterly results", body="Profits fell 40 percent, unaudited.")
     reviews.decide(

@@ -200,8 +200,8 @@ def test_weeks_can_be_paged_with_links(tokyo):
 def test_a_release_is_one_entry_with_its_posts_on_its_day_and_a_stopped_one_says_why(
     tokyo, editor, django_assert_max_num_queries
 ):
-    from publishing import releases
-    from publishing.models import Release
+    from releases import actions as releases
+    from releases.models import Release
 
     launch = releases.create_release(name="Spring launch", user=editor)
     for n in range(7):
@@ -214,7 +214,7 @@ def test_a_release_is_one_entry_with_its_posts_on_its_day_and_a_stopped_one_says
 
     html = tokyo.get(CALENDAR_URL + WEEK).content.decode()
     cell = day(html, "2099-01-13")
-    url = reverse("admin:publishing_release_change", args=[launch.pk])
+    url = reverse("admin:releases_release_change", args=[launch.pk])
     assert cell.count(url) == 1
     assert "10:00 JST" in cell and "Spring launch" in cell
     assert all(f"Launch post {n}" in cell for n in range(5))

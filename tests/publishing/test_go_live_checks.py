@@ -7,9 +7,11 @@ from datetime import timedelta
 import pytest
 
 from coordination.clock import database_now
-from publishing import go_live, releases, revisions
+from publishing import go_live, revisions
 from publishing.exceptions import NotPublishable
-from publishing.models import Post, PostRevision, Release
+from publishing.models import Post, PostRevision
+from releases import actions as releases
+from releases.models import Release
 from tests.publishing.conftest import due_post, live_post, make_due, make_post, run_publish_job
 
 pytestmark = pytest.mark.django_db

@@ -175,7 +175,7 @@ def _take_down_at_its_time(post, editor) -> None:
 
 
 def _take_down_with_a_release(post, editor) -> None:
-    from publishing import releases
+    from releases import actions as releases
 
     release = releases.create_release(name="Takedown", user=editor)
     releases.add_item(release=release, post=post, action="unpublish", user=editor)

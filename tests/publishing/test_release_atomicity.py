@@ -14,8 +14,10 @@ import pytest
 from django.db import connection, transaction
 
 from coordination.clock import database_now
-from publishing import releases, selectors
-from publishing.models import ItemAction, Post, Release, ReleaseItem
+from publishing import selectors
+from publishing.models import Post
+from releases import actions as releases
+from releases.models import ItemAction, Release, ReleaseItem
 from tests.publishing.conftest import Actor, run_publish_job
 from tests.support.polling import wait_until
 

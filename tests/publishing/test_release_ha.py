@@ -18,9 +18,10 @@ from django.db.models import Count
 from coordination.clock import database_now
 from coordination.models import Leadership
 from coordination.services import request_wakeup
-from publishing import releases
 from publishing.job_names import PUBLISH_JOB
-from publishing.models import ItemAction, Post, PublishEvent, Release
+from publishing.models import Post, PublishEvent
+from releases import actions as releases
+from releases.models import ItemAction, Release
 from tests.publishing.conftest import live_post, make_post
 from tests.support.polling import wait_until
 from tests.support.processes import database_url

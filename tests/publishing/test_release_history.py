@@ -10,9 +10,11 @@ from django.urls import reverse
 
 from coordination.clock import database_now
 from editors.models import EditorProfile
-from publishing import posts, releases
-from publishing.models import Post, Release, ReleaseEvent
-from publishing.release_rules import goes_out_on_repair
+from publishing import posts
+from publishing.models import Post
+from releases import actions as releases
+from releases.models import Release, ReleaseEvent
+from releases.rules import goes_out_on_repair
 from tests.publishing.conftest import form_data, make_post, run_publish_job
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +29,7 @@ def said(response) -> list[str]:
 
 
 def act_url(release, item) -> str:
-    url = reverse("admin:publishing_release_act", args=[release.pk])
+    url = reverse("admin:releases_release_act", args=[release.pk])
     return f"{url}?item={item.pk}&seen={Post.objects.get(pk=item.post_id).version}"
 
 
@@ -97,7 +99,7 @@ def test_every_step_of_a_release_is_in_its_history_in_the_readers_zone(as_editor
         EV.SCHEDULED,
         EV.RELEASED,
     ]
-    page = as_editor.get(reverse("admin:publishing_release_history", args=[release.pk]))
+    page = as_editor.get(reverse("admin:releases_release_history", args=[release.pk]))
     text = page.content.decode()
     assert page.status_code == 200
     assert "When (Asia/Tokyo)" in text
@@ -199,7 +201,7 @@ def test_with_review_on_an_unapproved_release_offers_no_schedule_and_says_why(
 ):
     release = releases.create_release(name="Launch", user=editor)
     releases.add_item(release=release, post=make_post(title="Offer"), user=editor)
-    page = as_editor.get(reverse("admin:publishing_release_change", args=[release.pk]))
+    page = as_editor.get(reverse("admin:releases_release_change", args=[release.pk]))
     text = page.content.decode()
     assert 'value="submit_review"' in text
     assert 'value="schedule"' not in text and 'value="release_now"' not in text

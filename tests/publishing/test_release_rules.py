@@ -1,14 +1,15 @@
 """The release rules as tables: what may be added to a release, and whether an item still applies.
 
-Pure functions (publishing.release_rules): no database, no clock.
+Pure functions (releases.rules): no database, no clock.
 """
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from publishing.models import ItemAction, PostStatus, RevisionStatus
-from publishing.release_rules import (
+from publishing.models import PostStatus, RevisionStatus
+from releases.models import ItemAction
+from releases.rules import (
     ItemFacts,
     PostFacts,
     RevisionFacts,

@@ -14,9 +14,11 @@ from django.core import mail
 from django.core.exceptions import PermissionDenied
 
 from coordination.clock import database_now
-from publishing import history, posts, releases, revisions
+from publishing import history, posts, revisions
 from publishing.exceptions import EditConflict, InvalidTransition, NotPublishable
-from publishing.models import ItemAction, Post, PostRevision, PublishEvent, Release
+from publishing.models import Post, PostRevision, PublishEvent
+from releases import actions as releases
+from releases.models import ItemAction, Release
 from tests.publishing.conftest import live_post, make_post, run_publish_job
 
 pytestmark = pytest.mark.django_db
@@ -292,8 +294,8 @@ def test_only_editors_who_may_publish_put_releases_together(drafter, editor):
 def test_a_release_the_database_refuses_is_stopped_alone_and_the_publish_job_goes_on(
     editor, monkeypatch
 ):
-    from publishing import release_apply
     from publishing.setbased import ConcurrentChange
+    from releases import apply as release_apply
 
     refused = releases.create_release(name="Refused", user=editor)
     kept = releases.create_release(name="Kept", user=editor)

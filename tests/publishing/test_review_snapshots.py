@@ -13,9 +13,11 @@ from django.test import override_settings
 from django.urls import reverse
 
 from coordination.clock import database_now
-from publishing import posts, releases, reviews, revisions
+from publishing import posts, reviews, revisions
 from publishing.exceptions import InvalidTransition
-from publishing.models import Post, PostRevision, Release, ReleaseItem, Review
+from publishing.models import Post, PostRevision, Review
+from releases import actions as releases
+from releases.models import Release, ReleaseItem
 from tests.publishing.conftest import (
     live_post,
     make_due,
@@ -127,7 +129,7 @@ def test_a_refreshed_item_sends_its_release_back_to_review_with_the_new_text(
 
     release.refresh_from_db()
     assert release.status == Release.Status.DRAFT
-    again = Review.objects.get(release=release, status=RV.PENDING)
+    again = Review.objects.get(release_id=release.pk, status=RV.PENDING)
     assert "Second text, written after the approval." in review_page(as_reviewer, again)
     due_now(release)
     with pytest.raises(Exception, match="not been approved"):

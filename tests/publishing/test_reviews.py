@@ -10,15 +10,17 @@ from django.core.exceptions import PermissionDenied
 from django.test import override_settings
 
 from coordination.clock import database_now
-from publishing import posts, releases, reviews, revisions
+from publishing import posts, reviews, revisions
 from publishing.exceptions import InvalidTransition, NotPublishable
-from publishing.models import Post, PublishEvent, Release, Review
+from publishing.models import Post, PublishEvent, Review
 from publishing.review_rules import (
     decision_problem,
     post_fingerprint,
     release_fingerprint,
     revision_fingerprint,
 )
+from releases import actions as releases
+from releases.models import Release
 from tests.publishing.conftest import (
     kinds,
     live_post,
@@ -193,7 +195,7 @@ def test_a_release_is_scheduled_only_as_approved_and_a_change_sends_it_back(
     releases.add_item(release=release, post=make_post(title="Two"), user=editor)
     release.refresh_from_db()
     assert release.status == Release.Status.DRAFT
-    again = Review.objects.get(release=release, status=RV.PENDING)
+    again = Review.objects.get(release_id=release.pk, status=RV.PENDING)
     assert again.reason.startswith("its posts")
     assert again.note == ""  # Instatic's sentence is never a person's note
 

@@ -1,11 +1,11 @@
 """Whether a release's items still apply, read from the database, and stopping one that can't.
 
-The rules are pure (:mod:`publishing.release_rules`); this reads their facts (the items, their
+The rules are pure (:mod:`releases.rules`); this reads their facts (the items, their
 posts and revisions, locked when the caller is about to write) and records a release's
 problem. A scheduled release is stopped as soon as one of its posts changes: every editor
 action on a post calls :func:`stop_releases_holding` in its transaction, so the owner hears of
 it before the release's time, not at it. At its time the release is checked again under its
-posts' locks (:mod:`publishing.release_apply`), so a change no action reported (a post taken
+posts' locks (:mod:`releases.apply`), so a change no action reported (a post taken
 down at its own unpublish time) stops it there.
 """
 
@@ -21,26 +21,21 @@ from django.db.models.functions import Length, Trim
 from django.utils.translation import gettext as _
 
 from coordination.wording import local_time
-from publishing import release_alerts, release_history
 from publishing.actions import editor_name
 from publishing.conf import settings
-from publishing.models import (
-    Post,
-    PostRevision,
-    Release,
-    ReleaseEvent,
-    ReleaseItem,
-    ReleaseStatus,
-)
-from publishing.release_rules import (
+from publishing.models import Post, PostRevision
+from publishing.row_locks import skip_locked
+from publishing.validation import publish_problems
+from releases import alerts as release_alerts
+from releases import history as release_history
+from releases.models import Release, ReleaseEvent, ReleaseItem, ReleaseStatus
+from releases.rules import (
     ItemFacts,
     PostFacts,
     RevisionFacts,
     item_problem,
     release_problem,
 )
-from publishing.row_locks import skip_locked
-from publishing.validation import publish_problems
 
 logger = logging.getLogger(__name__)
 
@@ -280,3 +275,23 @@ def stop_releases_losing(post_ids: list[int]) -> list[int]:
         for pk, (problems, at) in by_release.items()
         if stop(pk, release_problem(problems), at=at)
     ]
+
+
+def new_draft_problem(post: Post) -> str:
+    """Refuse a new draft of ``post`` (locked) that would set aside the draft revision a
+    pending release goes out with: that would stop the release, whoever wrote the draft (a
+    new-draft check, :mod:`publishing.hooks`)."""
+    item = pending_item_of(post)
+    if item is None or item.revision_id is None:
+        return ""
+    pinned = PostRevision.objects.filter(
+        pk=item.revision_id, status=PostRevision.Status.DRAFT
+    ).first()
+    if pinned is None:
+        return ""
+    return (
+        f"Revision {pinned.number} of “{post}” goes out with the release "
+        f"“{item.release}”, so a new text cannot replace it now. Ask the release's owner "
+        "to remove the post from the release first, or write the new text once the release "
+        "has gone out."
+    )

@@ -1,6 +1,6 @@
 """The releases' admin: put a launch together, check its items, schedule it or send it now.
 
-Nothing here changes a release by itself: every button calls :mod:`publishing.releases`, with
+Nothing here changes a release by itself: every button calls :mod:`releases.actions`, with
 the release's version the page was loaded with, so a colleague's change made meanwhile is
 never undone (the page says who made it and nothing is written). Posts join a release from
 the post list (select them, then "Add selected posts to a release") or from a post's page;
@@ -26,13 +26,18 @@ from django.utils.translation import ngettext
 
 from coordination.clock import database_now
 from coordination.wording import local_time
-from publishing import actions, release_checks, release_history, releases, reviews
+from publishing import actions, admin_bulk, reviews
 from publishing.admin_bulk import remember_selection, selected_ids
 from publishing.exceptions import EditConflict, PublishingError
-from publishing.models import ItemAction, Post, Release, ReleaseItem
-from publishing.release_rules import goes_out_on_repair
+from publishing.models import Post
 from publishing.stale_forms import MergingFormMixin
 from publishing.wall_time import WallTimeField
+from releases import actions as releases
+from releases import history as release_history
+from releases import reviewing
+from releases import stopping as release_checks
+from releases.models import ItemAction, Release, ReleaseItem
+from releases.rules import goes_out_on_repair
 
 RS = Release.Status
 
@@ -77,7 +82,7 @@ class ReleaseForm(MergingFormMixin, forms.ModelForm):
 
     merge_fields = ("name", "release_at")
     time_fields = ("release_at",)
-    opened_salt = "publishing.admin_releases.opened"
+    opened_salt = "releases.admin.opened"
     stale = None
     opened_base = None
     merge_report = None
@@ -189,7 +194,7 @@ class ReleaseAdmin(admin.ModelAdmin):
     # The form's own hidden ``version``; the model's version is never edited.
     exclude = ["version"]
     fieldsets = [(None, {"fields": ["name", "release_at", "version", "opened"]})]
-    change_form_template = "admin/publishing/release/change_form.html"
+    change_form_template = "admin/releases/release/change_form.html"
 
     # --- who may do what ----------------------------------------------------------------
     def _may_publish(self, request) -> bool:
@@ -263,9 +268,9 @@ class ReleaseAdmin(admin.ModelAdmin):
         except (EditConflict, PublishingError) as refused:
             messages.error(request, _("%(why)s Nothing was changed.") % {"why": refused})
             target = (
-                reverse("admin:publishing_release_change", args=[object_id])
+                reverse("admin:releases_release_change", args=[object_id])
                 if object_id
-                else reverse("admin:publishing_release_add")
+                else reverse("admin:releases_release_add")
             )
             return HttpResponseRedirect(target)
 
@@ -281,12 +286,12 @@ class ReleaseAdmin(admin.ModelAdmin):
                 "items": release_checks.item_states(release),
                 "release_state": _release_state(release)[1],
                 "verbs": self._verbs(release),
-                "act_url": reverse("admin:publishing_release_act", args=[release.pk]),
+                "act_url": reverse("admin:releases_release_act", args=[release.pk]),
                 "posts_url": reverse("admin:publishing_post_changelist"),
                 "time_zone_name": timezone.get_current_timezone_name(),
-                "review": reviews.latest(release=release) if reviews.required() else None,
+                "review": reviewing.latest_review(release) if reviews.required() else None,
                 "review_required": reviews.required(),
-                "approved": reviews.is_release_approved(release),
+                "approved": reviewing.is_release_approved(release),
             }
         return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
 
@@ -311,12 +316,12 @@ class ReleaseAdmin(admin.ModelAdmin):
             "more": release.events.count() > HISTORY_SHOWN,
             **(extra_context or {}),
         }
-        return TemplateResponse(request, "admin/publishing/release/history.html", context)
+        return TemplateResponse(request, "admin/releases/release/history.html", context)
 
     def _verbs(self, release: Release) -> list[tuple[str, str]]:
         if release.status == RS.DRAFT:
             names = ["schedule", "release_now", "cancel"]
-            if reviews.required() and not reviews.is_release_approved(release):
+            if reviews.required() and not reviewing.is_release_approved(release):
                 # Scheduling and sending out need the approval first: not offered.
                 names = ["submit_review", "cancel"]
         elif release.status == RS.SCHEDULED:
@@ -330,8 +335,8 @@ class ReleaseAdmin(admin.ModelAdmin):
             return self.admin_site.admin_view(partial(func, self))
 
         return [
-            path("<int:object_id>/act/", view(act_view), name="publishing_release_act"),
-            path("add-posts/", view(add_posts_view), name="publishing_release_add_posts"),
+            path("<int:object_id>/act/", view(act_view), name="releases_release_act"),
+            path("add-posts/", view(add_posts_view), name="releases_release_add_posts"),
             *super().get_urls(),
         ]
 
@@ -344,7 +349,7 @@ def act_view(model_admin, request, object_id: int):
     verb = request.POST.get("verb", "")
     version = _version(request.POST)
     user = request.user
-    page = reverse("admin:publishing_release_change", args=[release.pk])
+    page = reverse("admin:releases_release_change", args=[release.pk])
     try:
         if verb in ("refresh", "remove"):
             item = get_object_or_404(ReleaseItem, pk=request.GET.get("item", ""), release=release)
@@ -416,10 +421,18 @@ def _ask_past_due(model_admin, request, release: Release, item: ReleaseItem, ver
         "title": _("Send “%(name)s” now?") % {"name": release},
         "due": local_time(release.release_at, seconds=False),
         "act_url": request.get_full_path(),
-        "page_url": reverse("admin:publishing_release_change", args=[release.pk]),
+        "page_url": reverse("admin:releases_release_change", args=[release.pk]),
         "version": request.POST.get("version", ""),
     }
-    return TemplateResponse(request, "admin/publishing/release/past_due.html", context)
+    return TemplateResponse(request, "admin/releases/release/past_due.html", context)
+
+
+@admin.action(description=_("Add selected posts to a release"), permissions=["publish"])
+def add_to_release_action(model_admin, request, queryset):
+    """Ask which release the selected posts join (a page of its own); a post list action."""
+    ids = queryset.values_list("pk", flat=True)[: admin_bulk.MOST]
+    url = admin_bulk.selection_url(request, "admin:releases_release_add_posts", ids)
+    return HttpResponseRedirect(url)
 
 
 def add_posts_view(model_admin, request):
@@ -451,7 +464,7 @@ def add_posts_view(model_admin, request):
             )
         for why in refused:
             messages.error(request, why)
-        return HttpResponseRedirect(reverse("admin:publishing_release_change", args=[release.pk]))
+        return HttpResponseRedirect(reverse("admin:releases_release_change", args=[release.pk]))
     held = {
         pk: item.release
         for pk, item in release_checks.pending_items(post.pk for post in chosen).items()
@@ -463,9 +476,9 @@ def add_posts_view(model_admin, request):
         "rows": [(post, held.get(post.pk)) for post in chosen],
         "selection": remember_selection(request, ids),
         "form": form,
-        "add_url": reverse("admin:publishing_release_add"),
+        "add_url": reverse("admin:releases_release_add"),
     }
-    return TemplateResponse(request, "admin/publishing/release/add_posts.html", context)
+    return TemplateResponse(request, "admin/releases/release/add_posts.html", context)
 
 
 admin.site.register(Release, ReleaseAdmin)

@@ -1,11 +1,11 @@
 """A release going out: every item's change in one transaction, exactly once, never early.
 
-:func:`go_out_due` is the publish job's share (:mod:`publishing.jobs`), run in the job's
-transaction with its run-ledger row; :func:`apply` is the one code path for a release going
-out, whoever sends it (the job at its time, an editor's "release now").
+:func:`go_out_due` is the publish job's share (:data:`DUE_WORK`, :mod:`publishing.due_work`),
+run in the job's transaction with its run-ledger row; :func:`apply` is the one code path for
+a release going out, whoever sends it (the job at its time, an editor's "release now").
 
 It locks the release (``SKIP LOCKED``: two replicas never wait on each other) and every
-item's post, checks every item against what it pinned (:mod:`publishing.release_checks`), and
+item's post, checks every item against what it pinned (:mod:`releases.stopping`), and
 then changes the posts with one conditional ``UPDATE`` per kind of change, whose row count
 must be every item's or the whole transaction rolls back. The posts' events are one
 multi-row ``INSERT``, and the release is marked ``released`` only if it is still scheduled and
@@ -23,32 +23,24 @@ from django.db.models import F, Q
 from django.utils.translation import gettext as _
 
 from coordination.services import request_wakeup
-from publishing import go_live, release_history
-from publishing import release_checks as checks
+from publishing import go_live
 from publishing.actions import editor_name, scheduler_name, user_or_none
+from publishing.due_work import Done, DueWork
 from publishing.job_names import PUBLISH_JOB
-from publishing.models import (
-    PENDING_REVISION,
-    ItemAction,
-    Post,
-    PostRevision,
-    PublishEvent,
-    Release,
-    ReleaseEvent,
-    ReleaseItem,
-    ReleaseStatus,
-)
+from publishing.models import PENDING_REVISION, Post, PostRevision, PublishEvent
 from publishing.public_events import announce_events
 from publishing.row_locks import skip_locked
 from publishing.setbased import (
     TAKEDOWN_COUNTERS,
     ConcurrentChange,
-    ReleaseChange,
     SetAside,
-    change_release_posts,
     copy_revisions_onto_posts,
     set_aside_revisions,
 )
+from releases import history as release_history
+from releases import stopping as checks
+from releases.models import ItemAction, Release, ReleaseEvent, ReleaseItem, ReleaseStatus
+from releases.setbased import ReleaseChange, change_release_posts
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +67,30 @@ class GoneOut:
     def nothing(cls) -> "GoneOut":
         """A run with no release due."""
         return cls(released=[], stopped=[], held=[], more=False)
+
+
+#: Releases sent out per run of the publish job (each in full, however many items it has); a
+#: run that finds more due runs again at once.
+RELEASES_PER_RUN = 3
+
+
+def first_due():
+    """Return the scheduled releases' times, earliest first (the publish job's agenda reads
+    the first); a stopped release waits for an editor."""
+    return (
+        Release.objects.filter(status=RS.SCHEDULED, problem="")
+        .order_by("release_at")
+        .values_list("release_at")
+    )
+
+
+def run_due(*, now: datetime, node: str) -> Done:
+    """Send out the releases due at ``now`` (the publish job's due work, in its run)."""
+    gone = go_out_due(now=now, node=node, limit=RELEASES_PER_RUN)
+    return Done(more=gone.more, held=bool(gone.held))
+
+
+DUE_WORK = DueWork(name="release", first_due=first_due, run=run_due)
 
 
 def go_out_due(*, now: datetime, node: str, limit: int) -> GoneOut:

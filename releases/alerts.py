@@ -1,6 +1,6 @@
 """Tell a release's owner, by email, that it stopped and why (in the owner's time zone).
 
-Sent after the commit that stopped the release (:func:`publishing.release_checks.stop` makes that
+Sent after the commit that stopped the release (:func:`releases.stopping.stop` makes that
 change once, under a condition, on whichever replica finds the problem), so it is sent at most
 once: a process that dies between the commit and the send tells nobody, and the release's
 page, the release list and the calendar still show the problem.
@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 
 from coordination.wording import local_time
 from publishing.emails import absolute, zone_of
-from publishing.models import Release
+from releases.models import Release
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ def words(release: Release) -> tuple[str, str]:
     """Return the email's subject and body for stopped ``release``, in the active zone."""
     when = local_time(release.release_at) if release.release_at else _("its time")
     subject = _("Release “%(name)s” is stopped") % {"name": release.name}
-    url = absolute(reverse("admin:publishing_release_change", args=[release.pk]))
+    url = absolute(reverse("admin:releases_release_change", args=[release.pk]))
     body = "\n\n".join(
         [
             _("Your release “%(name)s”, due at %(when)s, will not go out until this is resolved:")

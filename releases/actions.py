@@ -5,8 +5,8 @@ now) locks the release's row and compares its ``version`` with the one the edito
 loaded with, as the post actions do (:class:`EditConflict`), so two editors changing one
 release never lose each other's change. Adding or refreshing an item locks its post too and
 pins the post's version: what goes out is what the editor saw. The rules (what may be added)
-are pure functions in :mod:`publishing.release_rules`; whether items still apply is
-:mod:`publishing.release_checks`; going out is :mod:`publishing.release_apply`, for "release
+are pure functions in :mod:`releases.rules`; whether items still apply is
+:mod:`releases.stopping`; going out is :mod:`releases.apply`, for "release
 now" as for the publish job.
 """
 
@@ -23,8 +23,7 @@ from django.utils.translation import gettext as _
 
 from coordination.clock import database_now
 from coordination.services import request_wakeup
-from publishing import go_live, release_apply, release_history, reviews
-from publishing import release_checks as checks
+from publishing import go_live
 from publishing.actions import (
     EditorAction,
     edit_conflict,
@@ -36,23 +35,22 @@ from publishing.exceptions import EditConflict, InvalidSchedule, InvalidTransiti
 from publishing.job_names import PUBLISH_JOB
 from publishing.models import (
     PENDING_REVISION,
-    ItemAction,
     Post,
     PostRevision,
     PublishEvent,
-    Release,
-    ReleaseEvent,
-    ReleaseItem,
-    ReleaseStatus,
     Review,
-    ReviewTarget,
 )
-from publishing.release_rules import (
+from publishing.validation import schedule_problems
+from releases import apply as release_apply
+from releases import history as release_history
+from releases import reviewing
+from releases import stopping as checks
+from releases.models import ItemAction, Release, ReleaseEvent, ReleaseItem, ReleaseStatus
+from releases.rules import (
     action_for,
     add_problem,
     goes_out_on_repair,
 )
-from publishing.validation import schedule_problems
 
 logger = logging.getLogger(__name__)
 
@@ -100,11 +98,11 @@ class ReleaseAction:
         Its new items were not approved: it goes back to draft with a new submission.
         """
         current = self.current
-        if current.status != RS.SCHEDULED or reviews.is_release_approved(current):
+        if current.status != RS.SCHEDULED or reviewing.is_release_approved(current):
             return
         self.change(status=RS.DRAFT)
         current.status = RS.DRAFT
-        reviews.submit_items_again(current, user=self.user)
+        reviewing.submit_items_again(current, user=self.user)
         self.record(
             EV.SENT_TO_REVIEW,
             problem=_("Its posts changed after it was approved: a reviewer approves it again."),
@@ -198,14 +196,7 @@ def submit_release(*, release: Release, user, note: str = "") -> Review:
         act.require_pending("submit")
         if not act.current.items.exists():
             raise InvalidTransition(f"“{act.current}” has no items yet: add posts to it first.")
-        return reviews.submit_snapshot(
-            target=ReviewTarget.RELEASE,
-            snapshot=reviews.snapshot_of_release(act.current),
-            title=act.current.name,
-            user=user,
-            note=note,
-            release=act.current,
-        )
+        return reviewing.submit(act.current, user=user, note=note)
 
 
 def _pending_revision(post: Post) -> PostRevision | None:
@@ -390,7 +381,7 @@ def _schedule(act: ReleaseAction, release_at: datetime) -> None:
     problem = checks.check_items(items, now=release_at, lock=False).problem
     if problem:
         raise NotPublishable([problem])
-    reviews.require_release_approved(current)
+    reviewing.require_release_approved(current)
     moved = current.release_at not in (None, release_at)
     was = {"previous_release_at": current.release_at} if moved else {}
     act.change(status=RS.SCHEDULED, release_at=release_at, problem="")
@@ -499,7 +490,7 @@ def release_now(*, release: Release, user, expected_version: int | None = None) 
             )
         if checked.problem:
             raise NotPublishable([checked.problem])
-        reviews.require_release_approved(act.current)
+        reviewing.require_release_approved(act.current)
         held = go_live.why_not(go_live.RELEASE, [act.current.pk])
         if held:
             raise NotPublishable(list(held.values()))

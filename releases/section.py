@@ -11,8 +11,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from publishing.actions import can_publish
-from publishing.models import Release, ReleaseItem
-from publishing.release_checks import pending_item_of
+from releases.models import Release, ReleaseItem
+from releases.stopping import pending_item_of
 
 
 def release_section(request, post):
@@ -30,9 +30,9 @@ def release_section(request, post):
         "item": item,
         "release": item.release if item else None,
         "last": last.release if last else None,
-        "add_url": f"{reverse('admin:publishing_release_add_posts')}?ids={post.pk}",
+        "add_url": f"{reverse('admin:releases_release_add_posts')}?ids={post.pk}",
     }
-    return render_to_string("admin/publishing/release/post_section.html", context, request=request)
+    return render_to_string("admin/releases/release/post_section.html", context, request=request)
 
 
 def release_notice(request, post):
@@ -45,4 +45,4 @@ def release_notice(request, post):
         "release": item.release,
         "may_open": can_publish(request.user),
     }
-    return render_to_string("admin/publishing/release/post_notice.html", context, request=request)
+    return render_to_string("admin/releases/release/post_notice.html", context, request=request)

@@ -1,7 +1,7 @@
 """A release's history: each step written where it happens, and said in the reader's words.
 
-Every release action (:mod:`publishing.releases`), a stop (:mod:`publishing.release_checks`)
-and going out (:mod:`publishing.release_apply`) call :func:`record` in the transaction that
+Every release action (:mod:`releases.actions`), a stop (:mod:`releases.stopping`)
+and going out (:mod:`releases.apply`) call :func:`record` in the transaction that
 makes the step, so the history holds exactly what happened. Its data are typed values, as a
 post's events are (:mod:`publishing.history`); :func:`describe` says them in the reader's
 zone, so a colleague in Tokyo and one in Berlin each read their own time.
@@ -29,7 +29,7 @@ from django.utils.translation import ngettext
 
 from coordination.wording import duration_text
 from publishing.history import stored_time, stored_time_text
-from publishing.models import ItemAction, ReleaseEvent
+from releases.models import ItemAction, ReleaseEvent
 
 K = ReleaseEvent.Kind
 

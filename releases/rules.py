@@ -1,6 +1,6 @@
 """What a release may hold and whether it can go out: pure functions over plain facts.
 
-:mod:`publishing.releases` reads the facts (under row locks when it writes) and does what
+:mod:`releases.actions` reads the facts (under row locks when it writes) and does what
 these decide; the admin shows the same answers. Nothing here touches the database, so every
 rule is tested with tables (tests/publishing/test_release_rules.py).
 """
@@ -8,13 +8,8 @@ rule is tested with tables (tests/publishing/test_release_rules.py).
 from dataclasses import dataclass
 from datetime import datetime
 
-from publishing.models import (
-    PENDING_REVISION,
-    ItemAction,
-    PostStatus,
-    ReleaseStatus,
-    RevisionStatus,
-)
+from publishing.models import PENDING_REVISION, PostStatus, RevisionStatus
+from releases.models import ItemAction, ReleaseStatus
 
 A = ItemAction
 S = PostStatus

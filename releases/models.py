@@ -4,9 +4,11 @@ A release holds items, each one change of one post: publish a draft (or unpublis
 put a live post's pending revision live, or take a live post down. Each item pins the post's
 ``version`` (and, for a revision, the revision) it was added with, so what goes out is what
 the editor reviewed: a later edit of the post makes the item *changed*, which stops the
-release until an editor refreshes or removes the item (:mod:`publishing.releases`).
+release until an editor refreshes or removes the item (:mod:`releases.actions`).
 
-Imported into :mod:`publishing.models`, where Django looks for the app's models.
+The tables keep the names they had when releases were part of publishing (``publishing_release``,
+``publishing_releaseitem``, ``publishing_releaseevent``): the app's first migration only moved
+the models, not their rows.
 """
 
 from django.conf import settings
@@ -87,6 +89,7 @@ class Release(models.Model):
     version = models.PositiveIntegerField(_("version"), default=1, editable=False)
 
     class Meta:
+        db_table = "publishing_release"
         verbose_name = _("release")
         verbose_name_plural = _("releases")
         ordering = ["-created_at", "-id"]
@@ -159,6 +162,7 @@ class ReleaseItem(models.Model):
     )
 
     class Meta:
+        db_table = "publishing_releaseitem"
         verbose_name = _("release item")
         verbose_name_plural = _("release items")
         ordering = ["id"]
@@ -197,7 +201,7 @@ class ReleaseEvent(models.Model):
     """One step of a release, written in the transaction that made it.
 
     ``data`` holds what happened as typed values (times as ISO 8601 in UTC), never a sentence:
-    :mod:`publishing.release_history` says it in the reader's zone.
+    :mod:`releases.history` says it in the reader's zone.
     """
 
     Kind = ReleaseEventKind
@@ -211,6 +215,7 @@ class ReleaseEvent(models.Model):
     data = models.JSONField(_("data"), default=dict, blank=True)
 
     class Meta:
+        db_table = "publishing_releaseevent"
         verbose_name = _("release event")
         verbose_name_plural = _("release history")
         ordering = ["-at", "-id"]
