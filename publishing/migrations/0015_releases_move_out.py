@@ -14,7 +14,6 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("publishing", "0014_release_events"),
-        ("releases", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -170,3 +170,41 @@ def test_the_allowance_lists_only_circles_that_still_exist():
     """An allowance whose circle is gone is removed, so it cannot cover a new one."""
     found = set(circles(import_graph()))
     assert not ALLOWED_CIRCLES_BEING_REMOVED - found, "remove the circles that are gone"
+
+
+#: Which apps each app may import (besides itself and Django): dependencies point one way,
+#: ``publishing <- releases``, ``publishing <- outbox``, everything ``-> coordination`` (and
+#: ``-> editors``, the editors' zones and notification switches, which import no app).
+MAY_IMPORT = {
+    "coordination": set(),
+    "editors": set(),
+    "publishing": {"coordination", "editors"},
+    "releases": {"coordination", "editors", "publishing"},
+    "outbox": {"coordination", "editors", "publishing"},
+}
+
+
+def app_imports(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Return each top-level package with the other top-level packages its modules import."""
+    found: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        app = name.partition(".")[0]
+        found.setdefault(app, set()).update(t.partition(".")[0] for t in targets)
+        found[app].discard(app)
+    return found
+
+
+def test_the_finder_sees_an_app_importing_another(tmp_path):
+    for app, body in (("core", "def later():\n    from extra import thing\n"), ("extra", "")):
+        (tmp_path / app).mkdir()
+        (tmp_path / app / "__init__.py").write_text("")
+        (tmp_path / app / "module.py").write_text(body)
+    assert app_imports(import_graph(tmp_path, ["core", "extra"]))["core"] == {"extra"}
+
+
+def test_dependencies_between_the_apps_point_one_way():
+    """Publishing knows nothing of releases or the outbox (they attach through its extension
+    points), and the engine knows none of the apps; lazy imports count."""
+    found = app_imports(import_graph())
+    for app, allowed in MAY_IMPORT.items():
+        assert found[app] <= allowed, f"{app} imports {sorted(found[app] - allowed)}"
