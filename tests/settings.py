@@ -48,7 +48,8 @@ INSTALLED_APPS += ["tests.testdatabase"]
 # one node through the environment (a node with a different declared job set; a hanging job).
 INSTALLED_APPS += ["plugins.contrib.example"]
 INSTALLED_APPS += [a for a in os.environ.get("INSTATIC_TEST_EXTRA_APPS", "").split(",") if a]
-# Optional apps left out, to show publishing works without them (tests/instatic/test_optional_apps.py).
+# Optional apps left out, to show publishing works without them
+# (tests/instatic/test_optional_apps.py).
 _WITHOUT = {a for a in os.environ.get("INSTATIC_TEST_WITHOUT_APPS", "").split(",") if a}
 INSTALLED_APPS = [a for a in INSTALLED_APPS if a not in _WITHOUT]
 HATEST_WORK_SECONDS = float(os.environ.get("HATEST_WORK_SECONDS", "0.05"))
