@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "coordination",
     "publishing",
+    "reviews",
     "releases",
     "plugins",
     "editors",
@@ -299,7 +300,7 @@ INSTATIC_PUBLISH_CALENDAR_DAY_LIMIT = _env(
     parse_int, "INSTATIC_PUBLISH_CALENDAR_DAY_LIMIT", 8, minimum=1
 )
 INSTATIC_POST_BODY_MAX_CHARS = _env(parse_int, "INSTATIC_POST_BODY_MAX_CHARS", 200_000, minimum=1)
-# On: nothing goes live before a reviewer approved it (publishing.reviews).
+# On: nothing goes live before a reviewer approved it (reviews.actions).
 INSTATIC_REQUIRE_REVIEW = _env(parse_bool, "INSTATIC_REQUIRE_REVIEW", False)
 # --- Plugins app (plugins.conf.settings). ---
 INSTATIC_EXPORT_ROOT = _env(parse_optional_path, "INSTATIC_EXPORT_ROOT")
@@ -353,6 +354,7 @@ LOGGING = {
         "coordination": {"level": LOG_LEVEL},
         "publishing": {"level": LOG_LEVEL},
         "releases": {"level": LOG_LEVEL},
+        "reviews": {"level": LOG_LEVEL},
         "plugins": {"level": LOG_LEVEL},
         "outbox": {"level": LOG_LEVEL},
         "media": {"level": LOG_LEVEL},

@@ -28,7 +28,6 @@ from coordination.wording import lateness_text
 from publishing import (
     actions,
     admin_bulk,
-    admin_reviews,  # noqa: F401  (registers the reviews' admin)
     hooks,
     posts,
     selectors,
@@ -40,7 +39,6 @@ from publishing.admin_panel import (
     not_done_text,
     outcome_text,
     saved_text,
-    sent_back_text,
     state_text,
 )
 from publishing.admin_revisions import (
@@ -408,8 +406,8 @@ class PostAdmin(admin.ModelAdmin):
         if "target_status" not in form.cleaned_data:
             return
         if before == S.SCHEDULED and obj.status == S.DRAFT:
-            # The new text needs a review again: the save itself took the post off schedule.
-            self._say(request, sent_back_text(str(obj)), messages.WARNING)
+            # A save rule took the post off schedule (reviews: the new text needs a review
+            # again); what it says joins the save's message.
             return
         target = form.cleaned_data.get("target_status") or before
         publish_at = form.cleaned_data.get("publish_at")

@@ -110,15 +110,6 @@ def saved_text(title: str) -> str:
     return _("Your changes to “%(title)s” were saved.") % {"title": title}
 
 
-def sent_back_text(title: str) -> str:
-    """Return the message after saving a new text of an approved, scheduled post."""
-    return _(
-        "“%(title)s” was saved. Its text changed after it was approved, so it went back to "
-        "draft and was submitted for review again: it will not go live until a reviewer "
-        "approves it. Then schedule it again."
-    ) % {"title": title}
-
-
 def not_done_text(title: str, why: str) -> str:
     """Return the message after a save whose publishing action was refused: the text was
     saved, the action was not."""

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from coordination.clock import database_now
-from publishing import actions, previews, reviews, revisions, selectors
+from publishing import actions, go_live, previews, revisions, selectors
 from publishing.diffs import revision_diff
 from publishing.exceptions import EditConflict, InvalidSchedule, PublishingError
 from publishing.forms import PreviewLinkForm, RevisionForm
@@ -118,7 +118,7 @@ def revisions_view(model_admin, request, object_id):
         "form": form,
         "may_publish": may_publish,
         "may_preview": previews.can_preview(request.user),
-        "review_required": reviews.required(),
+        "needs_approval": go_live.editor_notice(go_live.REVISION),
         "preview_form": PreviewLinkForm(),
         "preview_link": request.session.pop(_preview_key(post), None),
         "change_url": reverse("admin:publishing_post_change", args=[post.pk]),

@@ -2,14 +2,13 @@ from django.apps import AppConfig
 
 
 class PublishingConfig(AppConfig):
+    """Posts, revisions, previews, the publish job and the public site.
+
+    Optional workflows (reviews, releases, the outbox) attach through the extension points
+    publishing defines (:mod:`publishing.go_live`, :mod:`publishing.hooks`,
+    :mod:`publishing.due_work`, :mod:`publishing.admin_sections`, the calendar's entry kinds,
+    :mod:`publishing.page_bodies`); publishing registers nothing of theirs.
+    """
+
     name = "publishing"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self):
-        from publishing.admin_reviews import review_section
-        from publishing.admin_sections import add_post_section
-        from publishing.go_live import add_go_live_check
-        from publishing.reviews import go_live_check
-
-        add_post_section(review_section)
-        add_go_live_check(go_live_check)

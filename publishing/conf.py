@@ -37,7 +37,7 @@ _DEFAULTS = {
     # webhooks and subscribers that asked for it.
     "LATE_ALERT_AFTER": 300,
     # Nothing goes live unreviewed: posts, revisions and releases are submitted for review,
-    # and only an approved content can be scheduled or published (publishing.reviews).
+    # and only an approved content can be scheduled or published (reviews.actions).
     "REQUIRE_REVIEW": False,
 }
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from coordination.clock import database_now
-from publishing import reviews
+from publishing import go_live
 from publishing.actions import can_publish, edit_conflict
 from publishing.conf import settings
 from publishing.exceptions import EditConflict
@@ -86,9 +86,10 @@ class PublishingActionsWidget(forms.Widget):
         super().__init__(attrs)
         self.current = S.DRAFT
         self.revisions_url = ""
-        # With reviews required, a post whose content is not approved as it is cannot go
-        # live: Schedule and Publish now are left out, and the panel says why.
-        self.needs_approval = False
+        # What the post waits for before it may go live (a go-live check another app added
+        # says so: reviews, "not approved as it is"): Schedule and Publish now are left out,
+        # and the panel says why. Empty: nothing.
+        self.needs_approval = ""
 
     def get_context(self, name, value, attrs):
         context = super().get_context(name, value, attrs)
@@ -162,16 +163,14 @@ class PostAdminForm(MergingFormMixin, forms.ModelForm):
         fields = ["title", "slug", "body", "publish_at", "unpublish_at"]
         field_classes = {"publish_at": WallTimeField, "unpublish_at": WallTimeField}
 
-    def _needs_approval(self) -> bool:
-        """Return True if the post may not go live yet: reviews are required and its content
-        as saved was not approved (a draft or unpublished post; new posts too)."""
-        if not reviews.required() or self.current_status not in (S.DRAFT, S.UNPUBLISHED):
-            return False
-        return not self.instance.pk or not reviews.is_approved(
-            target=reviews.T.POST,
-            fingerprint=reviews.fingerprint_of_post(self.instance),
-            post=self.instance,
-        )
+    def _needs_approval(self) -> str:
+        """Return what the post waits for before it may go live, if a check another app added
+        says it may not (a draft or unpublished post; new posts too): "" when it may."""
+        if self.current_status not in (S.DRAFT, S.UNPUBLISHED):
+            return ""
+        if not go_live.editor_problem(go_live.POST, self.instance):
+            return ""
+        return go_live.editor_notice(go_live.POST) or _("It may not go live yet.")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -9,6 +9,12 @@ approved as it is. Publishing names none of them; with none added, everything du
 A check is ``check(kind, ids) -> {id: why}``: for ``kind`` (:data:`POST`, :data:`REVISION`
 or :data:`RELEASE`), the ids among ``ids`` that may not go live now, each with a sentence
 saying why and what to do (a held post shows it as its publish error).
+
+Editors hear it earlier, from the same apps: before an editor schedules or publishes a post,
+or schedules a revision's text, the action asks :func:`editor_problem` (checks added with
+:func:`add_editor_check`, e.g. "not approved as it is now") and refuses with its sentence; and
+the pages that offer those buttons say beforehand what they wait for (:func:`editor_notice`,
+from notices added with :func:`add_editor_notice`).
 """
 
 from collections.abc import Callable, Iterable
@@ -16,8 +22,15 @@ from collections.abc import Callable, Iterable
 POST, REVISION, RELEASE = "post", "revision", "release"
 
 GoLiveCheck = Callable[[str, list[int]], dict[int, str]]
+#: ``check(kind, post, *, title=None, body=None) -> why`` ("" when it may): ``post`` (locked by
+#: the action, or not saved yet) and, for a revision, the text to schedule.
+EditorCheck = Callable[..., str]
+#: ``notice(kind) -> sentence`` ("" when there is nothing to say).
+EditorNotice = Callable[[str], str]
 
 _checks: list[GoLiveCheck] = []
+_editor_checks: list[EditorCheck] = []
+_editor_notices: list[EditorNotice] = []
 
 
 def add_go_live_check(check: GoLiveCheck) -> None:
@@ -36,3 +49,30 @@ def why_not(kind: str, ids: Iterable[int]) -> dict[int, str]:
         for pk, why in check(kind, ids).items():
             held.setdefault(pk, why)
     return held
+
+
+def add_editor_check(check: EditorCheck) -> None:
+    """Ask ``check`` before an editor puts content live or schedules it (once, however often
+    it is added)."""
+    if check not in _editor_checks:
+        _editor_checks.append(check)
+
+
+def editor_problem(kind: str, post, *, title: str | None = None, body: str | None = None) -> str:
+    """Return why an editor may not schedule or publish this content now ("" if they may)."""
+    for check in _editor_checks:
+        why = check(kind, post, title=title, body=body)
+        if why:
+            return why
+    return ""
+
+
+def add_editor_notice(notice: EditorNotice) -> None:
+    """Show ``notice``'s sentence where editors schedule or publish (once, however often)."""
+    if notice not in _editor_notices:
+        _editor_notices.append(notice)
+
+
+def editor_notice(kind: str) -> str:
+    """Return what the pages that schedule or publish content of ``kind`` should say first."""
+    return " ".join(said for said in (notice(kind) for notice in _editor_notices) if said)

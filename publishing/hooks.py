@@ -12,6 +12,10 @@ release …"). Whoever shows the change to an editor collects them with :func:`t
 the action; elsewhere (the publish job, ``manage.py``) they are dropped: a receiver that must
 be heard also logs or emails.
 
+Before a save writes a new text over a post, rules added with :func:`add_save_rule` may refuse
+it or take the post back to draft (reviews: an approved, scheduled post whose text changed needs
+a review again); what they did afterwards is told like a receiver's sentences.
+
 Two more hooks, each in the action's transaction with the post locked: receivers added with
 :func:`on_posts_deleting` hear of posts about to be deleted (a scheduled release holding one
 stops), and checks added with :func:`add_new_draft_check` may refuse a new draft text of a
@@ -21,6 +25,7 @@ post, with the sentence the editor reads (a pending release goes out with the dr
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 #: ``receiver(post_ids, *, by_editor, user)``: ``by_editor`` is False for the publish job,
 #: which must never wait on a row an editor holds; ``user`` made the change (None: Instatic).
@@ -28,6 +33,7 @@ PostChanged = Callable[..., Iterable[str] | None]
 
 _receivers: list[PostChanged] = []
 _deleting: list[Callable[[list[int]], object]] = []
+_save_rules: list[Callable[..., "Saving | None"]] = []
 _draft_checks: list[Callable[[object], str]] = []
 _told: ContextVar[list[str] | None] = ContextVar("publishing_told", default=None)
 
@@ -85,3 +91,37 @@ def new_draft_problem(post) -> str:
         if problem:
             return problem
     return ""
+
+
+@dataclass(frozen=True)
+class Saving:
+    """What a save rule says of a new text about to be saved over a post.
+
+    ``back_to_draft``: the save takes a scheduled post back to draft. ``after()`` runs once
+    the change is written (in its transaction) and returns what the editor reads of it.
+    """
+
+    back_to_draft: bool = False
+    after: Callable[[], Iterable[str]] | None = None
+
+
+def add_save_rule(rule: Callable[..., Saving | None]) -> None:
+    """Ask ``rule(current, post, *, user)`` before a new text of a post is saved (once,
+    however often it is added); it may raise to refuse the save, in words."""
+    if rule not in _save_rules:
+        _save_rules.append(rule)
+
+
+def saving(current, post, *, user=None) -> list[Saving]:
+    """Return what every save rule says of saving ``post`` over ``current`` (locked)."""
+    return [said for said in (rule(current, post, user=user) for rule in _save_rules) if said]
+
+
+def saved(verdicts: list[Saving]) -> None:
+    """Run the rules' ``after`` once the save is written; tell the editor what they say."""
+    told = _told.get()
+    for verdict in verdicts:
+        if verdict.after is not None:
+            sentences = list(verdict.after() or ())
+            if told is not None:
+                told.extend(sentences)

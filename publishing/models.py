@@ -379,16 +379,10 @@ class PostRevision(models.Model):
         return self.status in (RevisionStatus.DRAFT, RevisionStatus.SCHEDULED)
 
 
-# Reviews live in their own module; Django finds models through this one.
-from publishing.review_models import Review, ReviewStatus, ReviewTarget  # noqa: E402
-
 __all__ = [
     "Post",
     "PostRevision",
     "PostStatus",
     "PublishEvent",
-    "Review",
-    "ReviewStatus",
-    "ReviewTarget",
     "RevisionStatus",
 ]

@@ -21,7 +21,7 @@ from django.db.models import F
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
-from publishing import hooks, reviews, revisions
+from publishing import go_live, hooks, revisions
 from publishing.actions import (
     can_publish,
     editor_action,
@@ -31,7 +31,7 @@ from publishing.actions import (
 )
 from publishing.exceptions import InvalidContent, InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.history import local_time, stored_time
-from publishing.models import Post, PublishEvent, Review
+from publishing.models import Post, PublishEvent
 from publishing.public_events import announce_events
 from publishing.rendering import render
 from publishing.validation import (
@@ -53,8 +53,6 @@ K = PublishEvent.Kind
 UNPUBLISHED_NOTE = "the post was unpublished before the revision went live"
 DELETED_NOTE = "the post was deleted"
 
-#: Why a scheduled post went back to draft (its history says it): changed after its approval.
-SENT_BACK_NOTE = "changed after it was approved; back to draft until it is approved again"
 
 #: What :func:`save_post` writes of the post it is given: its text and the text rendered.
 CONTENT_FIELDS = ("title", "slug", "body", "body_html", "excerpt")
@@ -135,12 +133,11 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
             content.update(publish_at=post.publish_at, unpublish_at=post.unpublish_at)
         # A failed post was skipped while failed; it may be due right now.
         wake_at = current.publish_at if current.is_failed else None
-        sent_back = _review_again(current, post)
-        if sent_back:
+        verdicts = hooks.saving(current, post, user=user)
+        if current.status == S.SCHEDULED and any(v.back_to_draft for v in verdicts):
             content["status"] = S.DRAFT
         action.change(wake_at=wake_at, **content, last_error="")
-        if sent_back:
-            reviews.send_back(current, user=user, reason=SENT_BACK_NOTE)
+        hooks.saved(verdicts)
         if current.status == S.PUBLISHED and (post.title, post.body) != (
             current.title,
             current.body,
@@ -150,26 +147,12 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
     return post
 
 
-def _review_again(current: Post, post: Post) -> bool:
-    """Return True if saving ``post`` over ``current`` needs a review again (and so takes a
-    scheduled post back to draft); refuse a reviewed site's direct edit of a live post.
-
-    With review required, what goes live is what a reviewer approved: a scheduled post whose
-    text changes is no longer that, and a live post's text changes only through a revision,
-    which is reviewed before it is scheduled.
-    """
-    if not reviews.required():
-        return False
-    new = reviews.fingerprint_of_post(post)
-    changed = new != reviews.fingerprint_of_post(current)
-    if changed and reviews.is_approved(target=Review.Target.POST, fingerprint=new, post=current):
-        return False  # back to a text that was approved
-    if changed and current.status == S.PUBLISHED:
-        raise InvalidTransition(
-            f"“{current}” is live and reviews are required: change its text through a "
-            "revision (Revisions and preview), which a reviewer approves before it goes live."
-        )
-    return changed and current.status == S.SCHEDULED
+def _require_may_go_live(current: Post) -> None:
+    """Refuse to schedule or publish ``current`` (locked) if a check another app added says it
+    may not go live (reviews: not approved as it is now)."""
+    problem = go_live.editor_problem(go_live.POST, current)
+    if problem:
+        raise NotPublishable([problem])
 
 
 def _create_draft(post: Post, *, user) -> None:
@@ -208,7 +191,7 @@ def schedule_post(
         if errors:
             raise InvalidSchedule(errors)
         _check_publishable(current)
-        reviews.require_post_approved(current)
+        _require_may_go_live(current)
         action.change(
             K.SCHEDULED,
             data={"publish_at": stored_time(publish_at), "unpublish_at": stored_time(unpublish_at)},
@@ -292,7 +275,7 @@ def publish_now(*, post: Post, user, expected_version: int | None = None) -> Pos
         if current.status == S.PUBLISHED:
             raise _wrong_state(current, "publish")
         _check_publishable(current)
-        reviews.require_post_approved(current)
+        _require_may_go_live(current)
         if current.unpublish_at is not None and current.unpublish_at <= database_now():
             raise InvalidSchedule(
                 {"unpublish_at": "The unpublish time has passed; change or clear it first."}

@@ -16,7 +16,7 @@ from django.db.models import Max
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
-from publishing import hooks, reviews
+from publishing import go_live, hooks
 from publishing.actions import (
     editor_action,
     editor_name,
@@ -26,14 +26,7 @@ from publishing.actions import (
 )
 from publishing.exceptions import InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.history import local_time, stored_time
-from publishing.models import (
-    PENDING_REVISION,
-    Post,
-    PostRevision,
-    PublishEvent,
-    Review,
-    ReviewTarget,
-)
+from publishing.models import PENDING_REVISION, Post, PostRevision, PublishEvent
 from publishing.rendering import render
 from publishing.validation import body_text_problems, publish_problems, schedule_problems
 
@@ -161,7 +154,9 @@ def schedule_revision(
         problems = revision_problems(post=current, title=title, body=body)
         if problems:
             raise NotPublishable(problems)
-        reviews.require_revision_approved(current, title=title, body=body)
+        problem = go_live.editor_problem(go_live.REVISION, current, title=title, body=body)
+        if problem:
+            raise NotPublishable([problem])
         _ensure_baseline(current)
         number = _next_number(current)
         supersede(current, PENDING, note=f"revision {number} was scheduled", user=user)
@@ -288,34 +283,3 @@ def restore_revision(
         )
         action.change(public=False)
     return draft
-
-
-def submit_revision(*, post: Post, title: str, body: str, user, note: str = "") -> Review:
-    """Write a new title and body for live ``post`` as a draft revision and submit it.
-
-    The draft replaces a pending draft revision; once approved, an editor who may publish
-    schedules it (the revisions page offers it).
-    """
-    rendered = render(body)
-    with editor_action(post, user=user, expected_version=None) as action:
-        current = action.current
-        if current.status != S.PUBLISHED:
-            raise InvalidTransition(f"“{current}” is not live: submit the post itself instead.")
-        draft = write_draft(current, title=title, body=body, rendered=rendered, user=user)
-        action.change(public=False)
-        review = reviews.submit_snapshot(
-            target=ReviewTarget.REVISION,
-            snapshot={"title": title, "body": body},
-            title=f"{title} (revision {draft.number})",
-            user=user,
-            note=note,
-            post=current,
-            revision=draft,
-        )
-        record_event(
-            current,
-            K.REVIEW_REQUESTED,
-            user=user,
-            data={**reviews.event_data(review), "revision": draft.number},
-        )
-    return review

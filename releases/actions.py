@@ -33,13 +33,7 @@ from publishing.actions import (
 )
 from publishing.exceptions import EditConflict, InvalidSchedule, InvalidTransition, NotPublishable
 from publishing.job_names import PUBLISH_JOB
-from publishing.models import (
-    PENDING_REVISION,
-    Post,
-    PostRevision,
-    PublishEvent,
-    Review,
-)
+from publishing.models import PENDING_REVISION, Post, PostRevision, PublishEvent
 from publishing.validation import schedule_problems
 from releases import apply as release_apply
 from releases import history as release_history
@@ -51,6 +45,7 @@ from releases.rules import (
     add_problem,
     goes_out_on_repair,
 )
+from reviews.models import Review
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from django.utils.translation import ngettext
 
 from coordination.clock import database_now
 from coordination.wording import local_time
-from publishing import actions, admin_bulk, reviews
+from publishing import actions, admin_bulk
 from publishing.admin_bulk import remember_selection, selected_ids
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.models import Post
@@ -38,6 +38,7 @@ from releases import reviewing
 from releases import stopping as release_checks
 from releases.models import ItemAction, Release, ReleaseItem
 from releases.rules import goes_out_on_repair
+from reviews import actions as reviews
 
 RS = Release.Status
 

@@ -1,4 +1,5 @@
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 
@@ -12,6 +13,17 @@ class ReleasesConfig(AppConfig):
     name = "releases"
     verbose_name = _("Releases")
     default_auto_field = "django.db.models.BigAutoField"
+
+    def import_models(self):
+        # Checked before anything imports the app's modules (the admin's discovery does,
+        # before ready()): a release's review is a review subject, so releases build on
+        # the reviews app.
+        if not apps.is_installed("reviews"):
+            raise ImproperlyConfigured(
+                'The releases app needs the reviews app: add "reviews" to INSTALLED_APPS '
+                '(before "releases"), or leave both out.'
+            )
+        super().import_models()
 
     def ready(self):
         from releases import wiring

@@ -1,16 +1,18 @@
 """Reviews of releases: what a reviewer approves of a release, and the gates that ask for it.
 
-Publishing's reviews (:mod:`publishing.reviews`) know posts and revisions; a release is a
-review subject this app adds (:func:`publishing.reviews.add_subject`). What a reviewer
+Publishing's reviews (:mod:`reviews.actions`) know posts and revisions; a release is a
+review subject this app adds (:func:`reviews.actions.add_subject`). What a reviewer
 approves is each item's post, change and exact text; a release goes out, or is scheduled,
 only if a review approved it as it is now (its go-live check, :mod:`publishing.go_live`).
 """
 
-from publishing import go_live, reviews
+from publishing import go_live
 from publishing.diffs import revision_diff
-from publishing.models import Post, Review
-from publishing.review_rules import post_fingerprint, revision_fingerprint, snapshot_fingerprint
+from publishing.models import Post
 from releases.models import ItemAction, Release, ReleaseItem
+from reviews import actions as reviews
+from reviews.models import Review
+from reviews.rules import post_fingerprint, revision_fingerprint, snapshot_fingerprint
 
 T = Review.Target
 RS = Review.Status

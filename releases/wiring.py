@@ -9,12 +9,13 @@ from django.db.models.signals import pre_delete
 
 def attach() -> None:
     """Register releases with publishing's extension points."""
-    from publishing import admin_sections, calendar, due_work, go_live, hooks, reviews
-    from publishing.models import Review
+    from publishing import admin_sections, calendar, due_work, go_live, hooks
     from releases import apply, reviewing, section, stopping
     from releases import calendar as release_calendar
     from releases.admin import add_to_release_action
     from releases.models import Release
+    from reviews import actions as reviews
+    from reviews.models import Review
 
     due_work.add_due_work(apply.DUE_WORK)
     go_live.add_go_live_check(reviewing.go_live_check)

@@ -93,7 +93,7 @@ def editor_stream(soak: Soak, seed: int) -> None:
 
 def approve(post) -> None:
     """Submit ``post`` for review and approve it as it is (both as Instatic's own user)."""
-    from publishing import reviews
+    from reviews import actions as reviews
 
     reviews.decide(review=reviews.submit_post(post=post, user=None), user=None, approve=True)
 

@@ -78,10 +78,10 @@ def make_release(
     schedule it ``ahead`` of the database clock (past a quiet spell's window if it falls in
     it); record each step on ``soak`` once it is done."""
     from coordination.clock import database_now
-    from publishing import reviews
     from publishing.models import Post, PostStatus
     from releases import actions as releases
     from releases.models import ItemAction, ReleaseStatus
+    from reviews import actions as reviews
 
     release = releases.create_release(name=name, user=None)
     record = soak.releases[release.pk] = ReleaseRecord(release.pk, name)

@@ -1,7 +1,8 @@
 """Publishing works with its optional apps left out of ``INSTALLED_APPS``.
 
-Releases attach to publishing only through the extension points publishing defines, so a site
-without them migrates, publishes, edits, deletes and shows its admin as before. Publishing's
+Reviews and releases attach to publishing only through the extension points publishing
+defines, so a site without them migrates, publishes, edits, deletes and shows its admin as
+before. Releases build on reviews: leaving reviews out means leaving releases out too. Publishing's
 own tests of those paths run again in a process whose settings leave the app out.
 """
 
@@ -24,7 +25,7 @@ CORE_TESTS = [
 ]
 
 
-@pytest.mark.parametrize("left_out", ["releases"])
+@pytest.mark.parametrize("left_out", ["releases", "releases,reviews"])
 def test_publishing_passes_its_own_tests_without_an_optional_app(left_out):
     if connection.vendor != "sqlite":
         pytest.skip("one vendor shows it: the apps' wiring is the same on every database")
@@ -42,15 +43,27 @@ def test_publishing_passes_its_own_tests_without_an_optional_app(left_out):
     assert " passed" in done.stdout
 
 
-def test_the_settings_leave_an_app_out_when_asked():
-    """The switch the test above uses really removes the app (else it would prove nothing)."""
+def _setup_without(left_out: str) -> subprocess.CompletedProcess:
     code = (
         "import django; django.setup(); from django.apps import apps; "
-        "print(apps.is_installed('releases'))"
+        "print(apps.is_installed('releases'), apps.is_installed('reviews'))"
     )
-    env = {**os.environ, "INSTATIC_TEST_WITHOUT_APPS": "releases"}
+    env = {**os.environ, "INSTATIC_TEST_WITHOUT_APPS": left_out}
     env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
     )
-    assert done.stdout.strip() == "False", done.stderr[-2000:]
+
+
+def test_the_settings_leave_an_app_out_when_asked():
+    """The switch the test above uses really removes the apps (else it would prove nothing)."""
+    done = _setup_without("releases,reviews")
+    assert done.stdout.strip() == "False False", done.stderr[-2000:]
+
+
+def test_releases_without_reviews_say_what_to_add():
+    done = _setup_without("reviews")
+    assert done.returncode != 0
+    assert 'The releases app needs the reviews app: add "reviews" to INSTALLED_APPS' in (
+        done.stderr
+    )

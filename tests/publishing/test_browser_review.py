@@ -11,7 +11,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from coordination.clock import database_now
-from publishing.models import Post, Review
+from publishing.models import Post
+from reviews.models import Review
 from tests.publishing.conftest import make_post
 from tests.support.browser import screenshot, signed_in
 
@@ -36,7 +37,7 @@ def test_a_draft_is_submitted_approved_scheduled_and_a_later_change_sends_it_bac
         screenshot(writer, "review-submitted")
 
         page = checker
-        checker.goto(f"{live_server.url}/admin/publishing/review/?status__exact=pending")
+        checker.goto(f"{live_server.url}/admin/reviews/review/?status__exact=pending")
         checker.click("text=Budget 2027")
         checker.wait_for_selector("#review-content")
         assert "numbers" in checker.inner_text("#review-content")
@@ -89,8 +90,9 @@ def test_a_draft_is_submitted_approved_scheduled_and_a_later_change_sends_it_bac
 def test_a_release_reviewer_reads_each_items_text_and_a_changed_submission_shows_its_diff(
     live_server, drafter, reviewer, editor, browser, request
 ):
-    from publishing import posts, reviews
+    from publishing import posts
     from releases import actions as releases
+    from reviews import actions as reviews
 
     rejected = make_post(title="Quarterly results", body="Profits fell 40 percent, unaudited.")
     reviews.decide(
@@ -113,7 +115,7 @@ def test_a_release_reviewer_reads_each_items_text_and_a_changed_submission_shows
 
     page = signed_in(browser, live_server, "reviewer", "pw")
     try:
-        page.goto(f"{live_server.url}/admin/publishing/review/{release_review.pk}/change/")
+        page.goto(f"{live_server.url}/admin/reviews/review/{release_review.pk}/change/")
         items = page.locator("#release-review-items details")
         assert items.count() == 2
         assert "Rejected as it is by reviewer" in page.inner_text("#release-review-items")
@@ -121,7 +123,7 @@ def test_a_release_reviewer_reads_each_items_text_and_a_changed_submission_shows
         assert page.locator("text=Profits fell 40 percent, unaudited.").is_visible()
         screenshot(page, "review-release-items")
 
-        page.goto(f"{live_server.url}/admin/publishing/review/{post_review.pk}/change/")
+        page.goto(f"{live_server.url}/admin/reviews/review/{post_review.pk}/change/")
         assert "The numbers for next year." in page.inner_text("#review-content")
         assert "paragraph added" not in page.inner_text("#review-content")
         assert "paragraph added" in page.inner_text("#review-diff-since ins")

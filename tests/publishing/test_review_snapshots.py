@@ -13,11 +13,13 @@ from django.test import override_settings
 from django.urls import reverse
 
 from coordination.clock import database_now
-from publishing import posts, reviews, revisions
+from publishing import posts, revisions
 from publishing.exceptions import InvalidTransition
-from publishing.models import Post, PostRevision, Review
+from publishing.models import Post, PostRevision
 from releases import actions as releases
 from releases.models import Release, ReleaseItem
+from reviews import actions as reviews
+from reviews.models import Review
 from tests.publishing.conftest import (
     live_post,
     make_due,
@@ -46,7 +48,7 @@ def approve(review: Review, reviewer) -> Review:
 
 
 def review_page(client, review: Review) -> str:
-    page = client.get(reverse("admin:publishing_review_change", args=[review.pk]))
+    page = client.get(reverse("admin:reviews_review_change", args=[review.pk]))
     assert page.status_code == 200
     return page.content.decode()
 
@@ -97,7 +99,7 @@ def test_a_release_goes_out_only_with_the_texts_its_reviewer_read(editor, review
 def test_a_writer_cannot_replace_the_revision_a_release_goes_out_with(drafter, editor, reviewer):
     post = live_post(title="Pricing", body="Old prices.")
     approve(
-        revisions.submit_revision(post=post, title="Pricing", body="New prices.", user=drafter),
+        reviews.submit_revision(post=post, title="Pricing", body="New prices.", user=drafter),
         reviewer,
     )
     release = releases.create_release(name="Price change", user=editor)
@@ -106,7 +108,7 @@ def test_a_writer_cannot_replace_the_revision_a_release_goes_out_with(drafter, e
     releases.schedule_release(release=release, release_at=soon(), user=editor)
 
     with pytest.raises(InvalidTransition, match="goes out with the release “Price change”"):
-        revisions.submit_revision(post=post, title="Pricing", body="Rejected prices.", user=drafter)
+        reviews.submit_revision(post=post, title="Pricing", body="Rejected prices.", user=drafter)
 
     release.refresh_from_db()
     assert (release.status, release.problem) == (Release.Status.SCHEDULED, "")

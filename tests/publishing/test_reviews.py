@@ -10,17 +10,19 @@ from django.core.exceptions import PermissionDenied
 from django.test import override_settings
 
 from coordination.clock import database_now
-from publishing import posts, reviews, revisions
+from publishing import posts, revisions
 from publishing.exceptions import InvalidTransition, NotPublishable
-from publishing.models import Post, PublishEvent, Review
-from publishing.review_rules import (
+from publishing.models import Post, PublishEvent
+from releases import actions as releases
+from releases.models import Release
+from reviews import actions as reviews
+from reviews.models import Review
+from reviews.rules import (
     decision_problem,
     post_fingerprint,
     release_fingerprint,
     revision_fingerprint,
 )
-from releases import actions as releases
-from releases.models import Release
 from tests.publishing.conftest import (
     kinds,
     live_post,
@@ -161,7 +163,7 @@ def test_a_live_posts_text_changes_only_through_an_approved_revision(drafter, ed
             post=post, title="Pricing", body="New prices.", publish_at=soon(), user=editor
         )
 
-    review = revisions.submit_revision(post=post, title="Pricing", body="New prices.", user=drafter)
+    review = reviews.submit_revision(post=post, title="Pricing", body="New prices.", user=drafter)
     assert review.revision.status == "draft"
     reviews.decide(review=review, user=reviewer, approve=True)
     with pytest.raises(NotPublishable):  # not what was approved
@@ -226,7 +228,7 @@ def test_a_writer_submits_a_new_text_of_a_live_post_from_its_page(as_drafter, dr
     from django.urls import reverse
 
     post = live_post(title="Pricing", body="Old prices.")
-    url = reverse("admin:publishing_review_submit_revision", args=[post.pk])
+    url = reverse("admin:reviews_review_submit_revision", args=[post.pk])
     page = as_drafter.get(url)
     assert page.status_code == 200 and "Old prices." in page.content.decode()
     done = as_drafter.post(url, {"title": "Pricing", "body": "New prices.", "note": "Q3"})
@@ -244,10 +246,10 @@ def test_the_review_queue_is_offered_only_when_reviews_are_required(as_editor):
     from django.urls import reverse
 
     index = as_editor.get(reverse("admin:index")).content.decode()
-    assert reverse("admin:publishing_review_changelist") in index
+    assert reverse("admin:reviews_review_changelist") in index
     with override_settings(INSTATIC_REQUIRE_REVIEW=False):
         index = as_editor.get(reverse("admin:index")).content.decode()
-    assert reverse("admin:publishing_review_changelist") not in index
+    assert reverse("admin:reviews_review_changelist") not in index
 
 
 def test_a_text_changed_after_its_submission_cannot_be_approved(drafter, editor, reviewer):

@@ -1,4 +1,5 @@
-"""Releases moved out of publishing into an app of their own, on a database that has data.
+"""Releases and reviews moved out of publishing into apps of their own, on a database that
+has data.
 
 The move is of state only: the rows stay where they are and read as before, the content
 types (and so editors' permissions and the admin's history) follow the models, and a review
@@ -11,8 +12,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
-from publishing.models import Review
 from releases.models import Release
+from reviews.models import Review
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,6 +29,7 @@ def _old_content_type(model: str) -> ContentType:
 def test_rows_permissions_and_reviews_come_through_the_move():
     call_command("migrate", "publishing", "0014_release_events", verbosity=0)
     call_command("migrate", "releases", "zero", verbosity=0)
+    assert not ContentType.objects.filter(app_label="reviews").exists()
     try:
         release = Release.objects.create(name="Spring launch")
         review = Review.objects.create(
@@ -38,17 +40,23 @@ def test_rows_permissions_and_reviews_come_through_the_move():
         )[0]
         for model in MOVED[1:]:
             _old_content_type(model)
+        see_reviews = Permission.objects.get_or_create(
+            content_type=ContentType.objects.get(app_label="publishing", model="review"),
+            codename="view_review",
+        )[0]
         editor = User.objects.create_user("launcher", is_staff=True)
-        editor.user_permissions.add(change)
+        editor.user_permissions.add(change, see_reviews)
         call_command("migrate", verbosity=0)
     finally:
         call_command("migrate", verbosity=0)
     assert Release.objects.get(pk=release.pk).name == "Spring launch"
     assert Review.objects.get(pk=review.pk).release_id == release.pk
-    assert set(
-        ContentType.objects.filter(model__in=MOVED).values_list("app_label", flat=True)
-    ) == {"releases"}
-    assert User.objects.get(pk=editor.pk).has_perm("releases.change_release")
+    assert set(ContentType.objects.filter(model__in=MOVED).values_list("app_label", flat=True)) == {
+        "releases"
+    }
+    assert ContentType.objects.get(model="review").app_label == "reviews"
+    moved = User.objects.get(pk=editor.pk)
+    assert moved.has_perm("releases.change_release") and moved.has_perm("reviews.view_review")
     # No foreign key from the review to the release is left: the table may lose the row.
     quote = connection.ops.quote_name
     with transaction.atomic(), connection.cursor() as cursor:

@@ -1,12 +1,13 @@
 """Reviews: a post, a revision or a release submitted for approval before it may go live.
 
-Only with ``INSTATIC_REQUIRE_REVIEW`` on (:mod:`publishing.reviews`). A review approves one
+Only with ``INSTATIC_REQUIRE_REVIEW`` on (:mod:`reviews.actions`). A review approves one
 exact content: its ``snapshot`` keeps what was submitted (a post's title, slug and body, a
 revision's title and body, each release item's change and text), which is what the reviewer
-reads, and its ``fingerprint`` (:mod:`publishing.review_rules`) names it. Anything changed
+reads, and its ``fingerprint`` (:mod:`reviews.rules`) names it. Anything changed
 after the approval has another fingerprint, so it needs a review again.
 
-Imported into :mod:`publishing.models`, where Django looks for the app's models.
+The table keeps the name it had when reviews were part of publishing (``publishing_review``):
+the app's first migration only moved the model, not its rows.
 """
 
 from django.conf import settings
@@ -88,22 +89,23 @@ class Review(models.Model):
     comment = models.TextField(_("reviewer's comment"), blank=True)
 
     class Meta:
+        db_table = "publishing_review"
         verbose_name = _("review")
         verbose_name_plural = _("reviews")
         ordering = ["-submitted_at", "-id"]
         indexes = [
-            models.Index(fields=["status", "-submitted_at"], name="publishing_review_queue"),
+            models.Index(fields=["status", "-submitted_at"], name="reviews_review_queue"),
         ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=ReviewStatus.values),
-                name="publishing_review_status_valid",
+                name="reviews_review_status_valid",
             ),
             models.CheckConstraint(
                 condition=(Q(target="post") & Q(post__isnull=False))
                 | (Q(target="revision") & Q(revision__isnull=False) & Q(post__isnull=False))
                 | (Q(target="release") & Q(release_id__isnull=False)),
-                name="publishing_review_has_its_target",
+                name="reviews_review_has_its_target",
             ),
         ]
 

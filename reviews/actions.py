@@ -3,14 +3,14 @@
 Off unless ``INSTATIC_REQUIRE_REVIEW`` is on. Then nothing goes live that a reviewer has not
 approved as it is: scheduling or publishing a post and scheduling a revision (and what other
 apps add, such as releases) each ask :func:`require_approved` for an approval of the exact content
-(:mod:`publishing.review_rules` fingerprints it). An editor without the publish permission
+(:mod:`reviews.rules` fingerprints it). An editor without the publish permission
 submits a post or a revision (written as a draft revision, which the post keeps);
 a reviewer (the ``publishing.review_post`` permission, never the submitter) approves or
 rejects it with a comment. A change after the approval sends it back: a scheduled post whose
 text changes goes back to draft with a new submission, and a live post's text changes only
 through a reviewed revision. Other apps add kinds of content to review (releases:
 :func:`add_subject`). Each step is a history event of the post, and an email to the people
-concerned (:mod:`publishing.review_mail`).
+concerned (:mod:`reviews.mail`).
 """
 
 import logging
@@ -24,13 +24,17 @@ from django.db.models import F
 from django.db.models.functions import Now
 
 from coordination.services import request_wakeup
-from publishing import go_live, review_mail
+from publishing import go_live
 from publishing.actions import editor_action, record_event, user_or_none
 from publishing.conf import settings
 from publishing.exceptions import InvalidTransition, NotPublishable
 from publishing.job_names import PUBLISH_JOB
-from publishing.models import Post, PostRevision, PublishEvent, Review
-from publishing.review_rules import (
+from publishing.models import Post, PostRevision, PublishEvent
+from publishing.rendering import render
+from publishing.revisions import write_draft
+from reviews import mail as review_mail
+from reviews.models import Review, ReviewTarget
+from reviews.rules import (
     decision_problem,
     post_fingerprint,
     revision_fingerprint,
@@ -105,19 +109,6 @@ def require_approved(*, target: str, fingerprint: str, what: str, **lookup) -> N
     """Raise :class:`NotPublishable` unless review is off or this content was approved."""
     if required() and not _approved(target=target, fingerprint=fingerprint, **lookup):
         raise NotPublishable([unapproved_problem(what)])
-
-
-def require_post_approved(post: Post) -> None:
-    require_approved(
-        target=T.POST, fingerprint=fingerprint_of_post(post), what=f"“{post}”", post=post
-    )
-
-
-def require_revision_approved(post: Post, *, title: str, body: str) -> None:
-    fingerprint = revision_fingerprint(post_id=post.pk, title=title, body=body)
-    require_approved(
-        target=T.REVISION, fingerprint=fingerprint, what=f"This revision of “{post}”", post=post
-    )
 
 
 #: Why the publish job holds a due post: nobody approved its content as it is now.
@@ -336,3 +327,34 @@ def event_data(review: Review) -> dict:
     if review.reason:
         data["reason"] = review.reason
     return data
+
+
+def submit_revision(*, post: Post, title: str, body: str, user, note: str = "") -> Review:
+    """Write a new title and body for live ``post`` as a draft revision and submit it.
+
+    The draft replaces a pending draft revision; once approved, an editor who may publish
+    schedules it (the revisions page offers it).
+    """
+    rendered = render(body)
+    with editor_action(post, user=user, expected_version=None) as action:
+        current = action.current
+        if current.status != S.PUBLISHED:
+            raise InvalidTransition(f"“{current}” is not live: submit the post itself instead.")
+        draft = write_draft(current, title=title, body=body, rendered=rendered, user=user)
+        action.change(public=False)
+        review = submit_snapshot(
+            target=ReviewTarget.REVISION,
+            snapshot={"title": title, "body": body},
+            title=f"{title} (revision {draft.number})",
+            user=user,
+            note=note,
+            post=current,
+            revision=draft,
+        )
+        record_event(
+            current,
+            K.REVIEW_REQUESTED,
+            user=user,
+            data={**event_data(review), "revision": draft.number},
+        )
+    return review

@@ -1,7 +1,7 @@
 """The reviews' admin: the queue, a review's page with its content and the decision, and the
 pages that submit a post or a revision for review (shown only when reviews are required).
 
-Nothing here decides by itself: the buttons call :mod:`publishing.reviews`.
+Nothing here decides by itself: the buttons call :mod:`reviews.actions`.
 """
 
 from functools import partial
@@ -18,11 +18,12 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from coordination.wording import local_time
-from publishing import reviews, revisions
 from publishing.diffs import revision_diff
 from publishing.exceptions import PublishingError
-from publishing.models import Post, Review
+from publishing.models import Post
 from publishing.rendering import render
+from reviews import actions as reviews
+from reviews.models import Review
 
 RV = Review.Status
 BADGE_COLOURS = {
@@ -65,7 +66,7 @@ class ReviewAdmin(admin.ModelAdmin):
     list_display = ["title", "target", "status_badge", "submitted_by", "submitted", "decided_by"]
     list_filter = ["status", "target"]
     search_fields = ["title"]
-    change_form_template = "admin/publishing/review/change_form.html"
+    change_form_template = "admin/reviews/review/change_form.html"
 
     def has_module_permission(self, request):
         return reviews.required() and _may_see(request)
@@ -107,7 +108,7 @@ class ReviewAdmin(admin.ModelAdmin):
             extra = {
                 "review": review,
                 "content": _content(review),
-                "decide_url": reverse("admin:publishing_review_decide", args=[review.pk]),
+                "decide_url": reverse("admin:reviews_review_decide", args=[review.pk]),
                 "may_decide": not problem,
                 "why_not": problem,
                 "decision_form": DecisionForm(),
@@ -120,16 +121,16 @@ class ReviewAdmin(admin.ModelAdmin):
             return self.admin_site.admin_view(partial(func, self, **kwargs))
 
         return [
-            path("<int:object_id>/decide/", view(decide_view), name="publishing_review_decide"),
+            path("<int:object_id>/decide/", view(decide_view), name="reviews_review_decide"),
             path(
                 "submit/post/<int:post_id>/",
                 view(submit_view, what="post"),
-                name="publishing_review_submit",
+                name="reviews_review_submit",
             ),
             path(
                 "submit/revision/<int:post_id>/",
                 view(submit_view, what="revision"),
-                name="publishing_review_submit_revision",
+                name="reviews_review_submit_revision",
             ),
             *super().get_urls(),
         ]
@@ -198,7 +199,7 @@ def decide_view(model_admin, request, object_id: int):
     else:
         done = _("Approved: it can be scheduled or published now.") if approve else _("Rejected.")
         messages.success(request, done)
-    return HttpResponseRedirect(reverse("admin:publishing_review_change", args=[review.pk]))
+    return HttpResponseRedirect(reverse("admin:reviews_review_change", args=[review.pk]))
 
 
 def _submit_post(post: Post, data: dict, user) -> str:
@@ -207,7 +208,7 @@ def _submit_post(post: Post, data: dict, user) -> str:
 
 
 def _submit_revision(post: Post, data: dict, user) -> str:
-    revisions.submit_revision(
+    reviews.submit_revision(
         post=post, title=data["title"], body=data["body"], user=user, note=data["note"]
     )
     return reverse("admin:publishing_post_revisions", args=[post.pk])
@@ -248,7 +249,7 @@ def submit_view(model_admin, request, post_id: int, what: str):
         "form": form,
         "change_url": reverse("admin:publishing_post_change", args=[post.pk]),
     }
-    return TemplateResponse(request, "admin/publishing/review/submit.html", context)
+    return TemplateResponse(request, "admin/reviews/review/submit.html", context)
 
 
 def review_section(request, post):
@@ -265,11 +266,11 @@ def review_section(request, post):
         "current": reviews.is_current(latest) if latest else False,
         "live": live,
         "submit_url": reverse(
-            "admin:publishing_review_submit_revision" if live else "admin:publishing_review_submit",
+            "admin:reviews_review_submit_revision" if live else "admin:reviews_review_submit",
             args=[post.pk],
         ),
     }
-    return render_to_string("admin/publishing/review/post_section.html", context, request=request)
+    return render_to_string("admin/reviews/review/post_section.html", context, request=request)
 
 
 admin.site.register(Review, ReviewAdmin)

@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 
 from coordination.wording import local_time
 from publishing.emails import absolute, zone_of
-from publishing.models import Review
+from reviews.models import Review
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def tell_reviewers(review_id: int) -> int:
     review = Review.objects.select_related("submitted_by").filter(pk=review_id).first()
     if review is None or review.status != Review.Status.PENDING:
         return 0
-    url = absolute(reverse("admin:publishing_review_change", args=[review.pk]))
+    url = absolute(reverse("admin:reviews_review_change", args=[review.pk]))
     who = review.submitted_by.get_username() if review.submitted_by else _("someone")
     sent = 0
     for user in reviewers().exclude(pk=review.submitted_by_id):
@@ -95,7 +95,7 @@ def tell_submitter(review_id: int) -> bool:
             % {"who": who, "what": review, "when": local_time(review.decided_at)},
             *([_("Their comment: %(c)s") % {"c": review.comment}] if review.comment else []),
             _("See it: %(url)s")
-            % {"url": absolute(reverse("admin:publishing_review_change", args=[review.pk]))},
+            % {"url": absolute(reverse("admin:reviews_review_change", args=[review.pk]))},
         ]
     subject = _("Approved: %(what)s") if approved else _("Rejected: %(what)s")
     return _send(user, subject % {"what": review}, lines)
