@@ -13,7 +13,7 @@ class MediaConfig(AppConfig):
         from media.pages import add_images
         from media.post_section import images_section
         from media.usage import record_uses
-        from publishing.admin_sections import add_post_section
+        from publishing.admin.sections import add_post_section
         from publishing.hooks import on_post_changed
         from publishing.page_bodies import add_body_filter
 

@@ -14,7 +14,7 @@ class OutboxConfig(AppConfig):
         from outbox import checks, wakeups
         from outbox.post_section import deliveries_section
         from outbox.watching import watch_tool
-        from publishing.admin_sections import add_post_section, add_post_tool
+        from publishing.admin.sections import add_post_section, add_post_tool
         from publishing.public_events import events_committed
 
         django_checks.register(checks.check_webhook_timings, django_checks.Tags.compatibility)

@@ -1,6 +1,6 @@
 """The post page's "Deliveries" section: what became of the post's publish events.
 
-Added to the post's admin page through :mod:`publishing.admin_sections` (publishing does
+Added to the post's admin page through :mod:`publishing.admin.sections` (publishing does
 not know the outbox). It lists the latest deliveries of the post's events, to whom, with
 their last webhook attempt, and links to the delivery list, where they can be sent again.
 """

@@ -1,7 +1,7 @@
 """Watching a post: an editor who did not write it gets the emails its author gets.
 
 The post's admin page has a "Watch" link at the top (a tool added through
-:mod:`publishing.admin_sections`); it opens :func:`watch_post`, a page that says what
+:mod:`publishing.admin.sections`); it opens :func:`watch_post`, a page that says what
 watching means and starts or stops it with one button, then goes back to the post. A link
 to a page of its own, not a button in the post's form: the form may hold changes the editor
 has not saved.

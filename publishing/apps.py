@@ -6,7 +6,7 @@ class PublishingConfig(AppConfig):
 
     Optional workflows (reviews, releases, the outbox) attach through the extension points
     publishing defines (:mod:`publishing.go_live`, :mod:`publishing.hooks`,
-    :mod:`publishing.due_work`, :mod:`publishing.admin_sections`, the calendar's entry kinds,
+    :mod:`publishing.due_work`, :mod:`publishing.admin.sections`, the calendar's entry kinds,
     :mod:`publishing.page_bodies`); publishing registers nothing of theirs.
     """
 

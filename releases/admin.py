@@ -26,8 +26,9 @@ from django.utils.translation import ngettext
 
 from coordination.clock import database_now
 from coordination.wording import local_time
-from publishing import actions, admin_bulk
-from publishing.admin_bulk import remember_selection, selected_ids
+from publishing import actions
+from publishing.admin import bulk as admin_bulk
+from publishing.admin.bulk import remember_selection, selected_ids
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.models import Post
 from publishing.stale_forms import MergingFormMixin

@@ -1,6 +1,6 @@
 """The post page's "Release" section and notice: the pending release that will send it out.
 
-Added to the post's admin page through :mod:`publishing.admin_sections`. The section names
+Added to the post's admin page through :mod:`publishing.admin.sections`. The section names
 the release, what it does to the post and when, and whether it is stopped (and why); a post
 in no release gets a link to add it to one, for editors who may publish. The notice, above
 the form, tells everyone who opens the post that it is in a pending release, before they

@@ -9,7 +9,8 @@ from django.db.models.signals import pre_delete
 
 def attach() -> None:
     """Register releases with publishing's extension points."""
-    from publishing import admin_sections, calendar, due_work, go_live, hooks
+    from publishing import calendar, due_work, go_live, hooks
+    from publishing.admin import sections as admin_sections
     from releases import apply, reviewing, section, stopping
     from releases import calendar as release_calendar
     from releases.admin import add_to_release_action

@@ -7,7 +7,8 @@ happens: nothing waits for a reviewer, and publishing knows nothing of reviews.
 
 def attach() -> None:
     """Register reviews with publishing's extension points."""
-    from publishing import admin_sections, go_live, hooks
+    from publishing import go_live, hooks
+    from publishing.admin import sections as admin_sections
     from reviews import actions, gates
     from reviews.admin import review_section
 

@@ -8,7 +8,7 @@ from django.contrib.messages import get_messages
 from django.test import override_settings
 from django.urls import reverse
 
-from publishing.admin_bulk import Step, plan
+from publishing.admin.bulk import Step, plan
 from publishing.models import Post
 from tests.publishing.conftest import form_data, live_post, make_post
 

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from coordination.clock import database_now
 from publishing import batches, posts, revisions
-from publishing.admin import local_time
+from publishing.history import local_time
 from publishing.models import Post
 from tests.publishing.conftest import due_post, form_data, future_post, make_due, make_post
 

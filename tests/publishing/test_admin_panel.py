@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from publishing import batches
-from publishing.admin_panel import PostState, state_text
+from publishing.admin.panel import PostState, state_text
 from publishing.models import Post, PublishEvent
 from tests.publishing.conftest import due_post, form_data, future_post, make_post
 

@@ -1,11 +1,11 @@
-"""The editors' admin: write, schedule, reschedule, cancel, publish and unpublish posts.
+"""The post list and the post's page: write, schedule, reschedule, cancel, publish and
+unpublish posts.
 
 Nothing here changes publishing state by itself: saving the form and the list actions call
 :mod:`publishing.posts`, the same code scripts and tests use. Times are shown in
 the editor's time zone (Django's current time zone) with the zone's name.
 """
 
-from datetime import timedelta
 from functools import partial
 
 from django.contrib import admin, messages
@@ -15,25 +15,19 @@ from django.contrib.admin.views.main import ChangeList
 from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.functional import lazy
 from django.utils.html import format_html
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from coordination.admin import ReadOnlyAdminMixin
 from coordination.admin_paging import CappedCountPaginator
 from coordination.clock import database_now
 from coordination.wording import lateness_text
-from publishing import (
-    actions,
-    admin_bulk,
-    hooks,
-    posts,
-    selectors,
-)
-from publishing.admin_calendar import calendar_view
-from publishing.admin_panel import (
+from publishing import actions, hooks, posts, selectors
+from publishing.admin import bulk as admin_bulk
+from publishing.admin.calendar import calendar_view
+from publishing.admin.columns import column_with_zone, with_zone, zone_name
+from publishing.admin.panel import (
     PostState,
     is_late,
     not_done_text,
@@ -41,14 +35,14 @@ from publishing.admin_panel import (
     saved_text,
     state_text,
 )
-from publishing.admin_revisions import (
+from publishing.admin.revisions import (
     compare_view,
     preview_view,
     revision_action_view,
     revisions_view,
 )
-from publishing.admin_sections import page_context, post_list_actions
-from publishing.admin_view_on_site import off_site_response
+from publishing.admin.sections import page_context, post_list_actions
+from publishing.admin.view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
 from publishing.history import actor_name, describe, local_time
@@ -66,28 +60,6 @@ BADGE_COLOURS = {
 }
 
 
-def _zone_name() -> str:
-    return timezone.get_current_timezone_name()
-
-
-def _with_zone(text: str):
-    return lazy(lambda: f"{text} ({_zone_name()})", str)()
-
-
-def _column_with_zone(text: str):
-    """Return a list column's header naming the zone, breakable after a "/" in its name.
-
-    "(Asia/Tokyo)" would otherwise be the narrowest a time column can be, and four of them
-    push the post list's last column out of view at 1,400 px.
-    """
-
-    def header():
-        zone = format_html("{}", _zone_name()).replace("/", "/<wbr>")
-        return format_html("{} ({})", text, mark_safe(zone))
-
-    return lazy(header, SafeString)()
-
-
 class FailedFilter(admin.SimpleListFilter):
     title = _("publish problem")
     parameter_name = "failed"
@@ -101,30 +73,6 @@ class FailedFilter(admin.SimpleListFilter):
         if self.value() == "no":
             return queryset.filter(last_error="")
         return queryset
-
-
-class EventWindowFilter(admin.SimpleListFilter):
-    """Recent events by the database clock: a range scan of the ``(-at, -id)`` index.
-
-    Instead of a date hierarchy, whose year and month links are a ``DISTINCT`` over the
-    truncated time of every event (a million of them).
-    """
-
-    title = _("when")
-    parameter_name = "within"
-    WINDOWS = {
-        "1h": (_("the last hour"), timedelta(hours=1)),
-        "24h": (_("the last 24 hours"), timedelta(days=1)),
-        "7d": (_("the last 7 days"), timedelta(days=7)),
-        "30d": (_("the last 30 days"), timedelta(days=30)),
-    }
-
-    def lookups(self, request, model_admin):
-        return [(key, label) for key, (label, _span) in self.WINDOWS.items()]
-
-    def queryset(self, request, queryset):
-        window = self.WINDOWS.get(self.value() or "")
-        return queryset.filter(at__gte=database_now() - window[1]) if window else queryset
 
 
 class PostChangeList(ChangeList):
@@ -176,7 +124,7 @@ class PublishEventInline(admin.TabularInline):
         user = request.user
         return user.has_perm("publishing.view_post") or user.has_perm("publishing.change_post")
 
-    @admin.display(description=_with_zone("When"))
+    @admin.display(description=with_zone("When"))
     def when(self, event: PublishEvent) -> str:
         return local_time(event.at)
 
@@ -188,7 +136,7 @@ class PublishEventInline(admin.TabularInline):
     def how_late(self, event: PublishEvent) -> str:
         return lateness_text(event.lateness)
 
-    @admin.display(description=_with_zone("Details"))
+    @admin.display(description=with_zone("Details"))
     def details(self, event: PublishEvent) -> str:
         return describe(event)
 
@@ -309,7 +257,7 @@ class PostAdmin(admin.ModelAdmin):
     # --- the form ---------------------------------------------------------------------
     def get_fieldsets(self, request, obj=None):
         publishing_fields = ["publishing_state", "publish_at", "unpublish_at"]
-        description = _("Times are in %(zone)s.") % {"zone": _zone_name()}
+        description = _("Times are in %(zone)s.") % {"zone": zone_name()}
         if self.has_publish_permission(request):
             publishing_fields.append("target_status")
         else:
@@ -550,7 +498,7 @@ class PostAdmin(admin.ModelAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """Name the post's scheduled revision, which a direct edit of the text supersedes, and
-        show the sections and tools other apps add (:mod:`publishing.admin_sections`)."""
+        show the sections and tools other apps add (:mod:`publishing.admin.sections`)."""
         post = self.get_object(request, object_id)
         scheduled = PostRevision.Status.SCHEDULED
         pending = selectors.pending_revision(post, scheduled) if post else None
@@ -565,7 +513,7 @@ class PostAdmin(admin.ModelAdmin):
         return PostChangeList
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}), "time_zone_name": _zone_name()}
+        extra_context = {**(extra_context or {}), "time_zone_name": zone_name()}
         return super().changelist_view(request, extra_context=extra_context)
 
     @admin.display(description=mark_safe('<input type="checkbox" id="action-toggle">'))
@@ -607,13 +555,13 @@ class PostAdmin(admin.ModelAdmin):
             )
         return format_html('<strong class="publishing-state">{}</strong>', text)
 
-    @admin.display(description=_column_with_zone("Scheduled for"), ordering="publish_at")
+    @admin.display(description=column_with_zone("Scheduled for"), ordering="publish_at")
     def scheduled_for(self, post: Post) -> str:
         if post.status != S.SCHEDULED:
             return "—"
         return local_time(post.publish_at, seconds=False)
 
-    @admin.display(description=_column_with_zone("Went live"), ordering="published_at")
+    @admin.display(description=column_with_zone("Went live"), ordering="published_at")
     def went_live(self, post: Post) -> str:
         if post.published_at is None or post.status not in (S.PUBLISHED, S.UNPUBLISHED):
             return "—"
@@ -621,11 +569,11 @@ class PostAdmin(admin.ModelAdmin):
         late = _("by hand") if lateness is None else lateness_text(lateness)
         return f"{local_time(post.published_at, seconds=False)} · {late}"
 
-    @admin.display(description=_column_with_zone("Unpublish at"), ordering="unpublish_at")
+    @admin.display(description=column_with_zone("Unpublish at"), ordering="unpublish_at")
     def unpublish_time(self, post: Post) -> str:
         return local_time(post.unpublish_at, seconds=False) if post.unpublish_at else "—"
 
-    @admin.display(description=_with_zone("Went live at"))
+    @admin.display(description=with_zone("Went live at"))
     def published_at_local(self, post: Post) -> str:
         return local_time(post.published_at)
 
@@ -638,15 +586,15 @@ class PostAdmin(admin.ModelAdmin):
             return "—"
         return _("published by hand") if event.lateness is None else lateness_text(event.lateness)
 
-    @admin.display(description=_with_zone("Created"))
+    @admin.display(description=with_zone("Created"))
     def created_at_local(self, post: Post) -> str:
         return local_time(post.created_at) if post.pk else "—"
 
-    @admin.display(description=_with_zone("Updated"))
+    @admin.display(description=with_zone("Updated"))
     def updated_at_local(self, post: Post) -> str:
         return local_time(post.updated_at) if post.pk else "—"
 
-    @admin.display(description=_column_with_zone("Updated"), ordering="updated_at")
+    @admin.display(description=column_with_zone("Updated"), ordering="updated_at")
     def updated(self, post: Post) -> str:
         return local_time(post.updated_at, seconds=False)
 
@@ -686,47 +634,3 @@ class PostAdmin(admin.ModelAdmin):
         ids = queryset.values_list("pk", flat=True)[: admin_bulk.MOST]
         url = admin_bulk.selection_url(request, "admin:publishing_post_bulk_schedule", ids)
         return HttpResponseRedirect(url)
-
-
-@admin.register(PublishEvent)
-class PublishEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """The whole publish history across posts, read-only (for audits and the failure count).
-
-    A page at a million events is one range scan of an index matching its order: ``(-at,
-    -id)``, or ``(kind, -at, -id)`` filtered by kind; the count stops at a cap, and recent
-    windows replace the date hierarchy (see :class:`EventWindowFilter`).
-    """
-
-    list_display = ["when", "post_name", "kind", "actor", "how_late", "details"]
-    list_filter = ["kind", EventWindowFilter]
-    search_fields = ["post__title", "post_title", "node", "detail"]
-    list_select_related = ["post", "user"]
-    ordering = ["-at", "-id"]
-    paginator = CappedCountPaginator
-    show_full_result_count = False
-
-    def get_queryset(self, request):
-        # The post's title is all a row shows of it: leave its body in the database.
-        return super().get_queryset(request).defer("post__body", "post__body_html", "post__excerpt")
-
-    @admin.display(description=_with_zone("When"), ordering="at")
-    def when(self, event: PublishEvent) -> str:
-        return local_time(event.at)
-
-    @admin.display(description=_("Lateness"), ordering="lateness")
-    def how_late(self, event: PublishEvent) -> str:
-        return lateness_text(event.lateness)
-
-    @admin.display(description=_with_zone("Details"))
-    def details(self, event: PublishEvent) -> str:
-        return describe(event)
-
-    @admin.display(description=_("By"))
-    def actor(self, event: PublishEvent) -> str:
-        return actor_name(event)
-
-    @admin.display(description=_("Post"), ordering="post__title")
-    def post_name(self, event: PublishEvent) -> str:
-        if event.post is not None:
-            return str(event.post)
-        return _("%(title)s (deleted)") % {"title": event.post_title or "?"}
