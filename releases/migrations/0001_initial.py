@@ -10,29 +10,18 @@ import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
+from publishing.app_moves import relabel_content_types
+
 
 MODELS = ("release", "releaseitem", "releaseevent")
 
 
-def _move(apps, source: str, target: str) -> None:
-    """Give the content types of the moved models ``target``'s label (and so their
-    permissions and admin log entries); one made for ``target`` already is unused, and goes."""
-    content_types = apps.get_model("contenttypes", "ContentType")
-    for model in MODELS:
-        old = content_types.objects.filter(app_label=source, model=model).first()
-        if old is None:
-            continue
-        content_types.objects.filter(app_label=target, model=model).delete()
-        old.app_label = target
-        old.save(update_fields=["app_label"])
-
-
 def move_content_types(apps, schema_editor):
-    _move(apps, "publishing", "releases")
+    relabel_content_types(apps, MODELS, "publishing", "releases")
 
 
 def move_content_types_back(apps, schema_editor):
-    _move(apps, "releases", "publishing")
+    relabel_content_types(apps, MODELS, "releases", "publishing")
 
 
 class Migration(migrations.Migration):
