@@ -29,6 +29,7 @@ from coordination.wording import local_time
 from publishing import actions
 from publishing.admin import bulk as admin_bulk
 from publishing.admin.bulk import remember_selection, selected_ids
+from publishing.admin.site_at import site_at_link
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.models import Post
 from publishing.stale_forms import MergingFormMixin
@@ -294,6 +295,7 @@ class ReleaseAdmin(admin.ModelAdmin):
                 "review": reviewing.latest_review(release) if reviews.required() else None,
                 "review_required": reviews.required(),
                 "approved": reviewing.is_release_approved(release),
+                "site_at_url": site_at_link(release.release_at) if release.release_at else "",
             }
         return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
 

@@ -9,10 +9,11 @@ from django.db.models.signals import pre_delete
 
 def attach() -> None:
     """Register releases with publishing's extension points."""
-    from publishing import calendar, due_work, go_live, hooks
+    from publishing import calendar, due_work, go_live, hooks, site_at
     from publishing.admin import sections as admin_sections
     from releases import apply, reviewing, section, stopping
     from releases import calendar as release_calendar
+    from releases import site_at as release_site_at
     from releases.admin import add_to_release_action
     from releases.models import Release
     from reviews import actions as reviews
@@ -28,4 +29,5 @@ def attach() -> None:
     admin_sections.add_post_notice(section.release_notice)
     admin_sections.add_post_list_action(add_to_release_action)
     calendar.add_entry_kind(release_calendar.ENTRY_KIND)
+    site_at.add_change_source(release_site_at.changes_by)
     pre_delete.connect(reviewing.delete_reviews_of, sender=Release, dispatch_uid="releases")

@@ -42,6 +42,7 @@ from publishing.admin.revisions import (
     revisions_view,
 )
 from publishing.admin.sections import page_context, post_list_actions
+from publishing.admin.site_at import site_at_post_view, site_at_view
 from publishing.admin.view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
@@ -494,7 +495,15 @@ class PostAdmin(admin.ModelAdmin):
                 name="publishing_post_preview_revoke",
             ),
         ]
-        return [calendar, bulk, *revisions, *super().get_urls()]
+        site_at = [
+            path("site-at/", view(site_at_view), name="publishing_post_site_at"),
+            path(
+                "site-at/posts/<slug:slug>/",
+                view(site_at_post_view),
+                name="publishing_post_site_at_post",
+            ),
+        ]
+        return [calendar, bulk, *site_at, *revisions, *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """Name the post's scheduled revision, which a direct edit of the text supersedes, and
