@@ -16,7 +16,9 @@ from devtools.servers import free_port
 from tests.deploy.support import production_env
 from tests.support.processes import BASE_DIR, database_url
 
-pytestmark = pytest.mark.multiprocess
+# Every vendor unless marked: `check --deploy` runs the checks on the run's own database (the
+# coordination checks read its vendor), though the test itself does not use it.
+pytestmark = [pytest.mark.multiprocess, pytest.mark.every_vendor]
 
 ACCEPTED = ("postgres://", "postgresql://", "sqlite://", "mysql://")
 #: For a process that stops on its settings or on a ``DATABASE_URL`` of its own, before it
