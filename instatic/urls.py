@@ -28,6 +28,8 @@ urlpatterns = [
         admin.site.admin_view(live_preview),
         name="publishing_live_preview",
     ),
+    # Pages that moved with reviews and releases: old links go on to the new addresses.
+    path("", include("instatic.moved_pages")),
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

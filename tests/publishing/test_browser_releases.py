@@ -34,7 +34,7 @@ def test_an_editor_puts_a_launch_together_schedules_it_and_it_goes_out_at_once(
     page = signed_in(browser, live_server, "editor", "pw")
     admin = f"{live_server.url}/admin/publishing"
     try:
-        page.goto(f"{admin}/release/add/")
+        page.goto(f"{live_server.url}/admin/releases/release/add/")
         page.fill("#id_name", "Spring launch")
         page.click("input[name=_continue]")
         page.wait_for_selector("#release-items")
@@ -77,7 +77,7 @@ def test_an_editor_puts_a_launch_together_schedules_it_and_it_goes_out_at_once(
         assert "This stops the release “Spring launch”" in warning
         assert "refresh this post's item" in warning
         screenshot(page, "release-stopped-by-save")
-        page.goto(f"{admin}/release/{release.pk}/change/")
+        page.goto(f"{live_server.url}/admin/releases/release/{release.pk}/change/")
         assert "will not go out until this is resolved" in page.inner_text("#release-problem")
         assert "“Launch offer”" in page.inner_text("#release-problem")
         screenshot(page, "release-stopped")
@@ -102,10 +102,10 @@ def test_an_editor_puts_a_launch_together_schedules_it_and_it_goes_out_at_once(
         ):
             page.goto(f"{live_server.url}/posts/{slug}/")
             assert text in page.inner_text("article")
-        page.goto(f"{admin}/release/{release.pk}/change/")
+        page.goto(f"{live_server.url}/admin/releases/release/{release.pk}/change/")
         assert "every item went live together" in page.inner_text("#release-state")
         screenshot(page, "release-released")
-        page.goto(f"{admin}/release/{release.pk}/history/")
+        page.goto(f"{live_server.url}/admin/releases/release/{release.pk}/history/")
         history = page.inner_text("#release-history")
         for step in ("Created", "Post added", "Scheduled", "Stopped", "Post refreshed", "Released"):
             assert step in history, step
