@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F, Max
@@ -68,6 +69,18 @@ def editor_name(user) -> str:
     return user.get_username() if user_or_none(user) is not None else ""
 
 
+def person_name(recorded: str) -> str:
+    """Return how the editor recorded as ``recorded`` (a post's ``updated_by``) is named to a
+    colleague: the full name of their account when it has one, else the name as recorded (a
+    username, or the scheduler's ``Scheduler (node ...)``); empty for the system."""
+    if not recorded:
+        return ""
+    User = get_user_model()
+    user = User._default_manager.filter(**{User.USERNAME_FIELD: recorded}).first()
+    full = user.get_full_name().strip() if user is not None else ""
+    return full or recorded
+
+
 def scheduler_name(node: str) -> str:
     """Return how the scheduler of ``node`` is named as a post's editor (``updated_by``)."""
     return (scheduler_text(node) if node else "Scheduler")[:200]
@@ -88,7 +101,7 @@ def edit_conflict(current: Post, expected_version: int | None) -> EditConflict |
     changed_at = max(filter(None, [current.updated_at, last_event]))
     return EditConflict(
         title=str(current),
-        changed_by=current.updated_by,
+        changed_by=person_name(current.updated_by),
         changed_at=changed_at,
         status_label=current.get_status_display(),
         version=current.version,

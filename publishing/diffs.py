@@ -1,4 +1,5 @@
-"""What changed between two revisions' titles and bodies, for the admin's compare page.
+"""What changed between two revisions' titles and bodies, for the admin's compare page, and
+between two versions of one field, for the conflict page (:func:`text_diff`, :func:`two_sides`).
 
 Plain text in, plain text out: the template escapes every piece (a body's raw HTML is shown
 as text, never run). The diff reads like the text itself: unchanged lines as they are (three
@@ -323,12 +324,52 @@ def _compared(body: str) -> tuple[str, bool]:
 def revision_diff(*, old_title: str, old_body: str, new_title: str, new_body: str) -> list[Row]:
     """Return the changes from the old title and body to the new ones (empty: identical)."""
     (old_body, old_cut), (new_body, new_cut) = _compared(old_body), _compared(new_body)
-    old, new = _lines(old_title, old_body), _lines(new_title, new_body)
+    return _diff(_lines(old_title, old_body), _lines(new_title, new_body), old_cut or new_cut)
+
+
+def text_diff(old: str, new: str) -> list[Row]:
+    """Return the changes from one text to another (empty: identical), bounded alike."""
+    (old, old_cut), (new, new_cut) = _compared(old), _compared(new)
+    return _diff(_text_lines(old), _text_lines(new), old_cut or new_cut)
+
+
+def two_sides(rows: list[Row]) -> tuple[list[Row], list[Row]]:
+    """Split a diff into the two texts it compares, each marking what the other lacks.
+
+    The first side keeps the ``removed`` words and lines (what only the old text has), the
+    second the ``added`` ones; both keep the unchanged lines, gaps and notes. The conflict
+    page shows a colleague's text beside the editor's this way, each side readable on its own.
+    """
+    old: list[Row] = []
+    new: list[Row] = []
+    for row in rows:
+        if row.kind == "changed":
+            old.append(Row("changed", segments=_side(row.segments, "removed")))
+            new.append(Row("changed", segments=_side(row.segments, "added")))
+        elif row.kind == "removed":
+            old.append(row)
+        elif row.kind == "added":
+            new.append(row)
+        else:
+            old.append(row)
+            new.append(row)
+    return old, new
+
+
+def _side(segments: tuple[Segment, ...], kind: str) -> tuple[Segment, ...]:
+    return tuple(s for s in segments if s.kind in ("same", kind))
+
+
+def _text_lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").split("\n")
+
+
+def _diff(old: list[str], new: list[str], compared_cut: bool) -> list[Row]:
     codes, too_large = _opcodes(old, new)
     budget = WordBudget(MAX_WORD_COST)
     rows, cut = _rows(old, new, _groups(codes, CONTEXT_LINES), budget)
     notes = []
-    if old_cut or new_cut:
+    if compared_cut:
         notes.append(f"only the first {MAX_COMPARED_CHARS:,} characters of each body are compared")
     if too_large:
         notes.append(

@@ -5,8 +5,14 @@ field: the post's id and version and the values of the fields it edits. When the
 version is not the post's version any more, :class:`MergingFormMixin` merges the editor's
 values with the post's current ones (:func:`publishing.merge.merge` decides), saves nothing,
 and shows the form again with the merged values, the post's current version and a new base
-(the current values). Fields both changed differently get a "keep theirs / keep yours"
-choice; a form whose base still has such fields pending is refused until each is chosen.
+(the current values). Fields both changed differently are a question: the colleague's version
+beside the editor's, the words that differ marked (:func:`publishing.diffs.two_sides`), and
+"keep theirs / keep yours"; a form whose base still has such fields pending is not saved
+until each is chosen. The page is a question, not a form error: the form is not valid while a
+merge waits for the editor (:meth:`MergingFormMixin.is_valid`), but its errors hold only what
+the editor must correct; the merge's words are in :attr:`MergingFormMixin.merge_report`.
+The colleague is named by their name (:func:`publishing.actions.person_name`), signed into the
+base with the pending fields, so the page after a save without a choice names them too.
 
 The base is signed (``django.core.signing``, salted, with the post's id and version inside)
 rather than read from the post's history: no table keeps every version of a post's text, and
@@ -22,8 +28,10 @@ from django.core import signing
 from django.forms.utils import ErrorDict
 from django.utils import timezone
 from django.utils.formats import date_format
+from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
+from publishing.diffs import text_diff, two_sides
 from publishing.merge import merge, same
 from publishing.validation import TIME_LABELS
 from publishing.wall_time import fold_choice
@@ -39,10 +47,12 @@ class Opened:
 
     values: dict
     pending: tuple[str, ...]
+    #: Who made the change the pending fields conflict with, as the editor was told.
+    by: str = ""
 
 
 def sign_opened(
-    *, post: int, version: int, values: dict, pending=(), salt: str = OPENED_SALT
+    *, post: int, version: int, values: dict, pending=(), by: str = "", salt: str = OPENED_SALT
 ) -> str:
     """Return the signed ``opened`` field for ``values`` of ``post`` at ``version``.
 
@@ -57,6 +67,7 @@ def sign_opened(
             for name, value in values.items()
         },
         "pending": list(pending),
+        "by": by,
     }
     return signing.dumps(payload, salt=salt, compress=True)
 
@@ -80,7 +91,9 @@ def read_opened(
     for name in time_fields:
         if values.get(name):
             values[name] = datetime.fromisoformat(values[name])
-    return Opened(values=values, pending=tuple(payload.get("pending", ())))
+    return Opened(
+        values=values, pending=tuple(payload.get("pending", ())), by=payload.get("by", "")
+    )
 
 
 class _Unreadable:
@@ -103,13 +116,14 @@ def _display(value) -> str:
 
 
 class MergingFormMixin:
-    """Merge a stale submission with the current post; refuse unsettled conflicts.
+    """Merge a stale submission with the current post; hold unsettled conflicts.
 
     The form declares an ``opened`` hidden field, lists the fields it merges in
     ``merge_fields``, and calls :meth:`start_merge` at the end of ``__init__`` with the post's
     current values (taken before cleaning changes the instance) and the conflict of the
     submission (``actions.edit_conflict``), and :meth:`apply_picks` at the start of
-    ``clean()``. Forms with a status choice merge ``status`` too (``target_status``).
+    ``clean()``. Forms with a status choice merge ``status`` too (``target_status``). The
+    page shows :attr:`merge_report` (``admin/publishing/merge.html``) above the form.
     """
 
     merge_fields: tuple[str, ...] = ()
@@ -118,11 +132,15 @@ class MergingFormMixin:
     #: of the kind of object the form edits.
     time_fields: tuple[str, ...] = TIME_FIELDS
     opened_salt: str = OPENED_SALT
+    #: True while the form shows a merge or a question the editor has not answered: it is
+    #: then not valid, though its errors may be empty.
+    merge_holds = False
 
     def start_merge(self, *, post: int, version: int, current: dict, stale, submitted):
         self.merge_post, self.merge_version, self.merge_current = post, version, current
         self.stale = stale
         self.merge_report: dict | None = None
+        self.merge_holds = False
         self.opened_base = (
             read_opened(
                 self.data.get("opened"),
@@ -157,7 +175,12 @@ class MergingFormMixin:
                 },
                 taken=(),
                 dropped=(),
+                by=self.opened_base.by,
             )
+
+    def is_valid(self) -> bool:
+        """Return False while a merge or an unanswered question waits for the editor."""
+        return super().is_valid() and not self.merge_holds
 
     # --- the names and values merged ---------------------------------------------------
     def _merge_names(self) -> list[str]:
@@ -194,25 +217,33 @@ class MergingFormMixin:
 
     # --- a settled conflict ------------------------------------------------------------
     def apply_picks(self, cleaned: dict) -> None:
-        """Use the colleague's value where the editor chose to keep theirs."""
+        """Use the colleague's value where the editor chose to keep theirs; a field not
+        chosen holds the form, and the page asks again."""
         if self.stale is not None or not (self.opened_base and self.opened_base.pending):
             return
+        unanswered = []
         for name in self.opened_base.pending:
             pick = cleaned.get(f"keep_{name}")
             if pick == "theirs":
                 cleaned[name] = self.opened_base.values[name]
                 self._errors.pop(name, None)
             elif pick != "mine":
-                message = _("Choose which %(field)s to keep: theirs or yours.") % {
-                    "field": self._label(name)
-                }
-                self.add_error(None, message)
-                if name in self.fields and name not in self._errors:
-                    self.add_error(name, message)
+                unanswered.append(self._label(name))
+        if unanswered:
+            self.merge_holds = True
+            self.merge_report["unanswered"] = _(
+                "Choose which %(fields)s to keep: %(who)s or yours."
+            ) % {
+                "fields": get_text_list(unanswered, _("and")),
+                "who": _possessive(self.merge_report["changed_by"]),
+            }
 
     # --- a stale submission ------------------------------------------------------------
     def merge_stale(self, message: str) -> None:
-        """Replace the form's data by the merge, its errors by ``message``; nothing is saved."""
+        """Replace the form's data by the merge, shown with ``message``; nothing is saved.
+
+        The form's errors keep only the editor's values that do not validate.
+        """
         names = self._merge_names()
         current = self.merge_current
         base = (
@@ -250,11 +281,13 @@ class MergingFormMixin:
         data = self.data.copy()
         data["version"] = str(self.merge_version)
         pending = [name for name in conflicts if name != "status"]
+        by = self.stale.changed_by
         data["opened"] = sign_opened(
             post=self.merge_post,
             version=self.merge_version,
             values=current,
             pending=pending,
+            by=by,
             salt=self.opened_salt,
         )
         for name in names:
@@ -274,18 +307,18 @@ class MergingFormMixin:
         self.data = data
         self._errors = ErrorDict()
         self.cleaned_data = {}
-        self.add_error(None, message)
+        self.merge_holds = True
         for name in names:
             if isinstance(mine[name], _Unreadable) and mine[name].error is not None:
                 self.add_error(name, mine[name].error)
-            elif name in pending:
-                self.add_error(
-                    name,
-                    _("You and %(who)s both changed this: choose which to keep, above.")
-                    % {"who": self.stale.changed_by or _("someone")},
-                )
         self._report(
-            conflicts=conflicts, theirs=current, mine=mine, taken=result.theirs, dropped=dropped
+            conflicts=conflicts,
+            theirs=current,
+            mine=mine,
+            taken=result.theirs,
+            dropped=dropped,
+            by=by,
+            message=message,
         )
 
     def status_allowed(self, status: str) -> bool:
@@ -305,27 +338,57 @@ class MergingFormMixin:
         else:
             data[self.add_prefix(name)] = value
 
-    def _report(self, *, conflicts, theirs, mine, taken, dropped) -> None:
+    def _report(self, *, conflicts, theirs, mine, taken, dropped, by, message="") -> None:
+        """Set :attr:`merge_report`, what the page says about the merge.
+
+        Each conflict's two values are shown side by side, the words that differ marked
+        (``theirs_lines`` and ``mine_lines``, rows of :mod:`publishing.diffs`).
+        """
+
         def shown(name, value):
             if name == "status":
                 return str(self.status_labels.get(value, value))
             return _display(value)
 
-        self.merge_report = {
-            "changed_by": (self.stale.changed_by if self.stale else "") or _("your colleague"),
-            "conflicts": [
+        who = by or _("someone else")
+        rows = []
+        for name in conflicts:
+            their_text, my_text = shown(name, theirs[name]), shown(name, mine[name])
+            their_lines, my_lines = two_sides(text_diff(their_text, my_text))
+            label = self._label(name)
+            rows.append(
                 {
                     "name": name,
                     "keep": f"keep_{name}",
-                    "label": self._label(name),
-                    "theirs": shown(name, theirs[name]),
-                    "mine": shown(name, mine[name]),
+                    "label": label,
+                    "theirs": their_text,
+                    "mine": my_text,
+                    "theirs_lines": their_lines,
+                    "mine_lines": my_lines,
+                    "keep_theirs": _("Keep %(whose)s %(field)s")
+                    % {"whose": _possessive(who), "field": label},
+                    "keep_mine": _("Keep your %(field)s (as in the form below)") % {"field": label},
                     "long": name == "body",
                     "picked": self.data.get(f"keep_{name}", ""),
                     "choosable": name != "status",
                 }
-                for name in conflicts
-            ],
+            )
+        asked = [_("the %(field)s") % {"field": row["label"]} for row in rows if row["choosable"]]
+        if asked:
+            question = _("You and %(who)s both changed %(fields)s: which do you want to keep?") % {
+                "who": who,
+                "fields": get_text_list(asked, _("and")),
+            }
+        else:
+            question = _("While you were editing, %(who)s changed it too: keep both changes?") % {
+                "who": who
+            }
+        self.merge_report = {
+            "changed_by": who,
+            "question": question,
+            "message": message,
+            "unanswered": "",
+            "conflicts": rows,
             "taken": [
                 {"label": self._label(name), "value": shown(name, theirs[name])} for name in taken
             ],
@@ -333,3 +396,8 @@ class MergingFormMixin:
                 {"label": self._label(name), "mine": shown(name, mine[name])} for name in dropped
             ],
         }
+
+
+def _possessive(name: str) -> str:
+    """Return ``name``'s possessive as an editor writes it: "Bob's", "Chris's"."""
+    return _("%(name)s’s") % {"name": name}

@@ -28,6 +28,7 @@ from publishing.actions import (
     EditorAction,
     edit_conflict,
     editor_name,
+    person_name,
     require_permission,
     user_or_none,
 )
@@ -146,7 +147,7 @@ def release_conflict(current: Release, expected_version: int | None) -> EditConf
         return None
     return EditConflict(
         title=current.name,
-        changed_by=current.updated_by,
+        changed_by=person_name(current.updated_by),
         changed_at=current.updated_at,
         status_label=current.get_status_display(),
         version=current.version,

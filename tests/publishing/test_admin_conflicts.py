@@ -8,12 +8,14 @@ turning the status the editor never touched into a transition.
 """
 
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.db.models import Max
 from django.test import override_settings
 from django.urls import reverse
+from django.utils.html import strip_tags
 
 from coordination.clock import database_now
 from publishing import batches, posts, revisions
@@ -236,6 +238,18 @@ def merge_box(html: str) -> str:
     return html[html.index('id="merge"') : html.index("</div>\n", html.index("Nothing is saved"))]
 
 
+def merge_words(html: str) -> str:
+    """Return the merge's text as the editor reads it: no tags, marks or entities."""
+    return unescape(strip_tags(merge_box(html)))
+
+
+def assert_a_question(html: str) -> None:
+    """Check the merge reads as a question, not as a form error."""
+    assert "Please correct" not in html
+    assert 'class="errornote"' not in html and "errorlist" not in html
+    assert "<title>Error:" not in html
+
+
 def test_a_colleagues_title_and_my_body_are_merged_and_saving_writes_both(as_editor, bob):
     post = make_post(title="Opening hours", body="We open at 9.")
     tab = open_tab(as_editor, post)
@@ -246,8 +260,11 @@ def test_a_colleagues_title_and_my_body_are_merged_and_saving_writes_both(as_edi
     assert snapshot(post) == before, "nothing is saved before the editor sees the merge"
     merged = form_data(response)
     assert (merged["title"], merged["body"]) == ("Opening hours (summer)", TYPED)
-    box = merge_box(response.content.decode())
-    assert "Taken from the change by bob" in box and "Opening hours (summer)" in box
+    html = response.content.decode()
+    assert_a_question(html)
+    words = merge_words(html)
+    assert "While you were editing, bob changed it too: keep both changes?" in words
+    assert "Taken from the change by bob" in words and "Opening hours (summer)" in words
     assert response.context["original"].title == "Opening hours (summer)", "the post as it is"
 
     assert as_editor.post(change_url(post), merged).status_code == 302
@@ -265,9 +282,12 @@ def test_a_title_both_changed_is_shown_side_by_side_and_saved_only_once_chosen(
     response = as_editor.post(
         change_url(post), {**tab, "title": "My title", "body": "We open at 10."}
     )
-    box = merge_box(response.content.decode())
-    assert "Keep theirs, by bob" in box and "Bob&#x27;s title" in box
-    assert "Keep yours" in box and "My title" in box
+    html = response.content.decode()
+    assert_a_question(html)
+    words = merge_words(html)
+    assert "You and bob both changed the title: which do you want to keep?" in words
+    assert "Keep bob’s title" in words and "Bob's title" in words
+    assert "Keep your title" in words and "My title" in words
     merged = form_data(response)
     assert (merged["title"], merged["body"]) == ("My title", "We open at 10.")
     assert "keep_title" not in merged, "nothing is chosen for the editor"
@@ -276,7 +296,10 @@ def test_a_title_both_changed_is_shown_side_by_side_and_saved_only_once_chosen(
     before = snapshot(post)
     refused = as_editor.post(change_url(post), merged)
     assert refused.status_code == 200
-    assert "Choose which title to keep: theirs or yours." in refused.content.decode()
+    assert_a_question(refused.content.decode())
+    words = merge_words(refused.content.decode())
+    assert "Choose which title to keep: bob’s or yours." in words
+    assert "You and bob both changed the title" in words, "still named, not 'your colleague'"
     assert snapshot(post) == before
 
     chosen = {**form_data(refused), "keep_title": keep}
@@ -362,8 +385,7 @@ def test_a_forged_base_is_not_used(as_editor, bob):
     save_as(bob, post, title="Bob's title")
     forged = tab["opened"][:-3] + ("abc" if not tab["opened"].endswith("abc") else "xyz")
     response = as_editor.post(change_url(post), {**tab, "opened": forged, "body": TYPED})
-    box = merge_box(response.content.decode())
-    assert "Keep theirs, by bob" in box
+    assert "Keep bob’s title" in merge_words(response.content.decode())
     assert form_data(response)["title"] == "Opening hours", "the editor's value, not guessed"
 
 

@@ -180,10 +180,12 @@ def test_both_editors_renaming_a_release_choose_which_name_to_keep(as_editor, ed
 
     merged = as_editor.post(page_url(release), {**opened, "name": "My name"})
     html = merged.content.decode()
-    assert "both changed one thing: choose which to keep" in html
+    assert "both changed the name: which do you want to keep?" in html
+    assert "Please correct" not in html
     data = form_data(merged, "release_form")
     refused = as_editor.post(page_url(release), data)
     assert refused.status_code == 200 and "Choose which name to keep" in refused.content.decode()
+    assert "Please correct" not in refused.content.decode()
     kept = as_editor.post(page_url(release), {**data, "keep_name": "mine"})
     assert kept.status_code == 302
     assert Release.objects.get(pk=release.pk).name == "My name"

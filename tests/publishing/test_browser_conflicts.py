@@ -21,8 +21,11 @@ TYPED = "Fixed a typo: *their* becomes *there*."
 
 
 def conflict_text(page) -> str:
-    page.wait_for_selector(".errornote")
-    return page.locator("ul.errorlist.nonfield").inner_text()
+    """Return what the merge above the form says, having checked it is no form error."""
+    page.wait_for_selector("#merge")
+    assert page.locator(".errornote:visible").count() == 0, "a question, not 'Please correct…'"
+    assert "Please correct" not in page.content()
+    return page.locator("#merge").inner_text()
 
 
 def test_a_stale_live_tab_cannot_republish_a_post_a_colleague_took_down(
@@ -167,7 +170,7 @@ def test_a_title_both_changed_is_chosen_side_by_side(live_server, editor, bob, b
 
         # Saving without choosing saves nothing and asks which.
         mine.click("input[name=_save]")
-        assert "Choose which title to keep: theirs or yours." in conflict_text(mine)
+        assert "Choose which title to keep: bob’s or yours." in conflict_text(mine)
         assert Post.objects.get(pk=post.pk).title == "Opening hours in summer"
 
         mine.check("#merge-title input[value=theirs]")
@@ -175,6 +178,70 @@ def test_a_title_both_changed_is_chosen_side_by_side(live_server, editor, bob, b
         mine.wait_for_selector(".messagelist .success")
         current = Post.objects.get(pk=post.pk)
         assert (current.title, current.body) == ("Opening hours in summer", TYPED)
+    except BaseException:
+        screenshot(mine, f"{request.node.name}-mine")
+        screenshot(theirs, f"{request.node.name}-theirs")
+        raise
+
+
+def test_both_changed_texts_are_a_question_with_the_differences_marked(
+    live_server, editor, bob, browser, request
+):
+    """Bob (Bob Builder) and the editor both rewrite the title and a line of the body: the
+    page asks which to keep, names him each time, and marks the words that differ."""
+    bob.first_name, bob.last_name = "Bob", "Builder"
+    bob.save()
+    body = "We open at 9.\n\nThe café is on the first floor.\n\nDogs are welcome."
+    post = make_post(title="Opening hours", body=body)
+    url = f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}"
+    mine = signed_in(browser, live_server, "editor", "pw")
+    theirs = signed_in(browser, live_server, "bob", "pw")
+    try:
+        mine.goto(url)
+        theirs.goto(url)
+        theirs.fill("#id_title", "Opening hours in summer")
+        theirs.fill("#id_body", body.replace("at 9", "at 8").replace("first", "ground"))
+        theirs.click("input[name=_save]")
+        theirs.wait_for_selector(".messagelist .success")
+
+        mine.fill("#id_title", "Summer opening hours")
+        mine.fill("#id_body", body.replace("at 9", "at 10"))
+        mine.click("input[name=_save]")
+        said = conflict_text(mine)
+        assert (
+            "You and Bob Builder both changed the title and the body: which do you want to keep?"
+            in said
+        )
+        assert "was changed by Bob Builder at " in said
+        box = mine.locator("#merge-body")
+        assert box.locator(".merge-theirs mark").all_inner_texts() == ["8", "ground"]
+        assert box.locator(".merge-mine mark").all_inner_texts() == ["10", "first"]
+        assert "Dogs are welcome." in box.locator(".merge-theirs").inner_text()
+        assert "Keep Bob Builder’s body" in box.inner_text()
+        screenshot(mine, "merge-a-question-with-the-differences-marked")
+
+        # Saving without choosing asks again, still naming him.
+        mine.click("input[name=_save]")
+        said = conflict_text(mine)
+        assert "Choose which title and body to keep: Bob Builder’s or yours." in said
+        assert "You and Bob Builder both changed" in said and "colleague" not in said
+        screenshot(mine, "merge-a-question-asked-again")
+        assert Post.objects.get(pk=post.pk).body.startswith("We open at 8.")
+        # Nothing is saved yet, so leaving by a link asks first.
+        questions = []
+        mine.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
+        mine.click(".breadcrumbs a >> nth=-1")
+        assert questions and "not saved" in questions[0]
+
+        mine.check("#merge-title input[value=theirs]")
+        mine.check("#merge-body input[value=mine]")
+        mine.click("input[name=_save]")
+        mine.wait_for_selector(".messagelist .success")
+        current = Post.objects.get(pk=post.pk)
+        assert (current.title, current.body.replace("\r\n", "\n")) == (
+            "Opening hours in summer",
+            body.replace("at 9", "at 10"),
+        )
     except BaseException:
         screenshot(mine, f"{request.node.name}-mine")
         screenshot(theirs, f"{request.node.name}-theirs")

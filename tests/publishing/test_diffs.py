@@ -190,3 +190,52 @@ def test_bodies_longer_than_any_the_editor_accepts_are_compared_in_part():
             "compared.",
         )
     ], "the change past the compared part is not claimed to be none"
+
+
+# --- a conflict's two versions, side by side ------------------------------------------------
+
+
+def side_text(rows) -> list[str]:
+    """Return each row of one side as text, its marked words in [brackets]."""
+    out = []
+    for row in rows:
+        if row.kind == "changed":
+            out.append("".join(s.text if s.kind == "same" else f"[{s.text}]" for s in row.segments))
+        elif row.kind in ("removed", "added"):
+            out.append(f"[{row.text}]")
+        elif row.kind == "gap":
+            out.append(f"({row.skipped} same)")
+        else:
+            out.append(row.text)
+    return out
+
+
+def test_two_sides_mark_on_each_side_the_words_the_other_lacks():
+    theirs = "We open at 8.\n\nThe café is on the ground floor.\n\nDogs are welcome."
+    mine = "We open at 10.\n\nThe café is on the first floor.\n\nDogs are welcome.\nCats too."
+    left, right = diffs.two_sides(diffs.text_diff(theirs, mine))
+    assert side_text(left) == [
+        "We open at [8].",
+        "",
+        "The café is on the [ground] floor.",
+        "",
+        "Dogs are welcome.",
+    ]
+    assert side_text(right) == [
+        "We open at [10].",
+        "",
+        "The café is on the [first] floor.",
+        "",
+        "Dogs are welcome.",
+        "[Cats too.]",
+    ]
+
+
+def test_two_sides_of_long_texts_fold_the_lines_both_share():
+    shared = [f"Line {n} of the programme." for n in range(40)]
+    theirs = "\n".join(["Opening at 8.", *shared])
+    mine = "\n".join(["Opening at 9.", *shared])
+    left, right = diffs.two_sides(diffs.text_diff(theirs, mine))
+    assert side_text(left)[0] == "Opening at [8]."
+    assert side_text(left)[-1] == side_text(right)[-1] == f"({40 - diffs.CONTEXT_LINES} same)"
+    assert diffs.text_diff("Same", "Same") == []

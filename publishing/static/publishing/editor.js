@@ -43,8 +43,9 @@
     const who = document.querySelector("#user-tools strong");
     const key = PREFIX + (who ? who.textContent.trim() : "") + ":" + location.pathname;
     const store = storage();
-    // Django's own form errors: the page came back from a save that did not happen.
-    const failedSave = form.querySelector("p.errornote:not([hidden]):not(.images-error), ul.errorlist") !== null;
+    // Django's own form errors, or a colleague's change merged with the editor's (#merge, a
+    // question rather than an error): the page came back from a save that did not happen.
+    const failedSave = form.querySelector("p.errornote:not([hidden]):not(.images-error), ul.errorlist, #merge") !== null;
     let initial = snapshot(form);
     let submitting = false;
 
