@@ -39,6 +39,9 @@ class Page:
     published_at: datetime | None
     body_html: str = ""
     excerpt: str = ""
+    #: The revision whose text the page shows (None: the post's own): its body is read only
+    #: for the one post a page shows.
+    text_revision: int | None = None
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,9 @@ class Change:
     """One scheduled change of one post: at ``at``, in the job's ``order`` at that instant.
 
     ``kind`` is :data:`PUBLISH`, :data:`UNPUBLISH` or :data:`NEW_TEXT` (with its ``title``,
-    ``body_html`` and ``excerpt``). ``source`` says what it is in the editor's words ("its
-    scheduled publish", "revision 3", "the release “Spring launch”"); ``why_not``, when set,
-    why it will not happen.
+    ``excerpt`` and ``revision``, whose body is read only when the post is shown). ``source``
+    says what it is in the editor's words ("its scheduled publish", "revision 3", "the
+    release “Spring launch”"); ``why_not``, when set, why it will not happen.
     """
 
     at: datetime
@@ -57,8 +60,8 @@ class Change:
     kind: str
     source: str
     title: str | None = None
-    body_html: str | None = None
     excerpt: str | None = None
+    revision: int | None = None
     why_not: str = ""
 
 
@@ -102,8 +105,8 @@ def apply(
             shown[change.post_id] = replace(
                 page,
                 title=change.title,
-                body_html=change.body_html or "",
                 excerpt=change.excerpt or "",
+                text_revision=change.revision,
             )
         outcomes.append(Outcome(change, True))
     return shown, outcomes

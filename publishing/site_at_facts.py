@@ -34,6 +34,7 @@ def changes_by(moment: datetime) -> list[Change]:
 def _publishes(moment: datetime) -> list[Change]:
     rows = list(
         Post.objects.filter(status=S.SCHEDULED, publish_at__lte=moment)
+        .order_by()
         .annotate(body_length=Length(Trim("body")))
         .values_list("pk", "publish_at", "last_error", "title", "slug", "body_length")
     )
@@ -50,17 +51,19 @@ def _publishes(moment: datetime) -> list[Change]:
 
 
 def _takedowns(moment: datetime) -> list[Change]:
-    rows = Post.objects.filter(
-        status__in=(S.SCHEDULED, S.PUBLISHED), unpublish_at__lte=moment
-    ).values_list("pk", "unpublish_at")
+    rows = (
+        Post.objects.filter(status__in=(S.SCHEDULED, S.PUBLISHED), unpublish_at__lte=moment)
+        .order_by()
+        .values_list("pk", "unpublish_at")
+    )
     return [Change(at, ORDER["unpublish"], pk, UNPUBLISH, "its unpublish time") for pk, at in rows]
 
 
 def _revisions(moment: datetime) -> list[Change]:
     rows = list(
-        PostRevision.objects.filter(
-            status=PostRevision.Status.SCHEDULED, publish_at__lte=moment
-        ).values_list("pk", "post_id", "number", "publish_at", "title", "body_html", "excerpt")
+        PostRevision.objects.filter(status=PostRevision.Status.SCHEDULED, publish_at__lte=moment)
+        .order_by()
+        .values_list("pk", "post_id", "number", "publish_at", "title", "excerpt")
     )
     held = go_live.why_not(go_live.REVISION, [pk for pk, *_ in rows])
     return [
@@ -71,23 +74,34 @@ def _revisions(moment: datetime) -> list[Change]:
             NEW_TEXT,
             f"revision {number}",
             title=title,
-            body_html=body_html,
             excerpt=excerpt,
+            revision=pk,
             why_not=held.get(pk, ""),
         )
-        for pk, post_id, number, at, title, body_html, excerpt in rows
+        for pk, post_id, number, at, title, excerpt in rows
     ]
 
 
 def pages_of(post_ids) -> dict[int, Page]:
-    """Return the posts ``post_ids`` as they are now."""
-    rows = Post.objects.filter(pk__in=list(post_ids)).values_list(
-        "pk", "title", "slug", "status", "published_at", "body_html", "excerpt"
+    """Return the posts ``post_ids`` as they are now, without their bodies (:func:`body_of`)."""
+    rows = (
+        Post.objects.filter(pk__in=list(post_ids))
+        .order_by()
+        .values_list("pk", "title", "slug", "status", "published_at", "excerpt")
     )
     return {
-        pk: Page(pk, title, slug, status == S.PUBLISHED, published_at, body_html, excerpt)
-        for pk, title, slug, status, published_at, body_html, excerpt in rows
+        pk: Page(pk, title, slug, status == S.PUBLISHED, published_at, excerpt=excerpt)
+        for pk, title, slug, status, published_at, excerpt in rows
     }
+
+
+def body_of(page: Page) -> str:
+    """Return the HTML body ``page`` shows: its revision's, or the post's own."""
+    if page.text_revision is not None:
+        source = PostRevision.objects.filter(pk=page.text_revision)
+    else:
+        source = Post.objects.filter(pk=page.post_id)
+    return source.values_list("body_html", flat=True).first() or ""
 
 
 def live_now(*, excluding: set[int], limit: int, offset: int = 0) -> list[Page]:

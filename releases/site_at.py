@@ -32,17 +32,18 @@ def changes_by(moment: datetime) -> list[Change]:
     held = go_live.why_not(go_live.RELEASE, list(releases))
     items = ReleaseItem.objects.filter(release_id__in=list(releases), post__isnull=False)
     changes = []
-    for release_id, post_id, action, title, body_html, excerpt in items.values_list(
+    columns = (
         "release_id",
         "post_id",
         "action",
+        "revision_id",
         "revision__title",
-        "revision__body_html",
         "revision__excerpt",
-    ):
+    )
+    for release_id, post_id, action, revision, title, excerpt in items.values_list(*columns):
         name, at, problem = releases[release_id]
         why = f"the release is stopped: {problem}" if problem else held.get(release_id, "")
-        text = {"title": title, "body_html": body_html, "excerpt": excerpt}
+        text = {"title": title, "excerpt": excerpt, "revision": revision}
         changes.append(
             Change(
                 at,

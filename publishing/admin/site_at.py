@@ -26,12 +26,14 @@ from publishing import previews
 from publishing.conf import settings
 from publishing.page_bodies import page_body
 from publishing.site_at import Outcome, Page, apply
-from publishing.site_at_facts import changes_by, live_now, pages_of, post_by_slug
+from publishing.site_at_facts import body_of, changes_by, live_now, pages_of, post_by_slug
 from publishing.validation import wall_time_problem
 from publishing.views import PREVIEW_HEADERS
 
 #: How many index pages the moment's index goes back (each reads the live posts up to it).
 MOST_PAGES = 200
+#: How many of the changes from now the banner names (the rest are counted).
+BANNER_MOST = 30
 #: How long the links of a shown page's embargoed images work.
 PAGE_LIFE = timedelta(hours=1)
 
@@ -104,9 +106,10 @@ def site_at_link(at: datetime) -> str:
 
 
 def _differences(outcomes: list[Outcome], pages: dict[int, Page], at: datetime) -> list[dict]:
-    """Return what differs from now, each change in words with its post's link at ``at``."""
+    """Return what differs from now (the first :data:`BANNER_MOST`), each change in words
+    with its post's link at ``at``."""
     shown = []
-    for outcome in outcomes:
+    for outcome in outcomes[:BANNER_MOST]:
         page = pages.get(outcome.change.post_id)
         if page is None:
             continue
@@ -157,6 +160,8 @@ def _banner(request, moment: Moment, outcomes, pages) -> dict:
         "moment": moment,
         "when": local_time(moment.at, seconds=False),
         "differences": _differences(outcomes, pages, moment.at),
+        "changes": len(outcomes),
+        "more_changes": max(0, len(outcomes) - BANNER_MOST),
         "index_url": moment_url("admin:publishing_post_site_at", moment.at),
         "leave_url": reverse("admin:publishing_post_calendar"),
     }
@@ -221,7 +226,7 @@ def site_at_post_view(model_admin, request, slug: str):
         **_banner(request, moment, outcomes, pages),
         "post": page,
         # Embargoed images are shown through links that live as long as this page's view.
-        "body": page_body(post_id, page.body_html, preview_until=database_now() + PAGE_LIFE),
+        "body": page_body(post_id, body_of(page), preview_until=database_now() + PAGE_LIFE),
         "not_live": not page.live,
     }
     return _respond(request, "publishing/site_at/post.html", context)
