@@ -285,6 +285,8 @@ EMAIL_FILE_PATH = VAR_DIR / "mail"
 # The site's address (https://news.example.com), for the links in authors' emails; unset,
 # they give the admin's paths only.
 INSTATIC_SITE_URL = _env(parse_url, "INSTATIC_SITE_URL")
+# The site's name, which the admin's header and page titles show.
+INSTATIC_SITE_NAME = _env(parse_text, "INSTATIC_SITE_NAME", "Instatic")
 # --- Publishing app (publishing.conf.settings). ---
 INSTATIC_PUBLISH_BATCH_SIZE = _env(parse_int, "INSTATIC_PUBLISH_BATCH_SIZE", 2000, minimum=1)
 INSTATIC_PUBLISH_BACKLOG_BATCH_SIZE = _env(

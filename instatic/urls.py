@@ -1,7 +1,9 @@
 """Top-level URL configuration: the admin, health endpoints, images and the public site."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
+from django.utils.functional import lazy
 
 from coordination.views import metrics_view
 from editors.views import my_notifications, my_time_zone
@@ -9,6 +11,9 @@ from instatic import health
 from instatic.view_on_site import view_on_site
 from outbox.watching import watch_post
 from publishing.live_preview import live_preview
+
+# The admin's header and page titles name the site (INSTATIC_SITE_NAME), read when shown.
+admin.site.site_header = admin.site.site_title = lazy(lambda: settings.INSTATIC_SITE_NAME, str)()
 
 urlpatterns = [
     # Ahead of the admin's own "view on site" URL, which checks no permission.

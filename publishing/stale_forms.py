@@ -28,6 +28,7 @@ from django.core import signing
 from django.forms.utils import ErrorDict
 from django.utils import timezone
 from django.utils.formats import date_format
+from django.utils.functional import cached_property
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
@@ -39,6 +40,8 @@ from publishing.wall_time import fold_choice
 OPENED_SALT = "publishing.stale_forms.opened"
 TIME_FIELDS = tuple(TIME_LABELS)
 KEEP_CHOICES = [("theirs", "theirs"), ("mine", "mine")]
+#: Fields of the editing forms that carry the page's workings, not what the editor wrote.
+MACHINERY_FIELDS = ("version", "opened", "target_status")
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,17 @@ class MergingFormMixin:
     def is_valid(self) -> bool:
         """Return False while a merge or an unanswered question waits for the editor."""
         return super().is_valid() and not self.merge_holds
+
+    @cached_property
+    def changed_data(self) -> list[str]:
+        """Return the changed fields an editor reads about in the object's history (Django's
+        "Changed Title and Body."): not the page's hidden version and base, nor a merge's
+        choices, nor the status buttons (the publish history records what they did)."""
+        return [
+            name
+            for name in super().changed_data
+            if name not in MACHINERY_FIELDS and not name.startswith("keep_")
+        ]
 
     # --- the names and values merged ---------------------------------------------------
     def _merge_names(self) -> list[str]:
