@@ -63,7 +63,7 @@ def test_times_are_typed_in_the_editors_zone_with_labels_and_no_server_time_note
         page.click("#id_publish_at_0 ~ .datetimeshortcuts >> text=Today")
         page.click("#id_publish_at_1 ~ .datetimeshortcuts >> text=Now")
         assert page.input_value("#id_publish_at_0") == "2099-01-05"
-        assert page.input_value("#id_publish_at_1") == "09:30:00"
+        assert page.input_value("#id_publish_at_1") == "09:30", "no seconds the hint lacks"
         screenshot(page, f"time-inputs-{where}")
     except BaseException:
         screenshot(page, request.node.name)
