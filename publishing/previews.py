@@ -28,6 +28,13 @@ from publishing.models import Post, PublishEvent
 logger = logging.getLogger(__name__)
 
 SALT = "publishing.preview"
+#: Headers of a preview: no search engine indexes it, no shared cache keeps it, and no link in
+#: it tells another site the preview's address (the link is the key).
+PREVIEW_HEADERS = {
+    "X-Robots-Tag": "noindex, nofollow",
+    "Cache-Control": "private, no-store, max-age=0",
+    "Referrer-Policy": "no-referrer",
+}
 #: The longest a link may work: a shared link should not outlive the work it shows for long.
 MAX_LIFETIME = timedelta(days=30)
 

@@ -13,6 +13,12 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("posts/<slug:slug>/", views.post_detail, name="post_detail"),
     path("preview/<str:token>/", views.preview, name="preview"),
+    path("site-at/<str:token>/", views.site_at_shared, name="site_at_shared"),
+    path(
+        "site-at/<str:token>/posts/<slug:slug>/",
+        views.site_at_shared_post,
+        name="site_at_shared_post",
+    ),
     # Feed and sitemap get an ETag from their content and answer conditional requests.
     path("feed/", conditional_page(LatestPostsFeed()), name="feed"),
     # The sitemap index lists every page of every section (Django's index + sitemap views):

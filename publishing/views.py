@@ -17,6 +17,9 @@ from coordination.clock import database_now
 from publishing import paging, previews, selectors
 from publishing.conf import settings
 from publishing.page_bodies import page_body
+from publishing.previews import PREVIEW_HEADERS
+from publishing.site_at_links import still_shown
+from publishing.site_at_pages import Links, index_context, post_context, respond
 from publishing.slugs import is_url_slug
 
 
@@ -96,15 +99,6 @@ def post_detail(request, slug: str):
     return render(request, "publishing/post_detail.html", context)
 
 
-#: Headers of a preview: no search engine indexes it, no shared cache keeps it, and no link in
-#: it tells another site the preview's address (the link is the key).
-PREVIEW_HEADERS = {
-    "X-Robots-Tag": "noindex, nofollow",
-    "Cache-Control": "private, no-store, max-age=0",
-    "Referrer-Policy": "no-referrer",
-}
-
-
 @require_safe
 def preview(request, token: str):
     """Show the next version of a post to anyone holding a valid preview link.
@@ -128,3 +122,34 @@ def preview(request, token: str):
     for header, value in PREVIEW_HEADERS.items():
         response[header] = value
     return response
+
+
+def _shared_links(token: str):
+    """Return the shared link's moment and its pages' addresses; anything wrong is a 404."""
+    moment = still_shown(token)
+    if moment is None:
+        raise Http404("No such page.")
+
+    def index(number: int) -> str:
+        url = reverse("publishing:site_at_shared", kwargs={"token": token})
+        return url if number <= 1 else f"{url}?page={number}"
+
+    def post(slug: str) -> str:
+        return reverse("publishing:site_at_shared_post", kwargs={"token": token, "slug": slug})
+
+    return moment, Links(index=index, post=post)
+
+
+@require_safe
+def site_at_shared(request, token: str):
+    """The index as it will be at a shared link's moment, to anyone holding the link."""
+    moment, links = _shared_links(token)
+    context = index_context(moment.at, links, page=request.GET.get("page"))
+    return respond(request, "publishing/site_at/index.html", context)
+
+
+@require_safe
+def site_at_shared_post(request, token: str, slug: str):
+    """One post as it will be at a shared link's moment."""
+    moment, links = _shared_links(token)
+    return respond(request, "publishing/site_at/post.html", post_context(moment.at, links, slug))

@@ -42,7 +42,7 @@ from publishing.admin.revisions import (
     revisions_view,
 )
 from publishing.admin.sections import page_context, post_list_actions
-from publishing.admin.site_at import site_at_post_view, site_at_view
+from publishing.admin.site_at import site_at_post_view, site_at_share_view, site_at_view
 from publishing.admin.view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
@@ -502,6 +502,7 @@ class PostAdmin(admin.ModelAdmin):
                 view(site_at_post_view),
                 name="publishing_post_site_at_post",
             ),
+            path("site-at/share/", view(site_at_share_view), name="publishing_post_site_at_share"),
         ]
         return [calendar, bulk, *site_at, *revisions, *super().get_urls()]
 

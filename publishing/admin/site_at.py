@@ -13,29 +13,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
+from django import forms
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
-from django.template.response import TemplateResponse
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from coordination.clock import database_now
-from coordination.wording import local_time
 from publishing import previews
-from publishing.conf import settings
-from publishing.page_bodies import page_body
-from publishing.site_at import Outcome, Page, apply
-from publishing.site_at_facts import body_of, changes_by, live_now, pages_of, post_by_slug
+from publishing.site_at_links import shared_link
+from publishing.site_at_pages import Links, index_context, post_context, respond
 from publishing.validation import wall_time_problem
-from publishing.views import PREVIEW_HEADERS
-
-#: How many index pages the moment's index goes back (each reads the live posts up to it).
-MOST_PAGES = 200
-#: How many of the changes from now the banner names (the rest are counted).
-BANNER_MOST = 30
-#: How long the links of a shown page's embargoed images work.
-PAGE_LIFE = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -105,38 +95,31 @@ def site_at_link(at: datetime) -> str:
     return moment_url("admin:publishing_post_site_at", at)
 
 
-def _differences(outcomes: list[Outcome], pages: dict[int, Page], at: datetime) -> list[dict]:
-    """Return what differs from now (the first :data:`BANNER_MOST`), each change in words
-    with its post's link at ``at``."""
-    shown = []
-    for outcome in outcomes[:BANNER_MOST]:
-        page = pages.get(outcome.change.post_id)
-        if page is None:
-            continue
-        what = {
-            "publish": _("goes live"),
-            "unpublish": _("is taken down"),
-            "new_text": _("gets a new text"),
-        }[outcome.change.kind]
-        shown.append(
-            {
-                "title": page.title,
-                "url": moment_url("admin:publishing_post_site_at_post", at, slug=page.slug),
-                "what": what,
-                "source": outcome.change.source,
-                "when": local_time(outcome.change.at, seconds=False),
-                "done": outcome.done,
-                "why": outcome.why,
-            }
-        )
-    return shown
+def admin_links(at: datetime) -> Links:
+    """Return the editors' addresses of the pages of the site at ``at``."""
+
+    def index(number: int) -> str:
+        url = site_at_link(at)
+        return url if number <= 1 else f"{url}&page={number}"
+
+    return Links(
+        index=index,
+        post=lambda slug: moment_url("admin:publishing_post_site_at_post", at, slug=slug),
+        leave=reverse("admin:publishing_post_calendar"),
+    )
 
 
-def _respond(request, template: str, context: dict):
-    response = TemplateResponse(request, template, context)
-    for header, value in PREVIEW_HEADERS.items():
-        response[header] = value
-    return response
+class ShareForm(forms.Form):
+    hours = forms.IntegerField(
+        label=_("Works for (hours)"),
+        min_value=1,
+        max_value=int(previews.MAX_LIFETIME.total_seconds() // 3600),
+        initial=24,
+    )
+
+
+def _share_key(at: datetime) -> str:
+    return f"publishing:site-at-link:{at.isoformat()}"
 
 
 def _moment_or_form(request):
@@ -151,82 +134,52 @@ def _moment_or_form(request):
             "time": request.GET.get("time", ""),
             "title": _("See the site at a moment"),
         }
-        return None, _respond(request, "publishing/site_at/choose.html", context)
+        return None, respond(request, "publishing/site_at/choose.html", context)
     return moment, None
 
 
-def _banner(request, moment: Moment, outcomes, pages) -> dict:
-    return {
-        "moment": moment,
-        "when": local_time(moment.at, seconds=False),
-        "differences": _differences(outcomes, pages, moment.at),
-        "changes": len(outcomes),
-        "more_changes": max(0, len(outcomes) - BANNER_MOST),
-        "index_url": moment_url("admin:publishing_post_site_at", moment.at),
-        "leave_url": reverse("admin:publishing_post_calendar"),
-    }
-
-
 def site_at_view(model_admin, request):
-    """The public index as it will be at the moment asked for (or the page that asks)."""
+    """The public index as it will be at the moment asked for (or the page that asks); with
+    the form that makes a link to share it, and the link just made."""
     _may_see(request)
     moment, asking = _moment_or_form(request)
     if asking is not None:
         return asking
-    changes = changes_by(moment.at)
-    touched = {change.post_id for change in changes}
-    pages, outcomes = apply(pages_of(touched), changes, moment.at)
-    per_page = int(settings.POSTS_PER_PAGE)
-    try:
-        number = max(1, min(int(request.GET.get("page", "1")), MOST_PAGES))
-    except ValueError:
-        number = 1
-    offset = (number - 1) * per_page
-    live = [page for page in pages.values() if page.live]
-    merged = sorted(
-        live + live_now(excluding=touched, limit=offset + per_page + 1),
-        key=lambda page: (page.published_at or moment.at, page.post_id),
-        reverse=True,
-    )
-    entries = [
-        {
-            "page": page,
-            "url": moment_url("admin:publishing_post_site_at_post", moment.at, slug=page.slug),
-        }
-        for page in merged[offset : offset + per_page]
-    ]
-    base = moment_url("admin:publishing_post_site_at", moment.at)
-    context = {
-        **_banner(request, moment, outcomes, pages),
-        "entries": entries,
-        "newer_url": f"{base}&page={number - 1}" if number > 1 else "",
-        "older_url": (
-            f"{base}&page={number + 1}"
-            if len(merged) > offset + per_page and number < MOST_PAGES
-            else ""
-        ),
-    }
-    return _respond(request, "publishing/site_at/index.html", context)
+    links = admin_links(moment.at)
+    context = index_context(moment.at, links, page=request.GET.get("page"), note=moment.note)
+    context["share_form"] = ShareForm()
+    context["share_url"] = moment_url("admin:publishing_post_site_at_share", moment.at)
+    context["shared_link"] = request.session.pop(_share_key(moment.at), None)
+    return respond(request, "publishing/site_at/index.html", context)
 
 
 def site_at_post_view(model_admin, request, slug: str):
-    """One post as it will be at the moment asked for; not live then: a 404 saying so."""
+    """One post as it will be at the moment asked for; not live then, the page says so."""
     _may_see(request)
     moment, asking = _moment_or_form(request)
     if asking is not None:
         return asking
-    post_id = post_by_slug(slug)
-    if post_id is None:
-        raise Http404(_("No post has this address."))
-    changes = changes_by(moment.at)
-    touched = {change.post_id for change in changes} | {post_id}
-    pages, outcomes = apply(pages_of(touched), changes, moment.at)
-    page = pages[post_id]
-    context = {
-        **_banner(request, moment, outcomes, pages),
-        "post": page,
-        # Embargoed images are shown through links that live as long as this page's view.
-        "body": page_body(post_id, body_of(page), preview_until=database_now() + PAGE_LIFE),
-        "not_live": not page.live,
-    }
-    return _respond(request, "publishing/site_at/post.html", context)
+    context = post_context(moment.at, admin_links(moment.at), slug, note=moment.note)
+    return respond(request, "publishing/site_at/post.html", context)
+
+
+def site_at_share_view(model_admin, request):
+    """Make a link that shows the moment to someone without an account (POST), shown once
+    on the moment's index."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    _may_see(request)
+    moment, asking = _moment_or_form(request)
+    if asking is not None:
+        return asking
+    form = ShareForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+    else:
+        hours = form.cleaned_data["hours"]
+        path = shared_link(at=moment.at, user=request.user, expires_in=timedelta(hours=hours))
+        request.session[_share_key(moment.at)] = {
+            "url": request.build_absolute_uri(path),
+            "hours": hours,
+        }
+    return HttpResponseRedirect(site_at_link(moment.at) + "#site-at-share")
