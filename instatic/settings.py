@@ -129,6 +129,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+# A time Django shows by itself (a read-only field) reads as the admin's do: 24-hour, zoned.
+FORMAT_MODULE_PATH = ["instatic.formats"]
 # Storage is always UTC; INSTATIC_TIME_ZONE is what editors see in the admin unless they
 # chose their own zone (editors.EditorProfile), and what the public site shows.
 USE_TZ = True

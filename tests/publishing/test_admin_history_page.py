@@ -2,6 +2,7 @@
 and an object's history with times in the editor's zone and the fields by their labels."""
 
 import re
+from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -9,8 +10,10 @@ from django.contrib.admin.models import LogEntry
 from django.test import override_settings
 from django.urls import reverse
 
+from coordination.clock import database_now
 from publishing import posts
 from publishing.models import Post
+from releases.models import Release
 from tests.publishing.conftest import form_data, make_post
 
 pytestmark = pytest.mark.django_db
@@ -48,4 +51,21 @@ def test_a_posts_history_names_fields_by_label_and_times_with_their_zone(as_edit
     local = entry.action_time.astimezone(ZoneInfo("Europe/Berlin"))
     assert f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}" in html
     assert "Date/time (Europe/Berlin)" in html
+    assert " p.m." not in html and " a.m." not in html
+
+
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_a_released_releases_page_shows_its_times_with_their_zone(as_editor, editor):
+    from releases import actions as releases
+
+    planned = database_now() + timedelta(days=3)
+    release = releases.create_release(name="Launch", user=editor, release_at=planned)
+    releases.add_item(release=release, post=make_post(title="News"), user=editor)
+    releases.release_now(release=Release.objects.get(pk=release.pk), user=editor)
+    page = as_editor.get(reverse("admin:releases_release_change", args=[release.pk]))
+    html = page.content.decode()
+    went = Release.objects.get(pk=release.pk).release_at  # released now: the time it went
+    local = went.astimezone(ZoneInfo("Europe/Berlin"))
+    shown = f'<div class="readonly">{local:%Y-%m-%d %H:%M:%S} {local.tzname()}</div>'
+    assert shown in html, "the read-only time, 24-hour and zoned"
     assert " p.m." not in html and " a.m." not in html
