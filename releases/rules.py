@@ -2,7 +2,7 @@
 
 :mod:`releases.actions` reads the facts (under row locks when it writes) and does what
 these decide; the admin shows the same answers. Nothing here touches the database, so every
-rule is tested with tables (tests/publishing/test_release_rules.py).
+rule is tested with tables (tests/releases/test_release_rules.py).
 """
 
 from dataclasses import dataclass
