@@ -15,6 +15,7 @@ def attach() -> None:
     from releases import calendar as release_calendar
     from releases import site_at as release_site_at
     from releases.admin import add_to_release_action
+    from releases.list_column import RELEASE_COLUMN
     from releases.models import Release
     from reviews import actions as reviews
     from reviews.models import Review
@@ -28,6 +29,7 @@ def attach() -> None:
     admin_sections.add_post_section(section.release_section)
     admin_sections.add_post_notice(section.release_notice)
     admin_sections.add_post_list_action(add_to_release_action)
+    admin_sections.add_post_list_column(RELEASE_COLUMN)
     calendar.add_entry_kind(release_calendar.ENTRY_KIND)
     site_at.add_change_source(release_site_at.changes_by)
     pre_delete.connect(reviewing.delete_reviews_of, sender=Release, dispatch_uid="releases")

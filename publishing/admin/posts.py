@@ -41,7 +41,12 @@ from publishing.admin.revisions import (
     revision_action_view,
     revisions_view,
 )
-from publishing.admin.sections import page_context, post_list_actions
+from publishing.admin.sections import (
+    ListColumn,
+    page_context,
+    post_list_actions,
+    post_list_columns,
+)
 from publishing.admin.site_at import site_at_post_view, site_at_share_view, site_at_view
 from publishing.admin.view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
@@ -78,7 +83,8 @@ class FailedFilter(admin.SimpleListFilter):
 
 class PostChangeList(ChangeList):
     """The post list: rows without their bodies, the lateness of the page's posts only, and
-    which of them are late (scheduled, their time passed), as the calendar shows them.
+    which of them are late (scheduled, their time passed), as the calendar shows them; the
+    cells of the columns other apps add, read for the page's posts at once.
 
     The lateness of each post's last scheduled publish is read for the page's posts in one
     query after the page is chosen, not as a subquery of the list's queryset, which the
@@ -97,6 +103,21 @@ class PostChangeList(ChangeList):
         for post in self.result_list:
             post.last_publish_lateness = lateness.get(post.pk)
             post.is_late = is_late(post.status, post.publish_at, now)
+            post.list_cells = {}
+        for column in post_list_columns():
+            cells = column.cells(self.result_list)
+            for post in self.result_list:
+                post.list_cells[column.name] = cells.get(post.pk)
+
+
+def _column_cell(column: ListColumn):
+    """Return the list_display callable of ``column``: its cell read by get_results."""
+
+    def cell(post: Post):
+        return getattr(post, "list_cells", {}).get(column.name)
+
+    cell.__name__ = column.name
+    return admin.display(description=column.label, empty_value="—")(cell)
 
 
 class PublishEventInline(admin.TabularInline):
@@ -521,6 +542,13 @@ class PostAdmin(admin.ModelAdmin):
 
     def get_changelist(self, request, **kwargs):
         return PostChangeList
+
+    def get_list_display(self, request):
+        """Publishing's columns, with those other apps add after the status."""
+        shown = list(super().get_list_display(request))
+        at = shown.index("status_badge") + 1
+        shown[at:at] = [_column_cell(column) for column in post_list_columns()]
+        return shown
 
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "time_zone_name": zone_name()}

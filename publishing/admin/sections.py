@@ -6,10 +6,13 @@ Publishing knows none of them: an app registers a function of ``(request, post)`
 returns the section's or notice's HTML, or a tool's label and address, or ``None`` when it
 has nothing to show that user (the outbox shows the deliveries of the post's events, and a
 post's "Watch" link, this way; releases say that the post goes out with one). A list action
-is a Django admin action (``@admin.action``) added with :func:`add_post_list_action`.
+is a Django admin action (``@admin.action``) added with :func:`add_post_list_action`, and a
+list column (:class:`ListColumn`: reviews' "Review", releases' "Release") with
+:func:`add_post_list_column`; a column's cells are read for the page's posts at once.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
@@ -24,6 +27,23 @@ _sections: list[Section] = []
 _notices: list[Section] = []
 _tools: list[Tool] = []
 _list_actions: list[Callable] = []
+
+
+@dataclass(frozen=True)
+class ListColumn:
+    """A column other apps add to the post list, after the status.
+
+    ``cells`` is given the page's posts and returns each one's cell (text or safe HTML) by
+    post id, in as few queries as it can (one); a post it leaves out shows "—". ``name``
+    names the column in the page (``column-<name>``, ``field-<name>``).
+    """
+
+    name: str
+    label: str
+    cells: Callable[[Iterable[Post]], dict[int, str | SafeString]]
+
+
+_list_columns: list[ListColumn] = []
 
 
 def add_post_section(section: Section) -> None:
@@ -48,6 +68,17 @@ def add_post_list_action(action: Callable) -> None:
     """Offer ``action`` (an admin action function) on the post list, after publishing's own."""
     if action not in _list_actions:
         _list_actions.append(action)
+
+
+def add_post_list_column(column: ListColumn) -> None:
+    """Show ``column`` on the post list, after the status (once, however often it is added)."""
+    if column not in _list_columns:
+        _list_columns.append(column)
+
+
+def post_list_columns() -> list[ListColumn]:
+    """Return the post list's columns other apps added, in the order they were added."""
+    return list(_list_columns)
 
 
 def post_list_actions() -> list[Callable]:
