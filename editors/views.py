@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 
 from editors.forms import MyNotificationsForm, MyTimeZoneForm
 from editors.models import EditorProfile
+from editors.sections import notifications_sections
 
 
 def own_profile(user) -> EditorProfile:
@@ -47,5 +48,6 @@ def my_notifications(request):
         "title": _("My notifications"),
         "form": form,
         "email": request.user.email,
+        "sections": notifications_sections(request),
     }
     return TemplateResponse(request, "admin/editors/my_notifications.html", context)

@@ -11,9 +11,10 @@ class OutboxConfig(AppConfig):
     def ready(self) -> None:
         from django.core import checks as django_checks
 
+        from editors.sections import add_notifications_section
         from outbox import checks, wakeups
         from outbox.post_section import deliveries_section
-        from outbox.watching import watch_tool
+        from outbox.watching import watch_tool, watched_section
         from publishing.admin.sections import add_post_section, add_post_tool
         from publishing.public_events import events_committed
 
@@ -21,3 +22,4 @@ class OutboxConfig(AppConfig):
         events_committed.connect(wakeups.wake_dispatcher, dispatch_uid="outbox.wake_dispatcher")
         add_post_section(deliveries_section)
         add_post_tool(watch_tool)
+        add_notifications_section(watched_section)

@@ -6,8 +6,10 @@ watching means and starts or stops it with one button, then goes back to the pos
 to a page of its own, not a button in the post's form: the form may hold changes the editor
 has not saved.
 
-Who may watch is asked again whenever a watcher (or the author) is about to be emailed
-(:func:`may_see`): an editor who lost the right since is not told.
+The editor's "My notifications" page lists the posts they watch (:func:`watched_section`,
+added through :mod:`editors.sections`). Who may watch is asked again whenever a watcher (or
+the author) is about to be emailed (:func:`may_see`): an editor who lost the right since is
+not told.
 """
 
 from django.contrib import messages
@@ -15,12 +17,17 @@ from django.contrib.admin import site
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
 from outbox.models import Watch
 from publishing.models import Post
+
+#: Watched posts listed on "My notifications" at most (newest first); the rest are counted.
+WATCHED_SHOWN = 200
 
 
 def may_watch(request, post: Post | None = None) -> bool:
@@ -86,3 +93,20 @@ def watch_post(request, post_id: int):
         "settings_url": reverse("my_notifications"),
     }
     return TemplateResponse(request, "admin/outbox/watch_post.html", context)
+
+
+def watched_section(request) -> SafeString | None:
+    """The "My notifications" page's list of the posts the signed-in editor watches, each
+    with its state, since when, and its watch page (to stop); ``None`` for one who may not
+    watch. Added through :mod:`editors.sections`."""
+    if not may_watch(request):
+        return None
+    watches = (
+        Watch.objects.filter(user=request.user)
+        .select_related("post")
+        .only("created_at", "post__title", "post__status")
+        .order_by("-created_at", "-id")
+    )
+    context = {"watches": [(watch, watch.post) for watch in watches[:WATCHED_SHOWN]]}
+    context["more"] = max(0, watches.count() - WATCHED_SHOWN) if context["watches"] else 0
+    return render_to_string("admin/outbox/watched_posts.html", context, request=request)

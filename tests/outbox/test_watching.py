@@ -260,3 +260,21 @@ def test_an_editor_who_may_change_posts_but_not_only_view_them_may_watch(client)
     client.force_login(changer)
     assert client.post(reverse("watch_post", args=[post.pk]), {"watch": "1"}).status_code == 302
     assert Watch.objects.filter(post=post, user=changer).exists()
+
+
+@override_settings(TIME_ZONE="Europe/Berlin")
+def test_my_notifications_lists_the_posts_i_watch(client, editor):  # noqa: F811
+    mine = reverse("my_notifications")
+    client.force_login(editor)
+    assert "You watch no posts." in client.get(mine).content.decode()
+    watched = make_post(title="Opening hours", status="published")
+    make_post(title="Not watched")
+    Watch.objects.create(post=watched, user=editor)
+    Watch.objects.create(post=make_post(title="Someone else's"), user=person("carol"))
+    page = client.get(mine).content.decode()
+    listed = page[page.index('id="watched-posts"') :]
+    change = reverse("admin:publishing_post_change", args=[watched.pk])
+    assert f'<a href="{change}">Opening hours</a>' in listed and "Published" in listed
+    assert f'href="{reverse("watch_post", args=[watched.pk])}"' in listed
+    assert "Not watched" not in listed and "Someone else" not in listed
+    assert " CET</td>" in listed, "since when, in the editor's zone"
