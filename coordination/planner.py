@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from coordination import catchup
 from coordination.models import JobRun
+from coordination.priorities import by_priority
 from coordination.reasons import UNPLANNABLE, paused_reason
 from coordination.registry import Job
 
@@ -248,7 +249,8 @@ def plan_tick(tick: TickInput) -> TickPlan:
             (manual if plan.manual_requested_at is not None else scheduled).append(plan)
         elif due_at is not None:
             wakes.append(due_at)
-    runs = manual + scheduled
+    # Publishing's runs first, side effects last: the order they start and are queued in.
+    runs = by_priority(manual + scheduled)
     retries, waiting, retry_at = plan_retries(tick, by_name, runs, due_behind)
     runs += retries
     if retry_at is not None:

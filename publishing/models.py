@@ -386,3 +386,31 @@ __all__ = [
     "PublishEvent",
     "RevisionStatus",
 ]
+
+
+class DraftVersion(models.Model):
+    """A draft's text as it was saved, before a later save changed it
+    (:mod:`publishing.draft_versions`).
+
+    Kept for drafts and unpublished posts (a live post's texts are its revisions), at most
+    ``draft_versions.KEPT`` a post: the oldest are deleted as new ones come.
+    """
+
+    post = models.ForeignKey(
+        Post, verbose_name=_("post"), on_delete=models.CASCADE, related_name="draft_versions"
+    )
+    number = models.PositiveIntegerField(_("number"))
+    title = models.CharField(_("title"), max_length=200)
+    body = models.TextField(_("body"), blank=True)
+    # Who saved this text and when (the post's ``updated_by`` and ``updated_at`` then).
+    saved_by = models.CharField(_("saved by"), max_length=200, blank=True)
+    saved_at = models.DateTimeField(_("saved at"))
+
+    class Meta:
+        verbose_name = _("draft version")
+        constraints = [
+            models.UniqueConstraint(fields=["post", "number"], name="draft_version_number_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.post_id} v{self.number}"

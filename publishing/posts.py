@@ -21,7 +21,7 @@ from django.db.models import F
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
-from publishing import go_live, hooks, revisions
+from publishing import draft_versions, go_live, hooks, revisions
 from publishing.actions import (
     can_publish,
     editor_action,
@@ -136,6 +136,8 @@ def save_post(*, post: Post, user, expected_version: int | None = None) -> Post:
         verdicts = hooks.saving(current, post, user=user)
         if current.status == S.SCHEDULED and any(v.back_to_draft for v in verdicts):
             content["status"] = S.DRAFT
+        if current.status in (S.DRAFT, S.UNPUBLISHED):
+            draft_versions.keep_replaced(current, post)
         action.change(wake_at=wake_at, **content, last_error="")
         hooks.saved(verdicts)
         if current.status == S.PUBLISHED and (post.title, post.body) != (

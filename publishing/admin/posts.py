@@ -27,6 +27,7 @@ from publishing import actions, hooks, posts, selectors
 from publishing.admin import bulk as admin_bulk
 from publishing.admin.calendar import calendar_view
 from publishing.admin.columns import column_with_zone, with_zone, zone_name
+from publishing.admin.draft_versions import draft_versions_view
 from publishing.admin.panel import (
     PostState,
     is_late,
@@ -504,6 +505,11 @@ class PostAdmin(admin.ModelAdmin):
                 "<path:object_id>/revisions/<int:number>/restore/",
                 view(revision_action_view, action="restore"),
                 name="publishing_post_revision_restore",
+            ),
+            path(
+                "<path:object_id>/drafts/",
+                view(draft_versions_view),
+                name="publishing_post_draft_versions",
             ),
             path(
                 "<path:object_id>/preview/",

@@ -351,6 +351,20 @@ def test_run_now_requests_start_before_the_scheduled_runs_of_the_same_tick():
     assert [run.job.name for run in plan.runs] == ["plan.b", "plan.a"]
 
 
+def test_a_ticks_side_effects_start_after_its_other_runs_whatever_their_order():
+    mail = job("plan.mail", side_effects=True)
+    scheduled, requested = job("plan.a"), job("plan.b")
+    plan = plan_tick(
+        tick_of(
+            at(0),
+            (mail, state(mail, next_due=at(0), run_requested_at=at(0))),
+            (scheduled, state(scheduled, next_due=at(0))),
+            (requested, state(requested, next_due=at(30), run_requested_at=at(0))),
+        )
+    )
+    assert [run.job.name for run in plan.runs] == ["plan.b", "plan.a", "plan.mail"]
+
+
 BUSY_ROWS = [
     # id, state fields, the busy worker's plan fields, due behind, wake (seconds)
     ("run-now-while-busy", {"next_due": at(60), "run_requested_at": at(1)}, {}, True, None),
