@@ -120,3 +120,15 @@ def live_now(*, excluding: set[int], limit: int, offset: int = 0) -> list[Page]:
 def post_by_slug(slug: str) -> int | None:
     """Return the id of the post whose address is ``slug`` now (None: none)."""
     return Post.objects.filter(Q(slug=slug)).values_list("pk", flat=True).first()
+
+
+def bodies_of(pages: list[Page]) -> dict[int, str]:
+    """Return the HTML body each of ``pages`` shows, by post id, in two queries at most."""
+    from_revisions = {page.text_revision: page.post_id for page in pages if page.text_revision}
+    own = [page.post_id for page in pages if not page.text_revision]
+    bodies = dict(Post.objects.filter(pk__in=own).order_by().values_list("pk", "body_html"))
+    for pk, body in PostRevision.objects.filter(pk__in=list(from_revisions)).values_list(
+        "pk", "body_html"
+    ):
+        bodies[from_revisions[pk]] = body
+    return bodies

@@ -35,10 +35,11 @@ WHAT = {"publish": "goes live", "unpublish": "is taken down", "new_text": "gets 
 @dataclass(frozen=True)
 class Links:
     """The addresses of the pages of one moment: its index (page ``n``), a post by its
-    address, and the way out (empty: none, for a shared link)."""
+    address, its feed, and the way out (empty: none, for a shared link)."""
 
     index: Callable[[int], str]
     post: Callable[[str], str]
+    feed: str
     leave: str = ""
 
 
@@ -72,6 +73,7 @@ def _banner(at: datetime, note: str, outcomes, pages, links: Links) -> dict:
         "changes": len(outcomes),
         "more_changes": max(0, len(outcomes) - BANNER_MOST),
         "index_url": links.index(1),
+        "feed_url": links.feed,
         "leave_url": links.leave,
     }
 

@@ -14,6 +14,7 @@ urlpatterns = [
     path("posts/<slug:slug>/", views.post_detail, name="post_detail"),
     path("preview/<str:token>/", views.preview, name="preview"),
     path("site-at/<str:token>/", views.site_at_shared, name="site_at_shared"),
+    path("site-at/<str:token>/feed/", views.site_at_shared_feed, name="site_at_shared_feed"),
     path(
         "site-at/<str:token>/posts/<slug:slug>/",
         views.site_at_shared_post,

@@ -18,6 +18,7 @@ from publishing import paging, previews, selectors
 from publishing.conf import settings
 from publishing.page_bodies import page_body
 from publishing.previews import PREVIEW_HEADERS
+from publishing.site_at_feed import SiteAtFeed
 from publishing.site_at_links import still_shown
 from publishing.site_at_pages import Links, index_context, post_context, respond
 from publishing.slugs import is_url_slug
@@ -137,7 +138,8 @@ def _shared_links(token: str):
     def post(slug: str) -> str:
         return reverse("publishing:site_at_shared_post", kwargs={"token": token, "slug": slug})
 
-    return moment, Links(index=index, post=post)
+    feed = reverse("publishing:site_at_shared_feed", kwargs={"token": token})
+    return moment, Links(index=index, post=post, feed=feed)
 
 
 @require_safe
@@ -153,3 +155,10 @@ def site_at_shared_post(request, token: str, slug: str):
     """One post as it will be at a shared link's moment."""
     moment, links = _shared_links(token)
     return respond(request, "publishing/site_at/post.html", post_context(moment.at, links, slug))
+
+
+@require_safe
+def site_at_shared_feed(request, token: str):
+    """The Atom feed as it will be at a shared link's moment."""
+    moment, links = _shared_links(token)
+    return SiteAtFeed(moment.at, links)(request)

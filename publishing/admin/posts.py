@@ -48,7 +48,12 @@ from publishing.admin.sections import (
     post_list_actions,
     post_list_columns,
 )
-from publishing.admin.site_at import site_at_post_view, site_at_share_view, site_at_view
+from publishing.admin.site_at import (
+    site_at_feed_view,
+    site_at_post_view,
+    site_at_share_view,
+    site_at_view,
+)
 from publishing.admin.view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
@@ -530,6 +535,7 @@ class PostAdmin(admin.ModelAdmin):
                 name="publishing_post_site_at_post",
             ),
             path("site-at/share/", view(site_at_share_view), name="publishing_post_site_at_share"),
+            path("site-at/feed/", view(site_at_feed_view), name="publishing_post_site_at_feed"),
         ]
         return [calendar, bulk, *site_at, *revisions, *super().get_urls()]
 

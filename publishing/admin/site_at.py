@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 
 from coordination.clock import database_now
 from publishing import previews
+from publishing.site_at_feed import SiteAtFeed
 from publishing.site_at_links import shared_link
 from publishing.site_at_pages import Links, index_context, post_context, respond
 from publishing.validation import wall_time_problem
@@ -105,6 +106,7 @@ def admin_links(at: datetime) -> Links:
     return Links(
         index=index,
         post=lambda slug: moment_url("admin:publishing_post_site_at_post", at, slug=slug),
+        feed=moment_url("admin:publishing_post_site_at_feed", at),
         leave=reverse("admin:publishing_post_calendar"),
     )
 
@@ -161,6 +163,15 @@ def site_at_post_view(model_admin, request, slug: str):
         return asking
     context = post_context(moment.at, admin_links(moment.at), slug, note=moment.note)
     return respond(request, "publishing/site_at/post.html", context)
+
+
+def site_at_feed_view(model_admin, request):
+    """The Atom feed as it will be at the moment asked for."""
+    _may_see(request)
+    moment, asking = _moment_or_form(request)
+    if asking is not None:
+        return asking
+    return SiteAtFeed(moment.at, admin_links(moment.at))(request)
 
 
 def site_at_share_view(model_admin, request):

@@ -198,3 +198,18 @@ def test_the_site_at_a_moment_is_what_the_publish_job_makes_of_it(db, schedule_l
     for _round in range(3):  # a full batch returns "now"; a few runs drain any
         run_publish_job()
     assert _public_site() == expected
+
+
+def test_the_feed_at_a_moment_lists_what_will_be_live(as_editor):
+    now = database_now()
+    future_post(seconds_ahead=1800, title="Spring menu", body="Fresh *peas*.")
+    live_post(title="Winter sale", unpublish_at=now + timedelta(minutes=10))
+    at = now + timedelta(hours=1)
+    assert b'id="site-at-feed"' in as_editor.get(SITE_AT, at_query(at)).content
+    response = as_editor.get(reverse("admin:publishing_post_site_at_feed"), at_query(at))
+    feed = response.content.decode()
+    assert response.status_code == 200 and "<feed" in feed
+    assert "Spring menu" in feed and "&lt;em&gt;peas&lt;/em&gt;" in feed
+    assert "Winter sale" not in feed
+    assert "/admin/publishing/post/site-at/posts/" in feed  # links stay on the moment
+    assert response["X-Robots-Tag"] == "noindex, nofollow"

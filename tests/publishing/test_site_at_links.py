@@ -43,6 +43,8 @@ def test_a_shared_link_shows_the_moment_to_someone_without_an_account(as_editor,
     assert "no-store" in response["Cache-Control"]
     post = client.get(f"{link}posts/{coming.slug}/").content.decode()
     assert "<em>peas</em>" in post
+    feed = client.get(f"{link}feed/").content.decode()
+    assert "Spring menu" in feed and f"{link}posts/{coming.slug}/" in feed
     # Shown once to the editor who made it.
     assert (
         'id="site-at-shared-url"'
