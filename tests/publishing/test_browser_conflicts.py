@@ -111,16 +111,22 @@ def bob(db):
     return user
 
 
+def two_tabs(browser, live_server, post):
+    """Return the post's page opened by the editor and by bob, each signed in on their own."""
+    url = f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}"
+    mine = signed_in(browser, live_server, "editor", "pw")
+    theirs = signed_in(browser, live_server, "bob", "pw")
+    mine.goto(url)
+    theirs.goto(url)
+    return mine, theirs
+
+
 def test_saving_after_a_conflict_keeps_the_colleagues_title_and_my_body(
     live_server, editor, bob, browser, request
 ):
     post = make_post(title="Opening hours", body="We open at 9.")
-    url = f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}"
-    mine = signed_in(browser, live_server, "editor", "pw")
-    theirs = signed_in(browser, live_server, "bob", "pw")
+    mine, theirs = two_tabs(browser, live_server, post)
     try:
-        mine.goto(url)
-        theirs.goto(url)
         theirs.fill("#id_title", "Opening hours (summer)")
         theirs.click("input[name=_save]")
         theirs.wait_for_selector(".messagelist .success")
@@ -149,12 +155,8 @@ def test_saving_after_a_conflict_keeps_the_colleagues_title_and_my_body(
 
 def test_a_title_both_changed_is_chosen_side_by_side(live_server, editor, bob, browser, request):
     post = make_post(title="Opening hours", body="We open at 9.")
-    url = f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}"
-    mine = signed_in(browser, live_server, "editor", "pw")
-    theirs = signed_in(browser, live_server, "bob", "pw")
+    mine, theirs = two_tabs(browser, live_server, post)
     try:
-        mine.goto(url)
-        theirs.goto(url)
         theirs.fill("#id_title", "Opening hours in summer")
         theirs.click("input[name=_save]")
         theirs.wait_for_selector(".messagelist .success")
@@ -193,12 +195,8 @@ def test_both_changed_texts_are_a_question_with_the_differences_marked(
     bob.save()
     body = "We open at 9.\n\nThe café is on the first floor.\n\nDogs are welcome."
     post = make_post(title="Opening hours", body=body)
-    url = f"{live_server.url}{reverse('admin:publishing_post_change', args=[post.pk])}"
-    mine = signed_in(browser, live_server, "editor", "pw")
-    theirs = signed_in(browser, live_server, "bob", "pw")
+    mine, theirs = two_tabs(browser, live_server, post)
     try:
-        mine.goto(url)
-        theirs.goto(url)
         theirs.fill("#id_title", "Opening hours in summer")
         theirs.fill("#id_body", body.replace("at 9", "at 8").replace("first", "ground"))
         theirs.click("input[name=_save]")
