@@ -172,3 +172,26 @@ def print_table(title: str, rows: list[tuple[str, str, str, bool]]) -> None:
     width = max(len(r[0]) for r in rows)
     for name, value, target, ok in rows:
         print(f"  {name.ljust(width)}  {value:>10}  target {target:<9} {'PASS' if ok else 'FAIL'}")
+
+
+def migrated_django(database_url: str) -> None:
+    """Set Django up on ``database_url`` (the tests' settings) and migrate it: once per
+    benchmark process."""
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def timed(function, rounds: int) -> list[float]:
+    """Return ``rounds`` wall times of ``function()``, in milliseconds."""
+    samples = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        function()
+        samples.append((time.perf_counter() - began) * 1000)
+    return samples

@@ -15,12 +15,11 @@ import os
 import random
 import statistics
 import sys
-import time
 from datetime import timedelta
 
 import psycopg
 
-from bench._harness import print_table
+from bench._harness import migrated_django, print_table, timed
 from devtools.pgcluster import PostgresCluster
 
 POSTS = int(os.environ.get("BENCH_CALENDAR_POSTS", "10000"))
@@ -35,17 +34,6 @@ BASELINE_SQL = [
     " WHERE (status = 'scheduled' AND unpublish_at >= %s AND unpublish_at < %s)"
     " OR (status = 'published' AND unpublish_at < %s) ORDER BY unpublish_at, id",
 ]
-
-
-def setup_django(database_url: str) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def insert_posts(cursor, now, start, days: int) -> None:
@@ -74,15 +62,6 @@ def insert_posts(cursor, now, start, days: int) -> None:
                     1,
                 )
             )
-
-
-def timed(function, rounds: int) -> list[float]:
-    samples = []
-    for _ in range(rounds):
-        began = time.perf_counter()
-        function()
-        samples.append((time.perf_counter() - began) * 1000)
-    return samples
 
 
 def measure() -> bool:
@@ -160,7 +139,7 @@ def main() -> int:
         with psycopg.connect(cluster.url("postgres"), autocommit=True) as admin:
             admin.execute(f"CREATE DATABASE {DATABASE}")
             version = admin.execute("SHOW server_version").fetchone()[0]
-        setup_django(cluster.url(DATABASE))
+        migrated_django(cluster.url(DATABASE))
         print(f"PostgreSQL {version} on 127.0.0.1:{cluster.port}, psycopg {psycopg.__version__}")
         return 0 if measure() else 1
 

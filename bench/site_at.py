@@ -14,12 +14,11 @@ import os
 import random
 import statistics
 import sys
-import time
 from datetime import timedelta
 
 import psycopg
 
-from bench._harness import print_table
+from bench._harness import migrated_django, print_table, timed
 from devtools.pgcluster import PostgresCluster
 
 POSTS = int(os.environ.get("BENCH_SITE_AT_POSTS", "100000"))
@@ -28,17 +27,6 @@ ROUNDS = int(os.environ.get("BENCH_SITE_AT_ROUNDS", "20"))
 RATIO_TARGET = 3.0
 DATABASE = "instatic_bench_site_at"
 WEEK = 7 * 86400
-
-
-def setup_django(database_url: str) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def insert_site(cursor, now) -> None:
@@ -102,15 +90,6 @@ def insert_site(cursor, now) -> None:
                     "",
                 )
             )
-
-
-def timed(function, rounds: int) -> list[float]:
-    samples = []
-    for _ in range(rounds):
-        began = time.perf_counter()
-        function()
-        samples.append((time.perf_counter() - began) * 1000)
-    return samples
 
 
 def measure() -> bool:
@@ -185,7 +164,7 @@ def main() -> int:
         with psycopg.connect(cluster.url("postgres"), autocommit=True) as admin:
             admin.execute(f"CREATE DATABASE {DATABASE}")
             version = admin.execute("SHOW server_version").fetchone()[0]
-        setup_django(cluster.url(DATABASE))
+        migrated_django(cluster.url(DATABASE))
         print(f"PostgreSQL {version} on 127.0.0.1:{cluster.port}, psycopg {psycopg.__version__}")
         return 0 if measure() else 1
 
