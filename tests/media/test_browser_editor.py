@@ -5,6 +5,7 @@ browser and offered back; an anonymous visitor asking for the image before and a
 goes live; the media library. Screenshots go to ``test-artifacts/``."""
 
 import base64
+import re
 
 import pytest
 from django.urls import reverse
@@ -122,6 +123,8 @@ def test_an_editor_writes_with_images_a_preview_and_nothing_lost(
         page = context.new_page()
         page.goto(change)
         page.wait_for_selector("#editor-restore")
+        kept = page.inner_text("#editor-restore")
+        assert re.search(r"\(\d{4}-\d\d-\d\d \d\d:\d\d [A-Z+\-0-9]+\)", kept), kept
         screenshot(page, "media-restore-offer")
         assert page.locator("#id_body").input_value() == "Boats at dawn.\n\nThe end."
         page.click("#editor-restore-yes")

@@ -139,6 +139,7 @@ def test_saving_after_a_conflict_keeps_the_colleagues_title_and_my_body(
         assert mine.input_value("#id_title") == "Opening hours (summer)", "their title"
         assert mine.input_value("#id_body") == TYPED, "my body"
         assert "Taken from the change by bob" in mine.locator("#merge").inner_text()
+        assert mine.locator("#editor-restore").count() == 0, "the merge, not a second question"
         screenshot(mine, "merge-their-title-my-body")
         assert Post.objects.get(pk=post.pk).body == "We open at 9.", "nothing saved yet"
 

@@ -87,6 +87,16 @@
       if (store) saveLocal();
     });
 
+    /* When a copy was kept, as the admin writes times: 2026-12-06 04:20 UTC (this browser's zone). */
+    function keptAt(when) {
+      const parts = {};
+      new Intl.DateTimeFormat("en-CA", {
+        year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+        hourCycle: "h23", timeZoneName: "short",
+      }).formatToParts(when).forEach((part) => { parts[part.type] = part.value; });
+      return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute + " " + (parts.timeZoneName || "");
+    }
+
     /* The copy kept in this browser. */
     function saveLocal() {
       if (!store) return;
@@ -103,6 +113,9 @@
 
     function offerRestore() {
       if (!store) return;
+      // A colleague's change merged with the editor's: the form holds the editor's text
+      // already; the kept copy becomes the merge, rather than a second question.
+      if (form.querySelector("#merge")) { saveLocal(); return; }
       let copy = null;
       try { copy = JSON.parse(store.getItem(key) || "null"); } catch (e) { copy = null; }
       if (!copy || typeof copy.body !== "string") return;
@@ -114,7 +127,7 @@
       const when = new Date(copy.at);
       const words = document.createElement("p");
       words.textContent = "This browser kept text you had not saved" +
-        (isNaN(when) ? "" : " (" + when.toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) + ")") +
+        (isNaN(when) ? "" : " (" + keptAt(when) + ")") +
         ". Restore it into the form? Nothing is saved until you save.";
       const restore = document.createElement("button");
       restore.type = "button"; restore.className = "button default"; restore.id = "editor-restore-yes";
