@@ -10,7 +10,7 @@ save in between is refused, not undone.
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -69,7 +69,9 @@ def draft_versions_view(model_admin, request, object_id):
 
 def _restore(request, post: Post):
     number = request.POST.get("restore", "")
-    version = get_object_or_404(DraftVersion, post=post, number=int(number or 0))
+    if not number.isdigit():
+        raise Http404(_("No such version."))
+    version = get_object_or_404(DraftVersion, post=post, number=int(number))
     post.title, post.body = version.title, version.body
     try:
         posts.save_post(post=post, user=request.user, expected_version=_submitted_version(request))

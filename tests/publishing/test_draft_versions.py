@@ -78,3 +78,11 @@ def test_a_stale_restore_changes_nothing(as_editor, editor):
     save(post, editor, body="A colleague's third.")
     as_editor.post(url, {"restore": "1", "version": stale})
     assert Post.objects.get(pk=post.pk).body == "A colleague's third."
+
+
+def test_restoring_no_such_version_is_not_found(as_editor):
+    post = make_post(body="First.")
+    url = reverse("admin:publishing_post_draft_versions", args=[post.pk])
+    version = str(post.version)
+    assert as_editor.post(url, {"restore": "x", "version": version}).status_code == 404
+    assert as_editor.post(url, {"restore": "7", "version": version}).status_code == 404
