@@ -23,6 +23,7 @@ from devtools.chaos.config import (
     SCHEDULE_AHEAD,
     TAMPERED,
 )
+from devtools.chaos.image_checks import IMAGE_EVERY, image_body
 from devtools.chaos.releases import postpone_releases, releases_paused
 from devtools.chaos.soak import Soak
 
@@ -54,9 +55,14 @@ def editor_stream(soak: Soak, seed: int) -> None:
             now = database_now()
             if op == "schedule":
                 counter += 1
-                post = Post.objects.create(
-                    title=f"Chaos post {counter}", slug=f"chaos-{seed}-{counter}", body="Body."
-                )
+                post = Post(title=f"Chaos post {counter}", slug=f"chaos-{seed}-{counter}")
+                if counter % IMAGE_EVERY:
+                    post.body = "Body."
+                    post.save()
+                else:
+                    # As an editor saves it: the page's HTML (which shows the image) rendered.
+                    post.body = image_body(soak, counter)
+                    post = posts.save_post(post=post, user=None)
                 approve(post)
                 posts.schedule_post(
                     post=post, publish_at=now + timedelta(seconds=rng.uniform(1, 12)), user=None

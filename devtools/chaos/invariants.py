@@ -46,6 +46,7 @@ from devtools.chaos.evidence import (
     lone_commits_near_probe_start,
     slot_gaps,
 )
+from devtools.chaos.image_checks import no_unreleased_image_served as image_not_early
 from devtools.chaos.outbox_checks import (
     deliveries_without_fallback,
     events_reach_every_subscriber,
@@ -474,6 +475,7 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("releases: none went out before its time", releases_never_early),
     ("releases: no post has two events from one release", releases_once_per_post),
     ("review: what went live is what a reviewer approved", live_content_was_approved),
+    ("images: none served to the public before a post with it went live", image_not_early),
     ("outbox: every published event reached every subscriber", events_reach_every_subscriber),
     ("outbox: transactional subscriber exactly once per event", transactional_subscriber_once),
     (

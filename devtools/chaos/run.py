@@ -31,6 +31,7 @@ from devtools.chaos.config import (
 from devtools.chaos.editors import editor_stream
 from devtools.chaos.faults import fault_kinds, inject, parse_fault_selection
 from devtools.chaos.faults.processes import reap_once
+from devtools.chaos.image_checks import image_probe
 from devtools.chaos.invariants import check_invariants
 from devtools.chaos.network import Network
 from devtools.chaos.queries import (
@@ -197,7 +198,7 @@ def run_alone(args: argparse.Namespace) -> bool:
         wait_for_leaders(soak)
         streams = [
             threading.Thread(target=target, args=(soak, args.seed), daemon=True)
-            for target in (editor_stream, release_stream)
+            for target in (editor_stream, release_stream, image_probe)
         ]
         for stream in streams:
             stream.start()

@@ -71,6 +71,10 @@ class Soak:
     clock_offset: float = 0.0  # the database clock minus this process's (epoch seconds)
     # (slug, probe slot, seconds from the slot to the lone post's commit) of each quiet spell
     lone_commits: list = field(default_factory=list)
+    # The images the editors' stream gave posts (their addresses), and the anonymous probe's
+    # answers: (address, HTTP status or 0, database-clock epoch seconds when it came back).
+    image_urls: list = field(default_factory=list)
+    image_probes: list = field(default_factory=list)
     # When every group led and every worker process served (epoch seconds): runs queued
     # before that waited for the workers to start.
     ready_wall: float = 0.0
