@@ -17,15 +17,15 @@ class SiteAtFeed(LatestPostsFeed):
     feed_type = Atom1Feed
     subtitle = "The latest posts, as they will be."
 
-    def __init__(self, at, links: Links):
+    def __init__(self, at, links: Links, changes=None):
         super().__init__()
-        self.at, self.links = at, links
+        self.at, self.links, self.changes = at, links, changes
 
     def link(self) -> str:
         return self.links.index(1)
 
     def items(self):
-        entries = index_context(self.at, self.links, page="1")["entries"]
+        entries = index_context(self.at, self.links, page="1", changes=self.changes)["entries"]
         pages = [entry["page"] for entry in entries[: int(settings.FEED_SIZE)]]
         bodies = bodies_of(pages)
         return [(page, bodies.get(page.post_id, "")) for page in pages]

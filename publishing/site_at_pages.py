@@ -78,9 +78,12 @@ def _banner(at: datetime, note: str, outcomes, pages, links: Links) -> dict:
     }
 
 
-def index_context(at: datetime, links: Links, *, page: str | None, note: str = "") -> dict:
-    """Return the index at ``at``, page ``page`` (a number; anything else is the first)."""
-    changes = changes_by(at)
+def index_context(
+    at: datetime, links: Links, *, page: str | None, note: str = "", changes=None
+) -> dict:
+    """Return the index at ``at``, page ``page`` (a number; anything else is the first);
+    ``changes`` are the changes by ``at`` when the caller has read them already."""
+    changes = changes_by(at) if changes is None else changes
     touched = {change.post_id for change in changes}
     pages, outcomes = apply(pages_of(touched), changes, at)
     per_page = int(settings.POSTS_PER_PAGE)
@@ -107,12 +110,13 @@ def index_context(at: datetime, links: Links, *, page: str | None, note: str = "
     }
 
 
-def post_context(at: datetime, links: Links, slug: str, *, note: str = "") -> dict:
-    """Return the post whose address is ``slug`` at ``at``; none has it: a 404."""
+def post_context(at: datetime, links: Links, slug: str, *, note: str = "", changes=None) -> dict:
+    """Return the post whose address is ``slug`` at ``at``; none has it: a 404. ``changes``
+    as for :func:`index_context`."""
     post_id = post_by_slug(slug)
     if post_id is None:
         raise Http404(_("No post has this address."))
-    changes = changes_by(at)
+    changes = changes_by(at) if changes is None else changes
     touched = {change.post_id for change in changes} | {post_id}
     pages, outcomes = apply(pages_of(touched), changes, at)
     shown = pages[post_id]

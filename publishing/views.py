@@ -126,10 +126,12 @@ def preview(request, token: str):
 
 
 def _shared_links(token: str):
-    """Return the shared link's moment and its pages' addresses; anything wrong is a 404."""
-    moment = still_shown(token)
-    if moment is None:
+    """Return the shared link's moment, its changes (read once, for the check and the page)
+    and its pages' addresses; anything wrong is a 404."""
+    shown = still_shown(token)
+    if shown is None:
         raise Http404("No such page.")
+    moment, changes = shown
 
     def index(number: int) -> str:
         url = reverse("publishing:site_at_shared", kwargs={"token": token})
@@ -139,26 +141,27 @@ def _shared_links(token: str):
         return reverse("publishing:site_at_shared_post", kwargs={"token": token, "slug": slug})
 
     feed = reverse("publishing:site_at_shared_feed", kwargs={"token": token})
-    return moment, Links(index=index, post=post, feed=feed)
+    return moment, changes, Links(index=index, post=post, feed=feed)
 
 
 @require_safe
 def site_at_shared(request, token: str):
     """The index as it will be at a shared link's moment, to anyone holding the link."""
-    moment, links = _shared_links(token)
-    context = index_context(moment.at, links, page=request.GET.get("page"))
+    moment, changes, links = _shared_links(token)
+    context = index_context(moment.at, links, page=request.GET.get("page"), changes=changes)
     return respond(request, "publishing/site_at/index.html", context)
 
 
 @require_safe
 def site_at_shared_post(request, token: str, slug: str):
     """One post as it will be at a shared link's moment."""
-    moment, links = _shared_links(token)
-    return respond(request, "publishing/site_at/post.html", post_context(moment.at, links, slug))
+    moment, changes, links = _shared_links(token)
+    context = post_context(moment.at, links, slug, changes=changes)
+    return respond(request, "publishing/site_at/post.html", context)
 
 
 @require_safe
 def site_at_shared_feed(request, token: str):
     """The Atom feed as it will be at a shared link's moment."""
-    moment, links = _shared_links(token)
-    return SiteAtFeed(moment.at, links)(request)
+    moment, changes, links = _shared_links(token)
+    return SiteAtFeed(moment.at, links, changes)(request)

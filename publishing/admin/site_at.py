@@ -125,7 +125,9 @@ def _share_key(at: datetime) -> str:
 
 
 def _moment_or_form(request):
-    """Return the moment asked for, or the page that asks for one (with why)."""
+    """Return the moment asked for, or the page that asks for one (with why); only for
+    editors who may preview posts."""
+    _may_see(request)
     zone = timezone.get_current_timezone()
     moment = read_moment(request.GET, zone=zone, now=database_now())
     if moment.at is None:
@@ -143,7 +145,6 @@ def _moment_or_form(request):
 def site_at_view(model_admin, request):
     """The public index as it will be at the moment asked for (or the page that asks); with
     the form that makes a link to share it, and the link just made."""
-    _may_see(request)
     moment, asking = _moment_or_form(request)
     if asking is not None:
         return asking
@@ -157,7 +158,6 @@ def site_at_view(model_admin, request):
 
 def site_at_post_view(model_admin, request, slug: str):
     """One post as it will be at the moment asked for; not live then, the page says so."""
-    _may_see(request)
     moment, asking = _moment_or_form(request)
     if asking is not None:
         return asking
@@ -167,7 +167,6 @@ def site_at_post_view(model_admin, request, slug: str):
 
 def site_at_feed_view(model_admin, request):
     """The Atom feed as it will be at the moment asked for."""
-    _may_see(request)
     moment, asking = _moment_or_form(request)
     if asking is not None:
         return asking
@@ -179,7 +178,6 @@ def site_at_share_view(model_admin, request):
     on the moment's index."""
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    _may_see(request)
     moment, asking = _moment_or_form(request)
     if asking is not None:
         return asking

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from coordination.clock import database_now
 from publishing import previews
+from publishing.site_at_facts import changes_by
 from publishing.site_at_links import SharedMoment, make_token, plan_digest
 from tests.publishing.conftest import future_post, live_post
 
@@ -73,7 +74,7 @@ def test_a_change_of_the_plan_ends_the_shared_link(as_editor, client):
 def test_a_broken_shared_link_is_the_sites_404(client, broken):
     at = (database_now() + timedelta(hours=2)).replace(microsecond=0)
     expires = database_now() + (timedelta(hours=-1) if broken == "expired" else timedelta(hours=1))
-    token = make_token(SharedMoment(at, expires, plan_digest(at)))
+    token = make_token(SharedMoment(at, expires, plan_digest(changes_by(at))))
     if broken == "tampered":
         token = token[:-2] + ("AA" if token[-2:] != "AA" else "BB")
     if broken == "garbage":
