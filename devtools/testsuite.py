@@ -4,14 +4,14 @@
 even when tests fail. Missing server binaries skip that run with a loud notice, except that
 with ``CI=true`` a skipped PostgreSQL or MariaDB run is a failure.
 
-The SQLite run goes on in the background beside the server runs, its output kept in a file
-(``var/test-logs/sqlite-<run id>.log``) and printed whole once it has ended (after the
-MariaDB run, or at the end); the server runs follow
-each other in the foreground, PostgreSQL last. Most of a run is waiting (for a lease to pass,
-a process to start, a page to load), so two at once take much less than one after the other;
-and every test must hold on a busy machine anyway. Each run's output ends with its slowest
-tests (pytest's ``--durations``; a ``--durations`` of the caller's wins), so where a run's time
-goes shows in CI's log. A summary of the runs, each with its wall time, ends the output.
+The three runs go on at once, each beside its own server: SQLite and MariaDB in the
+background, their output kept in a file each (``var/test-logs/<vendor>-<run id>.log``) and
+printed whole once the foreground run, PostgreSQL's (the longest), has ended and printed as it
+went. Most of a run is waiting (for a lease to pass, a process to start, a page to load), so
+three at once take much less than one after the other; and every test must hold on a busy
+machine anyway. Each run's output ends with its slowest tests (pytest's ``--durations``; a
+``--durations`` of the caller's wins), so where a run's time goes shows in CI's log. A summary
+of the runs, each with its own wall time, and the whole suite's ends the output.
 
 Nothing a run starts outlives it. Every process of a vendor's run carries a marker of that run
 in its environment (``INSTATIC_TEST_RUN=<run id>``, inherited by pytest and everything the
@@ -30,12 +30,14 @@ while another stops). Should the runner die all the same (SIGKILL), the kernel s
 SIGTERM (``PR_SET_PDEATHSIG``), which stops the test's processes as Ctrl-C does.
 """
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -68,6 +70,7 @@ class VendorRun:
     log: Path | None = None
     process: subprocess.Popen | None = None
     started: float = 0.0  # time.monotonic() when pytest was started
+    ended: float | None = None  # time.monotonic() when pytest ended, noted as it ends
 
     @property
     def report(self) -> Path:
@@ -108,6 +111,17 @@ class VendorRun:
         finally:
             if out is not None:
                 out.close()
+        # A background run may end long before it is collected: its wall time is its own.
+        threading.Thread(target=self._note_end, daemon=True).start()
+
+    def _note_end(self) -> None:
+        self.process.wait()
+        self.ended = time.monotonic()
+
+    @property
+    def took(self) -> float:
+        """Seconds from pytest's start to its end (or to now, while it runs)."""
+        return (self.ended or time.monotonic()) - self.started
 
     def wait(self) -> int:
         """Wait for pytest to end; on Ctrl-C or any other exception stop it first."""
@@ -330,73 +344,91 @@ def took_text(seconds: float) -> str:
     return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
 
 
-def run_all(argv: list[str], runs: list[VendorRun]) -> int:
-    """Run each vendor's pytest (SQLite in the background); return the exit status."""
-    in_ci = os.environ.get("CI", "").lower() == "true"
-    only = os.environ.get("INSTATIC_TEST_VENDORS", "sqlite,mysql,postgresql").split(",")
-    outcomes: dict[str, str] = {}
-    left_behind: list[str] = []
-    coverage_report.erase()
-    background = None
+def in_background(count: int) -> list[bool]:
+    """Return, for each of ``count`` runs in the order they start, whether it goes on in the
+    background, its output kept in a file: every run but the last, whose output is the
+    terminal's as it goes (so a lone run, a developer's one vendor, prints as it goes)."""
+    return [index < count - 1 for index in range(count)]
 
-    def finished(run: VendorRun, status: int) -> None:
-        took = took_text(time.monotonic() - run.started)
-        outcome = "passed" if status == 0 else f"FAILED (pytest exit {status})"
-        outcomes[run.label] = f"{outcome} in {took}"
-        left_behind.extend(check_left_behind(run))
 
-    def collect_background(*, wait: bool) -> None:
-        nonlocal background
-        if background is None or (not wait and background.process.poll() is None):
-            return
-        finished(background, background.wait())
-        background.print_log()
-        background = None
+def collection_order(count: int) -> list[int]:
+    """Return the order in which the runner waits for ``count`` runs: the foreground run (the
+    last started) first, its output being in the terminal already, then the background runs in
+    the order they started, each one's kept output printed whole when it is collected."""
+    return [count - 1, *range(count - 1)] if count else []
 
-    if "sqlite" in only:
-        servers_follow = "mysql" in only or "postgresql" in only
-        background = VendorRun("SQLite")
-        if servers_follow:
-            background.log = BACKGROUND_LOGS / f"sqlite-{background.run_id}.log"
-        runs.append(background)
-        background.start(None, argv)
-        if not servers_follow:
-            collect_background(wait=True)
 
-    servers = [
-        (
-            "mysql",
+#: The vendors' runs in the order they start; the last one (PostgreSQL, the longest) prints
+#: in the foreground.
+VENDORS = ("sqlite", "mysql", "postgresql")
+
+
+def server_of(vendor: str):
+    """Return ``(label, installed, make_server, what to do when missing)`` for ``vendor``."""
+    if vendor == "sqlite":
+        return "SQLite", True, None, ""
+    if vendor == "mysql":
+        return (
             "MariaDB",
             mariadb.find_server() and mariadb.client_library_available(),
             mariadb.MariaDBServer,
             "SKIPPED: MariaDB tests (mariadbd or the mysqlclient library is not installed).\n"
             "Install Debian's mariadb-server and libmariadb-dev, then `make test` again.",
-        ),
-        (
-            "postgresql",
-            "PostgreSQL",
-            pgcluster.find_bindir(),
-            pgcluster.PostgresCluster,
-            "SKIPPED: PostgreSQL tests (initdb/pg_ctl not found).\n"
-            "Install Debian's postgresql package, then `make test` again.",
-        ),
-    ]
-    for vendor, label, installed, make_server, missing in servers:
-        if vendor not in only:
-            continue
+        )
+    return (
+        "PostgreSQL",
+        pgcluster.find_bindir(),
+        pgcluster.PostgresCluster,
+        "SKIPPED: PostgreSQL tests (initdb/pg_ctl not found).\n"
+        "Install Debian's postgresql package, then `make test` again.",
+    )
+
+
+def run_all(argv: list[str], runs: list[VendorRun]) -> int:
+    """Run each vendor's pytest, all at once, each beside its own server; return the exit
+    status."""
+    in_ci = os.environ.get("CI", "").lower() == "true"
+    only = os.environ.get("INSTATIC_TEST_VENDORS", ",".join(VENDORS)).split(",")
+    outcomes: dict[str, str] = {}
+    left_behind: list[str] = []
+    coverage_report.erase()
+    suite_started = time.monotonic()
+
+    to_start = []
+    for vendor in (vendor for vendor in VENDORS if vendor in only):
+        label, installed, make_server, missing = server_of(vendor)
         if installed:
-            run = VendorRun(label)
-            runs.append(run)
-            with make_server() as server:
-                run.start(server.url("instatic"), argv, server)
-                status = run.wait()
-            finished(run, status)
+            to_start.append((label, make_server))
         else:
             notice(missing)
             if in_ci:
                 outcomes[label] = "FAILED (skipped under CI=true)"
-        collect_background(wait=False)
-    collect_background(wait=True)
+
+    with contextlib.ExitStack() as every_server:
+        servers: list[contextlib.ExitStack] = []
+        try:
+            for (label, make_server), background in zip(
+                to_start, in_background(len(to_start)), strict=True
+            ):
+                run = VendorRun(label)
+                if background:
+                    run.log = BACKGROUND_LOGS / f"{label.lower()}-{run.run_id}.log"
+                servers.append(every_server.enter_context(contextlib.ExitStack()))
+                server = None if make_server is None else servers[-1].enter_context(make_server())
+                runs.append(run)
+                run.start(None if server is None else server.url("instatic"), argv, server)
+            for index in collection_order(len(runs)):
+                run = runs[index]
+                status = run.wait()
+                servers[index].close()  # each server goes as soon as its run is collected
+                outcome = "passed" if status == 0 else f"FAILED (pytest exit {status})"
+                outcomes[run.label] = f"{outcome} in {took_text(run.took)}"
+                left_behind.extend(check_left_behind(run))
+                run.print_log()
+        except BaseException:  # stopped: every run's pytest goes before any server does
+            for run in runs:
+                run.stop()
+            raise
 
     coverage_report.report()
     if left_behind:
@@ -404,6 +436,7 @@ def run_all(argv: list[str], runs: list[VendorRun]) -> int:
         outcomes["cleanup"] = "FAILED (left processes or database sessions behind)"
     order = ["SQLite", "MariaDB", "PostgreSQL", "cleanup"]
     summary = sorted(outcomes.items(), key=lambda item: order.index(item[0]))
+    summary.append(("all", f"{took_text(time.monotonic() - suite_started)} from start to end"))
     notice("\n".join(f"{label:<12}{outcome}" for label, outcome in summary))
     failures = [label for label, outcome in outcomes.items() if not outcome.startswith("passed")]
     if failures:
