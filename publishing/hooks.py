@@ -2,10 +2,10 @@
 text), and what they tell the editor about it.
 
 Publishing's actions call :func:`post_changed` inside the transaction of every change of a
-post (an editor's save or action, the publish job's batch), after the change is written. An
-app registers a receiver with :func:`on_post_changed` (in its ``AppConfig.ready``): releases
-stop a scheduled release whose item of the post no longer applies, so its owner hears of it
-before the release's time. Publishing knows none of them.
+post (its creation, an editor's save or action, the publish job's batch), after the change is
+written. An app registers a receiver with :func:`on_post_changed` (in its
+``AppConfig.ready``): releases stop a scheduled release whose item of the post no longer
+applies, so its owner hears of it before the release's time. Publishing knows none of them.
 
 A receiver returns the sentences the editor should read about what it did ("this stops the
 release …"). Whoever shows the change to an editor collects them with :func:`telling` around

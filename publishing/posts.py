@@ -158,7 +158,11 @@ def _require_may_go_live(current: Post) -> None:
 
 
 def _create_draft(post: Post, *, user) -> None:
-    """Insert ``post`` as a draft at version 1, written by ``user`` (its author unless set)."""
+    """Insert ``post`` as a draft at version 1, written by ``user`` (its author unless set).
+
+    The new post is told to the post-changed receivers in the same transaction, as every
+    later change is: what they keep of a post (media: the images its text uses) holds from
+    its first save, also if a release puts it live without another edit."""
     post.status = S.DRAFT
     post.published_at = None
     post.last_error = ""
@@ -169,6 +173,7 @@ def _create_draft(post: Post, *, user) -> None:
     _check_times(post)
     with transaction.atomic():
         post.save(force_insert=True)
+        hooks.post_changed([post.pk], user=user)
 
 
 def schedule_post(

@@ -8,8 +8,10 @@ import pytest
 from django.test import Client
 
 from coordination.clock import database_now
+from media.models import ImageUse
 from publishing import batches, posts, previews
 from publishing.models import Post
+from releases import actions as releases
 from tests.media.conftest import make_image
 from tests.publishing.conftest import make_post
 
@@ -21,12 +23,11 @@ def status_for(client: Client, url: str) -> int:
 
 
 def draft_with(image, editor, *, title="Launch") -> Post:
-    """Create a draft showing ``image`` and save it once more (as an editor's change)."""
-    post = posts.save_post(
+    """Create a draft showing ``image``."""
+    return posts.save_post(
         post=Post(title=title, slug=title.lower(), body=f"Hello\n\n{image.markdown()}\n"),
         user=editor,
     )
-    return posts.save_post(post=post, user=editor)
 
 
 def test_an_image_is_public_exactly_while_a_post_showing_it_is_live(editor, client):
@@ -144,3 +145,27 @@ def test_wrong_names_and_widths_of_a_real_image_are_404_for_editors_too(editor, 
     assert client.get(image.url, HTTP_ACCEPT="image/webp,*/*").headers["Content-Type"] == (
         "image/webp"
     )
+
+
+def test_a_post_created_with_an_image_names_it_from_its_first_save(editor):
+    image = make_image(editor)
+    post = posts.save_post(
+        post=Post(title="New", slug="new", body=f"Hello\n\n{image.markdown()}\n"), user=editor
+    )
+    assert list(ImageUse.objects.filter(image=image).values_list("post_id", flat=True)) == [
+        post.pk
+    ], "the library lists it as used, and does not offer to delete it"
+    assert status_for(Client(), image.url) == 404, "a draft: embargoed"
+
+
+def test_a_post_saved_once_and_put_live_by_a_release_shows_its_image(editor):
+    image = make_image(editor)
+    post = posts.save_post(
+        post=Post(title="New", slug="new", body=f"Hello\n\n{image.markdown()}\n"), user=editor
+    )
+    release = releases.create_release(name="Launch", user=editor)
+    releases.add_item(release=release, post=post, user=editor)
+    assert status_for(Client(), image.url) == 404, "in a release that has not gone out"
+    releases.release_now(release=release, user=editor)
+    assert Post.objects.get(pk=post.pk).status == Post.Status.PUBLISHED
+    assert status_for(Client(), image.url) == 200, "the release put the post live"
