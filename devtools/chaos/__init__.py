@@ -41,7 +41,8 @@ Each replica lives in a network namespace this script creates, joined to the hos
 pair whose host end carries a private address the database listens on; a partition takes that
 link down, so the replica's packets are silently dropped (no FIN, no RST) until it comes back.
 Traffic only ever goes to loopback or to those namespaces. Without root (or ``ip netns``) the
-partition fault is left out and reported as such.
+partition fault is left out and reported as such. Soaks at once on one machine (``make test``'s
+MariaDB and PostgreSQL runs) each take a private network of their own, ``10.<octet>.0.0/16``.
 
 Afterwards it checks the invariants (``devtools/chaos/invariants.py``, one function each, from
 the database, the logs and the faults' records; for the workers: every queued slot settled, no

@@ -12,9 +12,6 @@ from devtools.mariadb import MariaDBServer
 from devtools.pgcluster import PostgresCluster
 from devtools.pgreplica import ReplicatedPair
 
-#: The private network of the soak's namespaces (devtools.chaos.network.Network).
-NAMESPACE_NET = "10.231.0.0/16"
-
 
 class Unreachable(Exception):
     """The database did not answer (restarting, or gone)."""
@@ -32,7 +29,9 @@ class SoakDatabase:
     now = ""  # the statement's time
     clock = ""  # the time right now, inside a transaction too
 
-    def start(self, hosts: list[str]) -> None:
+    def start(self, hosts: list[str], network: str) -> None:
+        """Start the server listening on ``hosts``, trusting clients of ``network`` (the
+        soak's namespaces, ``10.<octet>.0.0/16``)."""
         raise NotImplementedError
 
     def stop(self) -> None:
@@ -120,10 +119,10 @@ class PostgresDatabase(SoakDatabase):
         self.errors = (psycopg.OperationalError,)
         self.cluster: PostgresCluster | None = None
 
-    def start(self, hosts: list[str]) -> None:
+    def start(self, hosts: list[str], network: str) -> None:
         self.cluster = PostgresCluster(
             extra_conf={"listen_addresses": f"'{','.join(hosts)}'", "max_connections": "400"},
-            extra_hba=[f"host all all {NAMESPACE_NET} trust"],
+            extra_hba=[f"host all all {network} trust"],
         )
         self.cluster.start()
         with self.psycopg.connect(self.cluster.url(), autocommit=True) as admin:
@@ -195,13 +194,14 @@ class MariaDBDatabase(SoakDatabase):
         self.errors = (MySQLdb.OperationalError,)
         self.server: MariaDBServer | None = None
 
-    def start(self, hosts: list[str]) -> None:
+    def start(self, hosts: list[str], network: str) -> None:
         self.server = MariaDBServer(bind_address=",".join(hosts))
         self.server.start()
-        # The namespaced replicas connect from 10.231.<n>.2.
+        # The namespaced replicas connect from 10.<octet>.<n>.2.
+        prefix = ".".join(network.split(".")[:2]) + ".%"
         self.server._sql(
-            "CREATE USER IF NOT EXISTS 'root'@'10.231.%';"
-            " GRANT ALL ON *.* TO 'root'@'10.231.%' WITH GRANT OPTION;"
+            f"CREATE USER IF NOT EXISTS 'root'@'{prefix}';"
+            f" GRANT ALL ON *.* TO 'root'@'{prefix}' WITH GRANT OPTION;"
         )
 
     def stop(self) -> None:
@@ -282,11 +282,11 @@ class ReplicatedPostgresDatabase(PostgresDatabase):
         super().__init__()
         self.pair: ReplicatedPair | None = None
 
-    def start(self, hosts: list[str]) -> None:
+    def start(self, hosts: list[str], network: str) -> None:
         self.pair = ReplicatedPair(
             synchronous=True,
             extra_conf={"listen_addresses": f"'{','.join(hosts)}'", "max_connections": "400"},
-            extra_hba=[f"host all all {NAMESPACE_NET} trust"],
+            extra_hba=[f"host all all {network} trust"],
         )
         self.pair.start()
 

@@ -8,11 +8,13 @@ from devtools.chaos.clock import log
 
 
 class Network:
-    """One namespace per replica, each joined to the host by a veth pair."""
+    """One namespace per replica, each joined to the host by a veth pair, all in the soak's
+    own ``10.<octet>.0.0/16`` (soaks at once on one machine each take another octet)."""
 
-    def __init__(self, count: int, tag: str):
+    def __init__(self, count: int, tag: str, octet: int = 231):
         self.count = count
         self.tag = tag
+        self.octet = octet
         self.available = os.geteuid() == 0 and shutil.which("ip") is not None
         self.created: list[int] = []
 
@@ -22,19 +24,28 @@ class Network:
     def host_link(self, index: int) -> str:
         return f"ic{self.tag}{index}h"
 
-    @staticmethod
-    def host_address(index: int) -> str:
-        return f"10.231.{index}.1"
+    @property
+    def cidr(self) -> str:
+        """The soak's private network, which its database server trusts."""
+        return f"10.{self.octet}.0.0/16"
 
-    #: The address of the soak's own services (its webhook receiver) on the host: on its
-    #: loopback link, which no partition takes down, routed from every namespace through the
-    #: namespace's own link.
-    SERVICE_ADDRESS = "10.231.0.1"
+    def host_address(self, index: int) -> str:
+        return f"10.{self.octet}.{index}.1"
+
+    def namespace_address(self, index: int) -> str:
+        return f"10.{self.octet}.{index}.2"
+
+    @property
+    def service(self) -> str:
+        """The address of the soak's own services (its webhook receiver) on the host: on its
+        loopback link, which no partition takes down, routed from every namespace through the
+        namespace's own link."""
+        return f"10.{self.octet}.0.1"
 
     def service_address(self) -> str:
         """Return where every replica reaches the soak's services (loopback without
         namespaces)."""
-        return self.SERVICE_ADDRESS if self.available else "127.0.0.1"
+        return self.service if self.available else "127.0.0.1"
 
     def _ip(self, *args: str, check: bool = True) -> None:
         subprocess.run(["ip", *args], check=check, capture_output=True)
@@ -44,7 +55,7 @@ class Network:
             return
         try:
             # Left behind by a soak that was killed, the address is there already: fine.
-            self._ip("addr", "add", f"{self.SERVICE_ADDRESS}/32", "dev", "lo", check=False)
+            self._ip("addr", "add", f"{self.service}/32", "dev", "lo", check=False)
             for i in range(1, self.count + 1):
                 ns, host, peer = self.ns(i), self.host_link(i), f"ic{self.tag}{i}n"
                 self._ip("netns", "add", ns)
@@ -53,12 +64,10 @@ class Network:
                 self._ip("link", "set", peer, "netns", ns)
                 self._ip("addr", "add", f"{self.host_address(i)}/24", "dev", host)
                 self._ip("link", "set", host, "up")
-                self._ip("-n", ns, "addr", "add", f"10.231.{i}.2/24", "dev", peer)
+                self._ip("-n", ns, "addr", "add", f"{self.namespace_address(i)}/24", "dev", peer)
                 self._ip("-n", ns, "link", "set", peer, "up")
                 self._ip("-n", ns, "link", "set", "lo", "up")
-                self._ip(
-                    "-n", ns, "route", "add", self.SERVICE_ADDRESS, "via", self.host_address(i)
-                )
+                self._ip("-n", ns, "route", "add", self.service, "via", self.host_address(i))
         except subprocess.CalledProcessError as exc:
             log(f"network namespaces unavailable ({exc.stderr.decode().strip()}); no partitions")
             self.destroy()
@@ -75,7 +84,7 @@ class Network:
 
     def destroy(self) -> None:
         if self.available:
-            self._ip("addr", "del", f"{self.SERVICE_ADDRESS}/32", "dev", "lo", check=False)
+            self._ip("addr", "del", f"{self.service}/32", "dev", "lo", check=False)
         for i in self.created:
             self._ip("link", "del", self.host_link(i), check=False)
             self._ip("netns", "del", self.ns(i), check=False)

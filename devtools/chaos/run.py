@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 from devtools import chaos, commit_gate
 from devtools.chaos import databases, webhooks
@@ -137,24 +138,43 @@ def settle(soak: Soak, end_db) -> None:
     soak.settled_db = soak.db_now()
 
 
-#: Soaks share machine-wide resources (the 10.231.0.0/16 addresses of their namespaces'
-#: links), so two at once on one machine would route each other's packets: they take turns.
-MACHINE_LOCK = Path("/tmp/instatic-chaos.lock")
+#: Soaks at once on one machine each take a network of their own (``10.<octet>.0.0/16``, the
+#: addresses of their namespaces' links), held by a lock file per octet so that two never
+#: route each other's packets: as many soaks as octets run side by side (``make test``'s
+#: MariaDB and PostgreSQL runs each run one), and any more wait for one to end.
+NETWORK_OCTETS = (231, 232, 233, 234)
+
+
+def network_lock(octet: int) -> Path:
+    return Path(f"/tmp/instatic-chaos-{octet}.lock")
+
+
+def take_network() -> tuple[int, IO]:
+    """Return the first free network's octet and its lock file, held (closing the file lets
+    it go); with none free, wait for the first."""
+    for octet in NETWORK_OCTETS:
+        held = open(network_lock(octet), "a")  # noqa: SIM115 - returned, held by the caller
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return octet, held
+        except BlockingIOError:
+            held.close()
+    octet = NETWORK_OCTETS[0]
+    log(f"{len(NETWORK_OCTETS)} soaks run on this machine; waiting for {network_lock(octet)}")
+    held = open(network_lock(octet), "a")  # noqa: SIM115 - returned, held by the caller
+    fcntl.flock(held, fcntl.LOCK_EX)
+    return octet, held
 
 
 def run(args: argparse.Namespace) -> bool:
-    with open(MACHINE_LOCK, "a") as held:
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log(f"another soak runs on this machine ({MACHINE_LOCK}); waiting for it to end")
-            fcntl.flock(held, fcntl.LOCK_EX)
-        return run_alone(args)
+    octet, held = take_network()
+    with held:
+        return run_alone(args, octet)
 
 
-def run_alone(args: argparse.Namespace) -> bool:
+def run_alone(args: argparse.Namespace, octet: int) -> bool:
     rng = random.Random(args.seed)
-    network = Network(args.replicas, tag=str(os.getpid() % 1000))
+    network = Network(args.replicas, tag=str(os.getpid() % 1000), octet=octet)
     network.create()
     workdir = Path(
         subprocess.check_output(["mktemp", "-d", "/tmp/instatic-chaos-XXXX"], text=True).strip()
@@ -163,7 +183,7 @@ def run_alone(args: argparse.Namespace) -> bool:
     soak = None
     keep = True  # an error before the report keeps the logs too
     try:
-        db.start(["127.0.0.1"] + [network.host_address(i) for i in network.created])
+        db.start(["127.0.0.1"] + [network.host_address(i) for i in network.created], network.cidr)
         log(f"{db.label} at {db.url()}")
         soak = Soak(args, db, network, workdir, rng)
         env = soak.env()
