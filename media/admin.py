@@ -3,7 +3,7 @@ used, and an upload form; and the post page's upload, picker and featured-image 
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -46,10 +46,32 @@ class UploadForm(forms.ModelForm):
         return self.stored
 
 
+class UsedFilter(admin.SimpleListFilter):
+    """Images some post uses (in its text or as its featured image), or none does: an image
+    uploaded for a post that was never saved is only the editors' and may be deleted."""
+
+    title = "use"
+    parameter_name = "used"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Used in posts"), ("no", "Not used")]
+
+    def queryset(self, request, queryset):
+        used = Exists(ImageUse.objects.filter(image=OuterRef("pk"))) | Exists(
+            FeaturedImage.objects.filter(image=OuterRef("pk"))
+        )
+        if self.value() == "yes":
+            return queryset.filter(used)
+        if self.value() == "no":
+            return queryset.exclude(used)
+        return queryset
+
+
 @admin.register(Image)
 class ImageAdmin(admin.ModelAdmin):
     list_display = ["thumbnail", "alt", "original_name", "dimensions", "uploaded", "used_in"]
     list_display_links = ["thumbnail", "alt"]
+    list_filter = [UsedFilter]
     search_fields = ["alt", "original_name"]
     list_per_page = 50
     show_full_result_count = False
@@ -65,7 +87,15 @@ class ImageAdmin(admin.ModelAdmin):
     ]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(use_count=Count("uses", distinct=True))
+        # Posts whose text shows the image and posts it is featured on, each counted once.
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                use_count=Count("uses", distinct=True),
+                featured_count=Count("featured_in", distinct=True),
+            )
+        )
 
     def get_fields(self, request, obj=None):
         if obj is None:
@@ -125,13 +155,9 @@ class ImageAdmin(admin.ModelAdmin):
 
     @admin.display(description="Image")
     def thumbnail(self, image):
-        small = (
-            rules.public_path(image.key, image.name, width=image.widths[0])
-            if image.widths
-            else image.url
-        )
         return format_html(
-            '<img src="{}" alt="" style="max-width:120px;max-height:80px" loading="lazy">', small
+            '<img src="{}" alt="" style="max-width:120px;max-height:80px" loading="lazy">',
+            image.thumbnail_url,
         )
 
     @admin.display(description="Image")
@@ -158,9 +184,13 @@ class ImageAdmin(admin.ModelAdmin):
     @admin.display(description="Used in", ordering="use_count")
     def used_in(self, image):
         count = getattr(image, "use_count", 0)
-        if not count:
+        featured = getattr(image, "featured_count", 0)
+        if not count and not featured:
             return "not used"
-        return f"{count} post" if count == 1 else f"{count} posts"
+        words = [f"{count} post" if count == 1 else f"{count} posts"] if count else []
+        if featured:
+            words.append(f"featured on {featured} post" + ("" if featured == 1 else "s"))
+        return ", ".join(words)
 
     @admin.display(description="Used in")
     def where_used(self, image):

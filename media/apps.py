@@ -11,13 +11,14 @@ class MediaConfig(AppConfig):
 
         from media.checks import check_storage
         from media.pages import add_images
-        from media.post_section import images_section
+        from media.post_section import images_section, keep_featured
         from media.usage import record_uses
-        from publishing.admin.sections import add_post_section
+        from publishing.admin.sections import add_post_section, on_post_added
         from publishing.hooks import on_post_changed
         from publishing.page_bodies import add_body_filter
 
         checks.register(check_storage)
         on_post_changed(record_uses)
         add_body_filter(add_images)
-        add_post_section(images_section)
+        add_post_section(images_section, new_posts=True)
+        on_post_added(keep_featured)

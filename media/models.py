@@ -55,6 +55,13 @@ class Image(models.Model):
         """Return the address of the full-size image."""
         return rules.public_path(self.key, self.name)
 
+    @property
+    def thumbnail_url(self) -> str:
+        """Return the address of the smallest size (the full size if there is none)."""
+        if not self.widths:
+            return self.url
+        return rules.public_path(self.key, self.name, width=self.widths[0])
+
     def markdown(self, alt: str | None = None) -> str:
         """Return the Markdown that shows this image in a post."""
         words = (alt if alt is not None else self.alt).replace("]", "\\]").replace("[", "\\[")

@@ -68,9 +68,7 @@ def image_json(image: Image) -> dict:
     return {
         "key": image.key,
         "url": image.url,
-        "thumbnail": rules.public_path(image.key, image.name, width=image.widths[0])
-        if image.widths
-        else image.url,
+        "thumbnail": image.thumbnail_url,
         "alt": image.alt,
         "name": image.original_name,
         "width": image.width,

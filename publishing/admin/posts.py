@@ -45,6 +45,7 @@ from publishing.admin.revisions import (
 from publishing.admin.sections import (
     ListColumn,
     page_context,
+    post_added,
     post_list_actions,
     post_list_columns,
 )
@@ -52,6 +53,7 @@ from publishing.admin.site_at import (
     site_at_feed_view,
     site_at_post_view,
     site_at_share_view,
+    site_at_sitemap_view,
     site_at_view,
 )
 from publishing.admin.view_on_site import off_site_response
@@ -379,6 +381,9 @@ class PostAdmin(admin.ModelAdmin):
         # The version the form was loaded with; each later call expects the one just written.
         expected = form.cleaned_data.get("version") if change else None
         posts.save_post(post=obj, user=user, expected_version=expected)
+        if not change:
+            # Before any action: what was chosen for the new post goes live with it.
+            post_added(request, obj)
         if "target_status" not in form.cleaned_data:
             return
         if before == S.SCHEDULED and obj.status == S.DRAFT:
@@ -536,8 +541,23 @@ class PostAdmin(admin.ModelAdmin):
             ),
             path("site-at/share/", view(site_at_share_view), name="publishing_post_site_at_share"),
             path("site-at/feed/", view(site_at_feed_view), name="publishing_post_site_at_feed"),
+            path(
+                "site-at/sitemap.xml",
+                view(site_at_sitemap_view),
+                name="publishing_post_site_at_sitemap",
+            ),
+            path(
+                "site-at/sitemap-<section>.xml",
+                view(site_at_sitemap_view),
+                name="publishing_post_site_at_sitemap_section",
+            ),
         ]
         return [calendar, bulk, *site_at, *revisions, *super().get_urls()]
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """Show the sections other apps offer before the first save (media: images)."""
+        extra_context = {**(extra_context or {}), **page_context(request, None)}
+        return super().add_view(request, form_url, extra_context)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """Name the post's scheduled revision, which a direct edit of the text supersedes, and

@@ -9,6 +9,12 @@ post's "Watch" link, this way; releases say that the post goes out with one). A 
 is a Django admin action (``@admin.action``) added with :func:`add_post_list_action`, and a
 list column (:class:`ListColumn`: reviews' "Review", releases' "Release") with
 :func:`add_post_list_column`; a column's cells are read for the page's posts at once.
+
+A section added with ``new_posts=True`` is also shown on the page of a post not saved yet,
+called with ``post`` None (media: an editor uploads and inserts images before the first save).
+What the editor chose there is the section's to keep: a function added with
+:func:`on_post_added` is called with ``(request, post)`` once the page has created the post,
+in the save's transaction (media: the featured image chosen before the post existed).
 """
 
 from collections.abc import Callable, Iterable
@@ -19,11 +25,13 @@ from django.utils.safestring import SafeString
 
 from publishing.models import Post
 
-Section = Callable[[HttpRequest, Post], SafeString | None]
+Section = Callable[[HttpRequest, Post | None], SafeString | None]
 #: A tool's function returns its link's words and address.
 Tool = Callable[[HttpRequest, Post], tuple[str, str] | None]
 
 _sections: list[Section] = []
+_new_post_sections: list[Section] = []
+_added: list[Callable[[HttpRequest, Post], object]] = []
 _notices: list[Section] = []
 _tools: list[Tool] = []
 _list_actions: list[Callable] = []
@@ -46,10 +54,26 @@ class ListColumn:
 _list_columns: list[ListColumn] = []
 
 
-def add_post_section(section: Section) -> None:
-    """Show ``section`` on every post's admin page (once, however often it is added)."""
+def add_post_section(section: Section, *, new_posts: bool = False) -> None:
+    """Show ``section`` on every post's admin page (once, however often it is added); with
+    ``new_posts``, also on the page of a new post, called with ``post`` None."""
     if section not in _sections:
         _sections.append(section)
+    if new_posts and section not in _new_post_sections:
+        _new_post_sections.append(section)
+
+
+def on_post_added(receiver: Callable[[HttpRequest, Post], object]) -> None:
+    """Call ``receiver(request, post)`` after the post page created ``post`` (once, however
+    often it is added), so a section shown on the new post's page keeps what was chosen there."""
+    if receiver not in _added:
+        _added.append(receiver)
+
+
+def post_added(request: HttpRequest, post: Post) -> None:
+    """Tell every receiver added with :func:`on_post_added` that the page created ``post``."""
+    for receiver in _added:
+        receiver(request, post)
 
 
 def add_post_notice(notice: Section) -> None:
@@ -89,7 +113,13 @@ def post_list_actions() -> list[Callable]:
 def page_context(request: HttpRequest, post: Post | None) -> dict:
     """Return the post page's ``post_sections`` and ``post_notices`` (HTML) and
     ``post_tools`` (words, address) for ``request``'s user, each in the order they were added;
-    none for a new post."""
+    for a new post (``post`` None), only the sections added for new posts."""
+    if post is None:
+        return {
+            "post_sections": _shown(_new_post_sections, request, None),
+            "post_notices": [],
+            "post_tools": [],
+        }
     return {
         "post_sections": _shown(_sections, request, post),
         "post_notices": _shown(_notices, request, post),
@@ -98,6 +128,4 @@ def page_context(request: HttpRequest, post: Post | None) -> dict:
 
 
 def _shown(added: list, request: HttpRequest, post: Post | None) -> list:
-    if post is None:
-        return []
     return [shown for shown in (each(request, post) for each in added) if shown]

@@ -2,7 +2,9 @@
 dropping a file on the body, alt text required, insert at the cursor, feature one), the
 toolbar and live preview, the question before leaving unsaved changes, the text kept in the
 browser and offered back; an anonymous visitor asking for the image before and after the post
-goes live; the media library. Screenshots go to ``test-artifacts/``."""
+goes live; the media library. On a new post's page, before its first save: upload, insert
+and feature, the images private until a release puts the post live. Screenshots go to
+``test-artifacts/``."""
 
 import base64
 import re
@@ -13,6 +15,7 @@ from django.urls import reverse
 from media.models import FeaturedImage, Image
 from publishing import posts
 from publishing.models import Post
+from releases import actions as releases
 from tests.media.conftest import image_bytes
 from tests.support.browser import screenshot, signed_in
 
@@ -161,6 +164,100 @@ def test_an_editor_writes_with_images_a_preview_and_nothing_lost(
         used = page.inner_text(".field-where_used")
         assert "Harbour day (published, featured)" in used
         screenshot(page, "media-image-page")
+    except BaseException:
+        screenshot(page, request.node.name)
+        raise
+
+
+def test_an_editor_adds_images_to_a_new_post_that_stay_private_until_it_is_live(
+    live_server, editor, browser, request
+):
+    page = sign_in(browser, live_server)
+    try:
+        page.goto(f"{live_server.url}{reverse('admin:publishing_post_add')}")
+        page.wait_for_selector("#images-panel:has-text('seen only by editors')")
+        page.fill("#id_title", "Opening day")
+        body = page.locator("#id_body")
+        body.fill("Doors open at nine.\n\nSee you there.")
+        page.wait_for_function("() => document.getElementById('id_slug').value === 'opening-day'")
+
+        # Upload through the file picker, at the cursor (after the first paragraph).
+        page.evaluate(
+            "() => { const b = document.getElementById('id_body');"
+            " const at = b.value.indexOf('\\n\\nSee you'); b.setSelectionRange(at, at); }"
+        )
+        with page.expect_file_chooser() as chooser:
+            page.click("#images-choose")
+        chooser.value.set_files(
+            {"name": "doors.jpg", "mimeType": "image/jpeg", "buffer": image_bytes()}
+        )
+        page.click("#images-upload")
+        assert "Describe the image in a few words" in page.inner_text("#images-error")
+        assert not Image.objects.exists()
+        page.fill("#images-alt", "The new doors, open")
+        page.click("#images-upload")
+        page.wait_for_selector("#images-status:has-text('Inserted')")
+        doors = Image.objects.get()
+        assert body.input_value() == (
+            f"Doors open at nine.\n\n![The new doors, open]({doors.url})\n\nSee you there."
+        )
+        page.wait_for_selector(f"#editor-preview-body img[src='{doors.url}']")
+
+        # A second image, dropped on the body at its start, becomes the featured image.
+        dropped = base64.b64encode(image_bytes("PNG", size=(640, 480), color=(20, 90, 200)))
+        page.evaluate(
+            """(data) => {
+              const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+              const transfer = new DataTransfer();
+              transfer.items.add(new File([bytes], "crowd.png", { type: "image/png" }));
+              const b = document.getElementById("id_body");
+              b.setSelectionRange(0, 0);
+              const how = { dataTransfer: transfer, bubbles: true, cancelable: true };
+              b.dispatchEvent(new DragEvent("dragover", how));
+              b.dispatchEvent(new DragEvent("drop", how));
+            }""",
+            dropped.decode(),
+        )
+        page.fill("#images-alt", "The crowd at the doors")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#images-status:has-text('The crowd at the doors')")
+        crowd = Image.objects.get(alt="The crowd at the doors")
+        assert body.input_value().startswith(f"![The crowd at the doors]({crowd.url})\n\n")
+        page.click("#images-list li:has-text('The crowd') >> text=Feature")
+        page.wait_for_selector("#images-status:has-text('when you save the post')")
+        assert page.locator("#images-featured-current img").get_attribute("alt") == (
+            "The crowd at the doors"
+        )
+        page.wait_for_selector(f"#editor-preview-body img[src='{crowd.url}']")
+        screenshot(page, "media-new-post-images")
+
+        # Uploaded, in no saved post yet: nobody but the editors sees them.
+        anonymous = browser.new_context()
+        urls = {image: f"{live_server.url}{image.url}" for image in (doors, crowd)}
+        assert [anonymous.request.get(url).status for url in urls.values()] == [404, 404]
+        assert page.request.get(urls[doors]).status == 200, "the editor sees it"
+
+        page.click("input[name=_continue]")
+        page.wait_for_selector(".messagelist .success")
+        post = Post.objects.get(title="Opening day")
+        assert page.url.endswith(reverse("admin:publishing_post_change", args=[post.pk]))
+        assert FeaturedImage.objects.get(post=post).image == crowd
+        page.wait_for_selector("#images-featured-current img[alt='The crowd at the doors']")
+        assert [anonymous.request.get(url).status for url in urls.values()] == [404, 404]
+
+        # Put live by a release, with no other edit of the post: served from then on.
+        release = releases.create_release(name="Opening", user=editor)
+        releases.add_item(release=release, post=post, user=editor)
+        assert [anonymous.request.get(url).status for url in urls.values()] == [404, 404]
+        releases.release_now(release=release, user=editor)
+        assert [anonymous.request.get(url).status for url in urls.values()] == [200, 200]
+        visitor = anonymous.new_page()
+        visitor.goto(f"{live_server.url}{post.get_absolute_url()}")
+        visitor.wait_for_function(
+            "() => [...document.images].length >= 3"
+            " && [...document.images].every((i) => i.complete && i.naturalWidth > 0)"
+        )
+        screenshot(visitor, "media-new-post-public-page")
     except BaseException:
         screenshot(page, request.node.name)
         raise

@@ -1,7 +1,8 @@
 /* The post page's Images section (media/post_section.py): upload an image chosen or dropped,
    ask for its alt text, insert its Markdown into the body where the cursor was, reuse images
-   from the library and choose the featured image. The body gets an "input" event after each
-   insert, so the page knows it has unsaved changes. */
+   from the library and choose the featured image, on a saved post's page and a new one's.
+   The body gets an "input" event after each insert, so the page knows it has unsaved
+   changes. */
 (function () {
   "use strict";
   const panel = document.getElementById("images-panel");
@@ -86,31 +87,43 @@
     }
   }
 
-  async function feature(key) {
+  // A saved post's featured image changes at once; a new post's is kept in the form's
+  // field and becomes the post's when the post is first saved.
+  async function feature(image) {
+    const kept = $("images-featured-key");
+    if (kept) {
+      kept.value = image ? image.key : "";
+      showFeatured(image, " when you save the post");
+      return;
+    }
     const data = new FormData();
-    data.append("key", key || "");
+    data.append("key", image ? image.key : "");
     const response = await fetch(panel.dataset.featuredUrl, {
       method: "POST", body: data, credentials: "same-origin",
       headers: { "X-CSRFToken": csrf() },
     });
     if (!response.ok) { fail("The featured image could not be changed (" + response.status + ")."); return; }
     const answer = await response.json();
+    showFeatured(answer.image, "");
+  }
+
+  function showFeatured(image, when) {
     const current = $("images-featured-current");
     current.textContent = "";
-    if (answer.image) {
+    if (image) {
       const img = document.createElement("img");
-      img.src = answer.image.thumbnail; img.alt = answer.image.alt;
-      const words = document.createElement("span"); words.textContent = " " + answer.image.alt + " ";
+      img.src = image.thumbnail; img.alt = image.alt;
+      const words = document.createElement("span"); words.textContent = " " + image.alt + " ";
       const remove = document.createElement("button");
       remove.type = "button"; remove.className = "button"; remove.id = "images-featured-remove";
       remove.textContent = "Remove";
       current.append(img, words, remove);
-      say("“" + answer.image.alt + "” is the featured image.");
+      say("“" + image.alt + "” is the featured image" + when + ".");
     } else {
       const none = document.createElement("span"); none.className = "help";
       none.textContent = "None: choose one below with “Feature”.";
       current.append(none);
-      say("The post has no featured image now.");
+      say(when ? "No featured image is chosen." : "The post has no featured image now.");
     }
   }
 
@@ -132,7 +145,7 @@
       add.addEventListener("click", () => insert(image.markdown));
       const star = document.createElement("button");
       star.type = "button"; star.className = "button"; star.textContent = "Feature";
-      star.addEventListener("click", () => feature(image.key));
+      star.addEventListener("click", () => feature(image));
       item.append(img, words, add, star);
       list.append(item);
     }
@@ -162,7 +175,7 @@
     if (event.key === "Enter") { event.preventDefault(); upload(); }
   });
   panel.addEventListener("click", (event) => {
-    if (event.target.id === "images-featured-remove") feature("");
+    if (event.target.id === "images-featured-remove") feature(null);
   });
   let searchTimer = null;
   $("images-search").addEventListener("input", (event) => {
