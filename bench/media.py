@@ -1,10 +1,11 @@
 """Images benchmark: an upload of a 20-megapixel JPEG, the live preview of the longest body,
 and the queries a public page with 20 images adds.
 
-Prints the upload's processing time (every width as JPEG and WebP, target <= 2 s) with the
-process's peak memory before and after, the live preview's server time for a 200,000-
-character body of prose and of the heaviest hostile pattern (target <= 300 ms), and the
-queries of a post page with 20 images beside one with none (target <= 5 more).
+Prints the upload's processing time (every width as JPEG and WebP, target <= 2 s; the median
+of three, with its CPU time) with the process's peak memory before and after, the live
+preview's server time for a 200,000-character body of prose and of the heaviest hostile
+pattern (target <= 300 ms), and the queries of a post page with 20 images beside one with
+none (target <= 5 more).
 """
 
 import io
@@ -85,15 +86,25 @@ def peak_memory(content: bytes) -> tuple[float, float]:
     return float(before), float(after)
 
 
-def upload_time(editor) -> tuple[float, float, float, int]:
+#: Uploads timed; the median is reported, with its CPU time, so a machine busy with other
+#: work shows as wall time well above CPU time rather than as a slower upload.
+UPLOAD_RUNS = 3
+
+
+def upload_time(editor) -> tuple[float, float, float, float, int]:
+    """Return the median wall and CPU seconds of storing a 20 MP JPEG, the peak memory of a
+    fresh process before and after processing it, and the file's size."""
     content = photo_bytes()
-    start = time.perf_counter()
-    services.store_image(
-        upload=SimpleUploadedFile("camera.jpg", content), alt="A photo", user=editor
-    )
-    seconds = time.perf_counter() - start
+    walls, cpus = [], []
+    for run in range(UPLOAD_RUNS):
+        start, cpu = time.perf_counter(), time.process_time()
+        services.store_image(
+            upload=SimpleUploadedFile(f"camera-{run}.jpg", content), alt="A photo", user=editor
+        )
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
     before, after = peak_memory(content)
-    return seconds, before, after, len(content)
+    return statistics.median(walls), statistics.median(cpus), before, after, len(content)
 
 
 def preview_ms(client: Client, body: str, runs: int = 5) -> float:
@@ -138,7 +149,7 @@ def main() -> int:
     old_name = connection.creation.create_test_db(verbosity=0)
     try:
         editor = User.objects.create_superuser("bench-editor", "e@example.com", "pw")
-        seconds, before, after, size = upload_time(editor)
+        seconds, cpu, before, after, size = upload_time(editor)
         client = Client()
         client.force_login(editor)
         prose = preview_ms(client, PROSE)
@@ -149,7 +160,8 @@ def main() -> int:
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
     print(
-        f"20-megapixel JPEG ({size / 1e6:.1f} MB): processed and stored in {seconds:.2f} s; "
+        f"20-megapixel JPEG ({size / 1e6:.1f} MB): processed and stored in {seconds:.2f} s "
+        f"(median of {UPLOAD_RUNS}; {cpu:.2f} s of CPU); "
         f"peak memory of a fresh process {before:.0f} MB before processing, {after:.0f} MB after"
     )
     _report.figure(
@@ -158,7 +170,7 @@ def main() -> int:
         unit="s",
         target=f"<= {TARGET_UPLOAD_S} s",
         ok=seconds <= TARGET_UPLOAD_S,
-        note=f"peak RSS {before:.0f} -> {after:.0f} MB",
+        note=f"median of {UPLOAD_RUNS}, {cpu:.2f} s CPU; peak RSS {before:.0f} -> {after:.0f} MB",
     )
     _report.figure(
         "live preview, 200,000 characters",
