@@ -34,7 +34,6 @@ def images_section(request, post) -> SafeString | None:
     context = {
         "post": post,
         "featured": featured,
-        "featured_thumbnail": featured.thumbnail_url if featured else "",
         "featured_field": FEATURED_FIELD,
         "upload_url": reverse("admin:media_image_upload"),
         "picker_url": reverse("admin:media_image_picker"),
