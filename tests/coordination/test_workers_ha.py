@@ -367,7 +367,11 @@ def test_a_leader_killed_at_the_commit_of_its_queueing_leaves_no_half_and_the_ne
         cursor.execute("SELECT pg_advisory_unlock(%s)", [GATE_KEY])
     wait_until(lambda: session_state(waiting) == "idle in transaction", timeout=10)
     assert torn_pairs() == []
-    assert not JobRun.objects.exists() and not open_tasks().exists()
+    # Nothing of the open transaction shows. (A slot the slow start of a busy machine let
+    # pass may be recorded missed, in a transaction of its own: that is no half of this one.)
+    shown = JobRun.objects.exclude(status=JobRun.Status.MISSED)
+    assert not shown.exists(), list(shown.values("job", "slot", "status", "node"))
+    assert not open_tasks().exists()
     slot = JobState.objects.get(name=SLOW).next_due  # what the old leader was queueing
 
     old.signal(signal.SIGKILL)
