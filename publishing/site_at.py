@@ -18,7 +18,7 @@ Reading the facts (:mod:`publishing.site_at_facts`) is separate; apps add the ch
 make at their time with :func:`add_change_source` (releases: each item at the release's time).
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -81,6 +81,21 @@ NOT_LIVE = "the post was not live at the revision's time"
 SET_ASIDE = "the post was taken down before it, which set it aside"
 
 
+def change_key(change: Change) -> tuple:
+    """Return where ``change`` comes in the job's order: by time, then :data:`ORDER`, then post."""
+    return (change.at, change.order, change.post_id)
+
+
+def earliest(changes: Iterable[Change], count: int | None) -> list[Change]:
+    """Return the first ``count`` of ``changes`` in the job's order (None: all of them)."""
+    return sorted(changes, key=change_key)[:count]
+
+
+def latest(changes: Iterable[Change], count: int | None) -> list[Change]:
+    """Return the last ``count`` of ``changes`` in the job's order, the last first."""
+    return sorted(changes, key=change_key, reverse=True)[:count]
+
+
 def apply(
     pages: dict[int, Page], changes: Iterable[Change], moment: datetime
 ) -> tuple[dict[int, Page], list[Outcome]]:
@@ -91,7 +106,7 @@ def apply(
     shown = dict(pages)
     set_aside: set[int] = set()
     outcomes = []
-    due = sorted((c for c in changes if c.at <= moment), key=lambda c: (c.at, c.order, c.post_id))
+    due = sorted((c for c in changes if c.at <= moment), key=change_key)
     for change in due:
         page = shown.get(change.post_id)
         why = change.why_not or _why_not(change, page, set_aside)
@@ -124,6 +139,30 @@ def _why_not(change: Change, page: Page | None, set_aside: set[int]) -> str:
     return "" if page.live else NOT_LIVE
 
 
+def page_key(page: Page, moment: datetime) -> tuple:
+    """Return where ``page`` comes in the index at ``moment``: newest first (a live post with
+    no time of going live is read as going live at the moment), then by id."""
+    return (page.published_at or moment, page.post_id)
+
+
+def newest_live(
+    pages: Iterable[Page], moment: datetime, *, unseen_below: tuple | None
+) -> list[Page]:
+    """Return the live ``pages`` newest first, those whose place in the index is sure.
+
+    ``pages`` are some of the posts at ``moment`` (the newest few now and those with the
+    latest publishes by then); every post not among them comes below ``unseen_below`` (a
+    :func:`page_key`; None: there is none), so a page at or above it is in its place, and one
+    below it may yet have an unseen post before it.
+    """
+    live = sorted(
+        (page for page in pages if page.live), key=lambda p: page_key(p, moment), reverse=True
+    )
+    if unseen_below is None:
+        return live
+    return [page for page in live if page_key(page, moment) >= unseen_below]
+
+
 #: ``source(moment) -> changes``: an app's changes due by ``moment`` (releases').
 ChangeSource = Callable[[datetime], list[Change]]
 
@@ -140,3 +179,26 @@ def add_change_source(source: ChangeSource) -> None:
 def other_changes(moment: datetime) -> list[Change]:
     """Return the changes other apps make by ``moment``."""
     return [change for source in _sources for change in source(moment)]
+
+
+def wanted(
+    changes: Iterable[Change],
+    *,
+    posts: Collection[int] | None = None,
+    only: str | None = None,
+    first: int | None = None,
+    last: int | None = None,
+) -> list[Change]:
+    """Return the ``changes`` of the posts ``posts`` (None: every post) of the kind ``only``
+    (None: every kind), and the ``first`` or ``last`` so many of them in the job's order
+    (None: all; the last ones last first)."""
+    kept = [
+        change
+        for change in changes
+        if (posts is None or change.post_id in posts) and (only is None or change.kind == only)
+    ]
+    if first is not None:
+        return earliest(kept, first)
+    if last is not None:
+        return latest(kept, last)
+    return kept

@@ -11,32 +11,138 @@ failed waits for an editor, content the go-live checks hold (reviews) stays out,
 cannot go live as it is (:func:`publishing.validation.publish_problems`) would fail.
 """
 
+from collections.abc import Collection
 from datetime import datetime
 
-from django.db.models import Q
-from django.db.models.functions import Length, Trim
+from django.db.models import Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Length, Trim
 
 from publishing import go_live, selectors
 from publishing.conf import settings
 from publishing.models import Post, PostRevision
-from publishing.site_at import NEW_TEXT, ORDER, PUBLISH, UNPUBLISH, Change, Page, other_changes
+from publishing.site_at import (
+    NEW_TEXT,
+    ORDER,
+    PUBLISH,
+    UNPUBLISH,
+    Change,
+    Page,
+    earliest,
+    other_changes,
+    wanted,
+)
 from publishing.validation import publish_problems
 
 S = Post.Status
 
 
-def changes_by(moment: datetime) -> list[Change]:
-    """Return every change scheduled to happen by ``moment``, each with why not if it won't."""
-    changes = _publishes(moment) + _takedowns(moment) + _revisions(moment)
-    return changes + other_changes(moment)
+def changes_by(
+    moment: datetime,
+    *,
+    posts: Collection[int] | None = None,
+    with_first: int | None = None,
+    only: str | None = None,
+    first: int | None = None,
+    last: int | None = None,
+    others: list[Change] | None = None,
+) -> list[Change]:
+    """Return the changes scheduled to happen by ``moment``, each with why not if it won't;
+    ``posts``, ``only``, ``first`` and ``last`` as for :func:`publishing.site_at.wanted`, and
+    with the posts' changes, at least the ``with_first`` earliest changes of any post (the
+    banner's, in the same reads).
+
+    A page reads the changes it shows, not every change by then: the publish job's own (of
+    which there can be thousands) narrowed by the database, a small query a kind; other
+    apps' are ``others`` (:func:`publishing.site_at.other_changes`, read once a page:
+    releases are few) or read here.
+    """
+    others = other_changes(moment) if others is None else others
+    narrow = {"posts": posts, "only": only, "first": first, "last": last}
+    own = _own_changes(moment, with_first=with_first, **narrow)
+    if with_first and posts is not None:
+        theirs = wanted(others, only=only)
+        banner = set(earliest(theirs, with_first))
+        return own + [change for change in theirs if change.post_id in posts or change in banner]
+    return wanted([*own, *others], **narrow)
 
 
-def _publishes(moment: datetime) -> list[Change]:
-    rows = list(
-        Post.objects.filter(status=S.SCHEDULED, publish_at__lte=moment)
+def due_posts(moment: datetime, others: list[Change] | None = None) -> list[int]:
+    """Return the post of each change due by ``moment`` (a post as often as it changes): how
+    many changes there are and which posts they touch, without reading the changes;
+    ``others`` as for :func:`changes_by`."""
+    others = other_changes(moment) if others is None else others
+    own = (
+        _due_publishes(moment)
         .order_by()
-        .annotate(body_length=Length(Trim("body")))
-        .values_list("pk", "publish_at", "last_error", "title", "slug", "body_length")
+        .values_list("pk")
+        .union(
+            _due_takedowns(moment).order_by().values_list("pk"),
+            _due_revisions(moment).order_by().values_list("post_id"),
+            all=True,
+        )
+    )
+    return [pk for (pk,) in own] + [change.post_id for change in others]
+
+
+def _due_publishes(moment: datetime) -> QuerySet:
+    return Post.objects.filter(status=S.SCHEDULED, publish_at__lte=moment)
+
+
+def _due_takedowns(moment: datetime) -> QuerySet:
+    return Post.objects.filter(status__in=(S.SCHEDULED, S.PUBLISHED), unpublish_at__lte=moment)
+
+
+def _due_revisions(moment: datetime) -> QuerySet:
+    return PostRevision.objects.filter(status=PostRevision.Status.SCHEDULED, publish_at__lte=moment)
+
+
+def narrowed(
+    rows: QuerySet, *, at: str, post: str, posts, with_first, first, last, moment
+) -> QuerySet:
+    """Return ``rows`` (changes due by ``moment`` at their field ``at``, of the post in their
+    field ``post``) of the posts ``posts`` only (with at least their ``with_first`` earliest,
+    of any post), and the ``first`` or ``last`` so many of them (as for :func:`changes_by`):
+    the database orders and cuts each kind's changes."""
+    if posts is not None:
+        keep = Q(**{f"{post}__in": list(posts)})
+        if with_first:
+            # Up to the time of the kind's nth change: a scalar subquery, which every
+            # database takes with its LIMIT (MariaDB refuses one inside IN).
+            nth = rows.order_by(at).values(at)[with_first - 1 : with_first]
+            keep |= Q(**{f"{at}__lte": Coalesce(Subquery(nth), Value(moment))})
+        rows = rows.filter(keep)
+    if first is not None:
+        return rows.order_by(at, post)[:first]
+    if last is not None:
+        return rows.order_by(f"-{at}", f"-{post}")[:last]
+    return rows.order_by()
+
+
+def _own_changes(moment: datetime, *, only, **narrow) -> list[Change]:
+    """Return the publish job's own changes due by ``moment``, narrowed as :func:`changes_by`
+    says: a small query a kind (one union would read fewer times, but Django takes longer to
+    build it than the database to answer three)."""
+    changes = []
+    if only in (None, PUBLISH):
+        changes += _publishes(moment, **narrow)
+    if only in (None, UNPUBLISH):
+        changes += _takedowns(moment, **narrow)
+    if only in (None, NEW_TEXT):
+        changes += _revisions(moment, **narrow)
+    return changes
+
+
+def _publishes(moment: datetime, **narrow) -> list[Change]:
+    rows = list(
+        narrowed(
+            _due_publishes(moment)
+            .annotate(body_length=Length(Trim("body")))
+            .values_list("pk", "publish_at", "last_error", "title", "slug", "body_length"),
+            at="publish_at",
+            post="pk",
+            moment=moment,
+            **narrow,
+        )
     )
     held = go_live.why_not(go_live.POST, [pk for pk, *_ in rows])
     max_chars = int(settings.POST_BODY_MAX_CHARS)
@@ -50,20 +156,28 @@ def _publishes(moment: datetime) -> list[Change]:
     return changes
 
 
-def _takedowns(moment: datetime) -> list[Change]:
-    rows = (
-        Post.objects.filter(status__in=(S.SCHEDULED, S.PUBLISHED), unpublish_at__lte=moment)
-        .order_by()
-        .values_list("pk", "unpublish_at")
+def _takedowns(moment: datetime, **narrow) -> list[Change]:
+    rows = narrowed(
+        _due_takedowns(moment).values_list("pk", "unpublish_at"),
+        at="unpublish_at",
+        post="pk",
+        moment=moment,
+        **narrow,
     )
     return [Change(at, ORDER["unpublish"], pk, UNPUBLISH, "its unpublish time") for pk, at in rows]
 
 
-def _revisions(moment: datetime) -> list[Change]:
+def _revisions(moment: datetime, **narrow) -> list[Change]:
     rows = list(
-        PostRevision.objects.filter(status=PostRevision.Status.SCHEDULED, publish_at__lte=moment)
-        .order_by()
-        .values_list("pk", "post_id", "number", "publish_at", "title", "excerpt")
+        narrowed(
+            _due_revisions(moment).values_list(
+                "pk", "post_id", "number", "publish_at", "title", "excerpt"
+            ),
+            at="publish_at",
+            post="post_id",
+            moment=moment,
+            **narrow,
+        )
     )
     held = go_live.why_not(go_live.REVISION, [pk for pk, *_ in rows])
     return [
@@ -104,17 +218,22 @@ def body_of(page: Page) -> str:
     return source.values_list("body_html", flat=True).first() or ""
 
 
-def live_now(*, excluding: set[int], limit: int, offset: int = 0) -> list[Page]:
-    """Return the live posts now, newest first, less ``excluding``: ``limit`` from ``offset``."""
-    rows = (
-        selectors.live_posts()
-        .exclude(pk__in=excluding)
-        .values_list("pk", "title", "slug", "published_at", "excerpt")[offset : offset + limit]
-    )
+def live_now(*, limit: int) -> list[Page]:
+    """Return the ``limit`` newest live posts now."""
+    rows = selectors.live_posts().values_list("pk", "title", "slug", "published_at", "excerpt")
     return [
         Page(pk, title, slug, True, published_at, excerpt=excerpt)
-        for pk, title, slug, published_at, excerpt in rows
+        for pk, title, slug, published_at, excerpt in rows[:limit]
     ]
+
+
+def live_then(pages: dict[int, Page]) -> QuerySet[Post]:
+    """Return the posts live at a moment whose changes touch ``pages`` (as they are then):
+    those live now that no change touches, and the touched ones live then."""
+    touched_live = [pk for pk, page in pages.items() if page.live]
+    return selectors.live_posts().exclude(pk__in=list(pages)) | Post.objects.filter(
+        pk__in=touched_live
+    )
 
 
 def post_by_slug(slug: str) -> int | None:

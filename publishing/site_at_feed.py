@@ -7,7 +7,7 @@ from publishing.conf import settings
 from publishing.feeds import LatestPostsFeed
 from publishing.previews import PREVIEW_HEADERS
 from publishing.site_at_facts import bodies_of
-from publishing.site_at_pages import Links, index_context
+from publishing.site_at_pages import Links, newest_at
 from publishing.validation import xml_text
 
 
@@ -17,16 +17,15 @@ class SiteAtFeed(LatestPostsFeed):
     feed_type = Atom1Feed
     subtitle = "The latest posts, as they will be."
 
-    def __init__(self, at, links: Links, changes=None):
+    def __init__(self, at, links: Links):
         super().__init__()
-        self.at, self.links, self.changes = at, links, changes
+        self.at, self.links = at, links
 
     def link(self) -> str:
         return self.links.index(1)
 
     def items(self):
-        entries = index_context(self.at, self.links, page="1", changes=self.changes)["entries"]
-        pages = [entry["page"] for entry in entries[: int(settings.FEED_SIZE)]]
+        pages, _plan = newest_at(self.at, int(settings.FEED_SIZE))
         bodies = bodies_of(pages)
         return [(page, bodies.get(page.post_id, "")) for page in pages]
 

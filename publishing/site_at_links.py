@@ -23,8 +23,7 @@ from coordination.clock import database_now
 from publishing import previews
 from publishing.actions import editor_name
 from publishing.models import Post
-from publishing.site_at import Change
-from publishing.site_at_facts import changes_by
+from publishing.site_at_facts import due_posts
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +39,10 @@ class SharedMoment:
     digest: str
 
 
-def plan_digest(changes: list[Change]) -> str:
-    """Return the digest of the posts ``changes`` touch and their preview generations."""
-    touched = {change.post_id for change in changes}
+def plan_digest(at: datetime) -> str:
+    """Return the digest of the posts the changes by ``at`` touch and their preview
+    generations."""
+    touched = set(due_posts(at))
     generations = sorted(
         Post.objects.filter(pk__in=list(touched)).order_by().values_list("pk", "preview_generation")
     )
@@ -82,7 +82,7 @@ def shared_link(*, at: datetime, user, expires_in: timedelta) -> str:
         )
     previews.check_lifetime(expires_in)
     at = at.replace(microsecond=0)
-    moment = SharedMoment(at, database_now() + expires_in, plan_digest(changes_by(at)))
+    moment = SharedMoment(at, database_now() + expires_in, plan_digest(at))
     logger.info(
         "link to the site at %s made by %s, valid until %s",
         at.isoformat(),
@@ -92,12 +92,10 @@ def shared_link(*, at: datetime, user, expires_in: timedelta) -> str:
     return reverse("publishing:site_at_shared", kwargs={"token": make_token(moment)})
 
 
-def still_shown(token: str) -> tuple[SharedMoment, list[Change]] | None:
-    """Return the moment ``token`` shows and its changes, read once for the check and the
-    page, if it is still valid (signed, not expired, the plan unchanged and no preview
-    revoked since); else None."""
+def still_shown(token: str) -> SharedMoment | None:
+    """Return the moment ``token`` shows if it is still valid (signed, not expired, the plan
+    unchanged and no preview revoked since); else None."""
     moment = read_token(token)
     if moment is None or moment.expires_at <= database_now():
         return None
-    changes = changes_by(moment.at)
-    return (moment, changes) if plan_digest(changes) == moment.digest else None
+    return moment if plan_digest(moment.at) == moment.digest else None

@@ -19,13 +19,33 @@ from coordination.wording import local_time
 from publishing.conf import settings
 from publishing.page_bodies import page_body
 from publishing.previews import PREVIEW_HEADERS
-from publishing.site_at import Outcome, Page, apply
-from publishing.site_at_facts import body_of, changes_by, live_now, pages_of, post_by_slug
+from publishing.site_at import (
+    PUBLISH,
+    Change,
+    Outcome,
+    Page,
+    apply,
+    earliest,
+    newest_live,
+    other_changes,
+    page_key,
+)
+from publishing.site_at_facts import (
+    body_of,
+    changes_by,
+    due_posts,
+    live_now,
+    pages_of,
+    post_by_slug,
+)
 
 #: How many index pages the moment's index goes back (each reads the live posts up to it).
 MOST_PAGES = 200
 #: How many of the changes from now the banner names (the rest are counted).
 BANNER_MOST = 30
+#: How many posts the index reads at least from each end it merges (the newest live now, the
+#: latest publishes by the moment).
+WINDOW = 32
 #: How long the links of a shown page's embargoed images work.
 PAGE_LIFE = timedelta(hours=1)
 #: What each kind of change does, in the banner's words.
@@ -35,20 +55,57 @@ WHAT = {"publish": "goes live", "unpublish": "is taken down", "new_text": "gets 
 @dataclass(frozen=True)
 class Links:
     """The addresses of the pages of one moment: its index (page ``n``), a post by its
-    address, its feed, and the way out (empty: none, for a shared link)."""
+    address, its feed, its sitemap's index and a page of one of its sections, and the way
+    out (empty: none, for a shared link)."""
 
     index: Callable[[int], str]
     post: Callable[[str], str]
     feed: str
+    sitemap: str
+    sitemap_section: Callable[[str, int], str]
     leave: str = ""
 
 
-def differences(outcomes: list[Outcome], pages: dict[int, Page], links: Links) -> list[dict]:
+@dataclass(frozen=True)
+class Plan:
+    """Some posts at a moment (``pages``, by id) and what their changes did (``outcomes``,
+    in order), with the first changes from now (``first``, the banner's) and how many
+    changes there are by then (``count``)."""
+
+    pages: dict[int, Page]
+    outcomes: list[Outcome]
+    first: frozenset[Change]
+    count: int
+
+
+def read_plan(
+    at: datetime,
+    posts: set[int],
+    *,
+    known: dict[int, Page] | None = None,
+    others: list[Change] | None = None,
+) -> Plan:
+    """Return the posts ``posts`` at ``at`` and the banner's changes: every change of those
+    posts, and the first changes from now, applied to the posts as they are now (``known``:
+    some of them, read already). Only these are read, however many changes there are; a
+    post the banner names that ``posts`` does not hold is as the changes read leave it
+    (every change before the banner's last is among them, so what each did is exact).
+    Other apps' changes are ``others`` when the page has read them already."""
+    others = other_changes(at) if others is None else others
+    changes = changes_by(at, posts=posts, with_first=BANNER_MOST, others=others)
+    first = earliest(changes, BANNER_MOST)
+    known = {pk: page for pk, page in (known or {}).items() if pk in posts}
+    read = posts | {change.post_id for change in first}
+    pages, outcomes = apply(known | pages_of(read - set(known)), changes, at)
+    return Plan(pages, outcomes, frozenset(first), len(due_posts(at, others)))
+
+
+def differences(plan: Plan, links: Links) -> list[dict]:
     """Return what differs from now (the first :data:`BANNER_MOST`), each change in words
     with its post's link at the moment."""
     shown = []
-    for outcome in outcomes[:BANNER_MOST]:
-        page = pages.get(outcome.change.post_id)
+    for outcome in [outcome for outcome in plan.outcomes if outcome.change in plan.first]:
+        page = plan.pages.get(outcome.change.post_id)
         if page is None:
             continue
         shown.append(
@@ -65,42 +122,61 @@ def differences(outcomes: list[Outcome], pages: dict[int, Page], links: Links) -
     return shown
 
 
-def _banner(at: datetime, note: str, outcomes, pages, links: Links) -> dict:
+def _banner(at: datetime, note: str, plan: Plan, links: Links) -> dict:
     return {
         "note": note,
         "when": local_time(at, seconds=False),
-        "differences": differences(outcomes, pages, links),
-        "changes": len(outcomes),
-        "more_changes": max(0, len(outcomes) - BANNER_MOST),
+        "differences": differences(plan, links),
+        "changes": plan.count,
+        "more_changes": max(0, plan.count - BANNER_MOST),
         "index_url": links.index(1),
         "feed_url": links.feed,
+        "sitemap_url": links.sitemap,
         "leave_url": links.leave,
     }
 
 
-def index_context(
-    at: datetime, links: Links, *, page: str | None, note: str = "", changes=None
-) -> dict:
-    """Return the index at ``at``, page ``page`` (a number; anything else is the first);
-    ``changes`` are the changes by ``at`` when the caller has read them already."""
-    changes = changes_by(at) if changes is None else changes
-    touched = {change.post_id for change in changes}
-    pages, outcomes = apply(pages_of(touched), changes, at)
+def newest_at(at: datetime, count: int) -> tuple[list[Page], Plan]:
+    """Return the ``count`` newest posts live at ``at`` (fewer: there are no more) and the
+    plan they were read with.
+
+    Reads windows: the newest live posts now and the latest publishes by then, with every
+    change of those posts; a post outside both comes below the windows' ends (a post goes
+    live at its latest publish, or stays at its time now), so the posts above them are in
+    place. Too few: the windows grow fourfold.
+    """
+    window = max(count, WINDOW)
+    others = other_changes(at)
+    while True:
+        publishes = changes_by(at, only=PUBLISH, last=window, others=others)
+        newest = live_now(limit=window)
+        posts = {change.post_id for change in publishes} | {page.post_id for page in newest}
+        known = {page.post_id: page for page in newest}
+        plan = read_plan(at, posts, known=known, others=others)
+        ends = [(change.at, change.post_id) for change in publishes[window - 1 :]]
+        ends += [page_key(page, at) for page in newest[window - 1 :]]
+        placed = newest_live(
+            [plan.pages[pk] for pk in posts if pk in plan.pages],
+            at,
+            unseen_below=max(ends, default=None),
+        )
+        if len(placed) >= count or not ends:
+            return placed[:count], plan
+        window *= 4
+
+
+def index_context(at: datetime, links: Links, *, page: str | None, note: str = "") -> dict:
+    """Return the index at ``at``, page ``page`` (a number; anything else is the first)."""
     per_page = int(settings.POSTS_PER_PAGE)
     try:
         number = max(1, min(int(page or "1"), MOST_PAGES))
     except ValueError:
         number = 1
     offset = (number - 1) * per_page
-    live = [shown for shown in pages.values() if shown.live]
-    merged = sorted(
-        live + live_now(excluding=touched, limit=offset + per_page + 1),
-        key=lambda shown: (shown.published_at or at, shown.post_id),
-        reverse=True,
-    )
+    merged, plan = newest_at(at, offset + per_page + 1)
     more = len(merged) > offset + per_page and number < MOST_PAGES
     return {
-        **_banner(at, note, outcomes, pages, links),
+        **_banner(at, note, plan, links),
         "entries": [
             {"page": shown, "url": links.post(shown.slug)}
             for shown in merged[offset : offset + per_page]
@@ -110,18 +186,15 @@ def index_context(
     }
 
 
-def post_context(at: datetime, links: Links, slug: str, *, note: str = "", changes=None) -> dict:
-    """Return the post whose address is ``slug`` at ``at``; none has it: a 404. ``changes``
-    as for :func:`index_context`."""
+def post_context(at: datetime, links: Links, slug: str, *, note: str = "") -> dict:
+    """Return the post whose address is ``slug`` at ``at``; none has it: a 404."""
     post_id = post_by_slug(slug)
     if post_id is None:
         raise Http404(_("No post has this address."))
-    changes = changes_by(at) if changes is None else changes
-    touched = {change.post_id for change in changes} | {post_id}
-    pages, outcomes = apply(pages_of(touched), changes, at)
-    shown = pages[post_id]
+    plan = read_plan(at, {post_id})
+    shown = plan.pages[post_id]
     return {
-        **_banner(at, note, outcomes, pages, links),
+        **_banner(at, note, plan, links),
         "post": shown,
         # Embargoed images are shown through links that live as long as this page's view.
         "body": page_body(post_id, body_of(shown), preview_until=database_now() + PAGE_LIFE),

@@ -97,9 +97,13 @@ class PostSitemap(Sitemap):
     def items(self):
         return selectors.live_posts().only("id", "slug", "updated_at").order_by("id")
 
+    def last_id(self) -> int | None:
+        """Return the highest id of a post the section lists (its last page is that id's)."""
+        return last_live_id()
+
     @property
     def paginator(self) -> IdRangePaginator:
-        return IdRangePaginator(self.items(), self.limit, last_id=last_live_id)
+        return IdRangePaginator(self.items(), self.limit, last_id=self.last_id)
 
     def location(self, item: Post) -> str:
         return item.get_absolute_url()

@@ -16,6 +16,16 @@ urlpatterns = [
     path("site-at/<str:token>/", views.site_at_shared, name="site_at_shared"),
     path("site-at/<str:token>/feed/", views.site_at_shared_feed, name="site_at_shared_feed"),
     path(
+        "site-at/<str:token>/sitemap.xml",
+        views.site_at_shared_sitemap,
+        name="site_at_shared_sitemap",
+    ),
+    path(
+        "site-at/<str:token>/sitemap-<section>.xml",
+        views.site_at_shared_sitemap,
+        name="site_at_shared_sitemap_section",
+    ),
+    path(
         "site-at/<str:token>/posts/<slug:slug>/",
         views.site_at_shared_post,
         name="site_at_shared_post",

@@ -21,6 +21,7 @@ from publishing.previews import PREVIEW_HEADERS
 from publishing.site_at_feed import SiteAtFeed
 from publishing.site_at_links import still_shown
 from publishing.site_at_pages import Links, index_context, post_context, respond
+from publishing.site_at_sitemap import sitemap_at
 from publishing.slugs import is_url_slug
 
 
@@ -126,12 +127,10 @@ def preview(request, token: str):
 
 
 def _shared_links(token: str):
-    """Return the shared link's moment, its changes (read once, for the check and the page)
-    and its pages' addresses; anything wrong is a 404."""
-    shown = still_shown(token)
-    if shown is None:
+    """Return the shared link's moment and its pages' addresses; anything wrong is a 404."""
+    moment = still_shown(token)
+    if moment is None:
         raise Http404("No such page.")
-    moment, changes = shown
 
     def index(number: int) -> str:
         url = reverse("publishing:site_at_shared", kwargs={"token": token})
@@ -140,28 +139,43 @@ def _shared_links(token: str):
     def post(slug: str) -> str:
         return reverse("publishing:site_at_shared_post", kwargs={"token": token, "slug": slug})
 
+    def sitemap_section(section: str, page: int) -> str:
+        kwargs = {"token": token, "section": section}
+        url = reverse("publishing:site_at_shared_sitemap_section", kwargs=kwargs)
+        return url if page <= 1 else f"{url}?p={page}"
+
     feed = reverse("publishing:site_at_shared_feed", kwargs={"token": token})
-    return moment, changes, Links(index=index, post=post, feed=feed)
+    sitemap = reverse("publishing:site_at_shared_sitemap", kwargs={"token": token})
+    return moment, Links(
+        index=index, post=post, feed=feed, sitemap=sitemap, sitemap_section=sitemap_section
+    )
 
 
 @require_safe
 def site_at_shared(request, token: str):
     """The index as it will be at a shared link's moment, to anyone holding the link."""
-    moment, changes, links = _shared_links(token)
-    context = index_context(moment.at, links, page=request.GET.get("page"), changes=changes)
+    moment, links = _shared_links(token)
+    context = index_context(moment.at, links, page=request.GET.get("page"))
     return respond(request, "publishing/site_at/index.html", context)
 
 
 @require_safe
 def site_at_shared_post(request, token: str, slug: str):
     """One post as it will be at a shared link's moment."""
-    moment, changes, links = _shared_links(token)
-    context = post_context(moment.at, links, slug, changes=changes)
+    moment, links = _shared_links(token)
+    context = post_context(moment.at, links, slug)
     return respond(request, "publishing/site_at/post.html", context)
 
 
 @require_safe
 def site_at_shared_feed(request, token: str):
     """The Atom feed as it will be at a shared link's moment."""
-    moment, changes, links = _shared_links(token)
-    return SiteAtFeed(moment.at, links, changes)(request)
+    moment, links = _shared_links(token)
+    return SiteAtFeed(moment.at, links)(request)
+
+
+@require_safe
+def site_at_shared_sitemap(request, token: str, section: str | None = None):
+    """The sitemap as it will be at a shared link's moment: its index, or a section's page."""
+    moment, links = _shared_links(token)
+    return sitemap_at(request, moment.at, links, section)

@@ -26,6 +26,7 @@ from publishing import previews
 from publishing.site_at_feed import SiteAtFeed
 from publishing.site_at_links import shared_link
 from publishing.site_at_pages import Links, index_context, post_context, respond
+from publishing.site_at_sitemap import sitemap_at
 from publishing.validation import wall_time_problem
 
 
@@ -103,10 +104,16 @@ def admin_links(at: datetime) -> Links:
         url = site_at_link(at)
         return url if number <= 1 else f"{url}&page={number}"
 
+    def sitemap_section(section: str, page: int) -> str:
+        url = moment_url("admin:publishing_post_site_at_sitemap_section", at, section=section)
+        return url if page <= 1 else f"{url}&p={page}"
+
     return Links(
         index=index,
         post=lambda slug: moment_url("admin:publishing_post_site_at_post", at, slug=slug),
         feed=moment_url("admin:publishing_post_site_at_feed", at),
+        sitemap=moment_url("admin:publishing_post_site_at_sitemap", at),
+        sitemap_section=sitemap_section,
         leave=reverse("admin:publishing_post_calendar"),
     )
 
@@ -171,6 +178,14 @@ def site_at_feed_view(model_admin, request):
     if asking is not None:
         return asking
     return SiteAtFeed(moment.at, admin_links(moment.at))(request)
+
+
+def site_at_sitemap_view(model_admin, request, section: str | None = None):
+    """The sitemap as it will be at the moment asked for: its index, or a page of a section."""
+    moment, asking = _moment_or_form(request)
+    if asking is not None:
+        return asking
+    return sitemap_at(request, moment.at, admin_links(moment.at), section)
 
 
 def site_at_share_view(model_admin, request):

@@ -7,18 +7,22 @@ site after the job has run: the same posts live, each with the same title.
 """
 
 from datetime import timedelta
+from unittest.mock import patch
+from urllib.parse import urlsplit
+from xml.etree import ElementTree
 
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from coordination.clock import database_now
-from publishing import revisions, selectors
+from publishing import revisions, selectors, site_at_pages
 from publishing.models import Post, PostRevision
-from publishing.site_at import apply
+from publishing.site_at import apply, newest_live
 from publishing.site_at_facts import changes_by, pages_of
+from publishing.sitemaps import PostSitemap
 from tests.publishing.conftest import future_post, live_post, make_post, run_publish_job
 
 pytestmark = pytest.mark.django_db
@@ -213,3 +217,141 @@ def test_the_feed_at_a_moment_lists_what_will_be_live(as_editor):
     assert "Winter sale" not in feed
     assert "/admin/publishing/post/site-at/posts/" in feed  # links stay on the moment
     assert response["X-Robots-Tag"] == "noindex, nofollow"
+
+
+NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+
+
+def locations(response) -> list[str]:
+    assert response.status_code == 200, response.status_code
+    return [loc.text for loc in ElementTree.fromstring(response.content).iter(f"{NS}loc")]
+
+
+def test_the_sitemap_at_a_moment_lists_what_will_be_live(as_editor, monkeypatch):
+    monkeypatch.setattr(PostSitemap, "limit", 2)  # two posts a page: the posts span pages
+    now = database_now()
+    staying = [live_post(title=f"Staying {n}") for n in range(3)]
+    going = live_post(title="Going", unpublish_at=now + timedelta(minutes=10))
+    coming = future_post(seconds_ahead=1800, title="Coming")
+    later = future_post(seconds_ahead=7200, title="Later")
+    at = at_query(now + timedelta(hours=1))
+    banner = as_editor.get(SITE_AT, at).content.decode()
+    assert 'id="site-at-sitemap"' in banner
+    response = as_editor.get(reverse("admin:publishing_post_site_at_sitemap"), at)
+    assert response["X-Robots-Tag"] == "noindex, nofollow"
+    assert "no-store" in response["Cache-Control"]
+    listed = []
+    for page in locations(response):
+        section = as_editor.get(page.removeprefix("http://testserver"))
+        assert section["X-Robots-Tag"] == "noindex, nofollow"
+        listed += [urlsplit(loc).path for loc in locations(section)]
+    moment_posts = reverse("admin:publishing_post_site_at_post", kwargs={"slug": "x"})[:-2]
+    expected = {f"{moment_posts}{post.slug}/" for post in [*staying, coming]}
+    assert set(listed) == expected | {SITE_AT}
+    assert len(listed) == len(expected) + 1
+    for hidden in (going, later):
+        assert f"{moment_posts}{hidden.slug}/" not in listed
+    unknown = reverse("admin:publishing_post_site_at_sitemap_section", kwargs={"section": "x"})
+    assert as_editor.get(unknown, at).status_code == 404
+
+
+def test_the_banner_names_the_first_changes_and_counts_the_rest(as_editor, monkeypatch):
+    monkeypatch.setattr(site_at_pages, "BANNER_MOST", 2)
+    first = future_post(seconds_ahead=600, title="First")
+    second = live_post(title="Second", unpublish_at=database_now() + timedelta(seconds=900))
+    for n in range(3):
+        future_post(seconds_ahead=1200 + n, title=f"Later {n}")
+    page = as_editor.get(SITE_AT, at_query(database_now() + timedelta(hours=1))).content.decode()
+    banner = page[page.index('id="site-at-differences"') : page.index("</aside>")]
+    assert "5 changes from now" in banner
+    assert "First</a> goes live" in banner and "Second</a> is taken down" in banner
+    assert "Later" not in banner and "and 3 more changes" in banner
+    assert first.pk and second.pk
+
+
+#: A post's schedule for the index: what it is now and its changes (minutes from now; a
+#: negative time is overdue: due, the job not run yet).
+index_schedules = st.lists(
+    st.fixed_dictionaries(
+        {
+            "state": st.sampled_from(["draft", "scheduled", "published"]),
+            "live_since": st.integers(1, 4),
+            "publish": st.integers(-3, 8),
+            "unpublish": st.none() | st.integers(-2, 9),
+            "revision": st.none() | st.integers(1, 9),
+        }
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def _schedule(state: str = "scheduled", **changes) -> dict:
+    return {
+        "state": state,
+        "live_since": 1,
+        "publish": 1,
+        "unpublish": None,
+        "revision": None,
+    } | changes
+
+
+def _make_for_index(schedule: dict, now, n: int) -> None:
+    minutes = lambda m: now + timedelta(minutes=m)  # noqa: E731
+    values = {"title": f"Post {n}", "slug": f"index-at-{n}"}
+    state = schedule["state"]
+    if state == "scheduled":
+        values.update(status=Post.Status.SCHEDULED, publish_at=minutes(schedule["publish"]))
+    elif state == "published":
+        values.update(status=Post.Status.PUBLISHED, published_at=minutes(-schedule["live_since"]))
+    unpublish = schedule["unpublish"]
+    if state == "scheduled" and unpublish is not None and unpublish <= schedule["publish"]:
+        unpublish = None  # the database keeps a takedown after its publish
+    if state != "draft" and unpublish is not None:
+        values["unpublish_at"] = minutes(unpublish)
+    post = make_post(**values)
+    if state == "published" and schedule["revision"] is not None:
+        PostRevision.objects.create(
+            post=post,
+            number=1,
+            title=f"Revised {n}",
+            body="Revised.",
+            body_html="<p>Revised.</p>",
+            status=PostRevision.Status.SCHEDULED,
+            publish_at=minutes(schedule["revision"]),
+        )
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(index_schedules, st.integers(1, 3))
+# The latest publish is taken down by then: the next one, outside the window, is newer than
+# the newest post live now.
+@example(
+    [_schedule("published", live_since=1), _schedule(publish=1), _schedule(publish=2, unpublish=3)],
+    1,
+)
+# The newest post live now is taken down: the next one, outside the window, is newer than an
+# overdue publish.
+@example(
+    [
+        _schedule("published", live_since=1, unpublish=1),
+        _schedule("published", live_since=2),
+        _schedule(publish=-3),
+    ],
+    1,
+)
+def test_the_index_read_in_windows_is_the_index_of_every_change(db, schedule_list, window):
+    Post.objects.all().delete()
+    now = database_now()
+    for n, schedule in enumerate(schedule_list):
+        _make_for_index(schedule, now, n)
+    at = now + timedelta(minutes=10)
+    every = changes_by(at)
+    shown, _ = apply(pages_of(Post.objects.values_list("pk", flat=True)), every, at)
+    expected = [(p.post_id, p.title) for p in newest_live(shown.values(), at, unseen_below=None)]
+    with patch.object(site_at_pages, "WINDOW", window):
+        for count in (1, 2, 3, len(schedule_list) + 1):
+            newest, _plan = site_at_pages.newest_at(at, count)
+            assert [(p.post_id, p.title) for p in newest] == expected[:count]

@@ -9,7 +9,6 @@ from django.urls import reverse
 
 from coordination.clock import database_now
 from publishing import previews
-from publishing.site_at_facts import changes_by
 from publishing.site_at_links import SharedMoment, make_token, plan_digest
 from tests.publishing.conftest import future_post, live_post
 
@@ -46,6 +45,13 @@ def test_a_shared_link_shows_the_moment_to_someone_without_an_account(as_editor,
     assert "<em>peas</em>" in post
     feed = client.get(f"{link}feed/").content.decode()
     assert "Spring menu" in feed and f"{link}posts/{coming.slug}/" in feed
+    sitemap = client.get(f"{link}sitemap.xml")
+    assert sitemap["X-Robots-Tag"] == "noindex, nofollow"
+    section = sitemap.content.decode().split("<loc>")[1].split("</loc>")[0]
+    assert section.endswith(f"{link}sitemap-pages.xml")
+    posts = client.get(f"{link}sitemap-posts.xml")
+    assert f"{link}posts/{coming.slug}/</loc>" in posts.content.decode()
+    assert posts["X-Robots-Tag"] == "noindex, nofollow" and "no-store" in posts["Cache-Control"]
     # Shown once to the editor who made it.
     assert (
         'id="site-at-shared-url"'
@@ -74,7 +80,7 @@ def test_a_change_of_the_plan_ends_the_shared_link(as_editor, client):
 def test_a_broken_shared_link_is_the_sites_404(client, broken):
     at = (database_now() + timedelta(hours=2)).replace(microsecond=0)
     expires = database_now() + (timedelta(hours=-1) if broken == "expired" else timedelta(hours=1))
-    token = make_token(SharedMoment(at, expires, plan_digest(changes_by(at))))
+    token = make_token(SharedMoment(at, expires, plan_digest(at)))
     if broken == "tampered":
         token = token[:-2] + ("AA" if token[-2:] != "AA" else "BB")
     if broken == "garbage":

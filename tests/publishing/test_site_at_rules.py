@@ -15,6 +15,10 @@ from publishing.site_at import (
     Change,
     Page,
     apply,
+    change_key,
+    earliest,
+    latest,
+    newest_live,
 )
 
 T0 = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
@@ -119,3 +123,34 @@ def test_a_publish_dates_the_post_at_its_time_and_leaves_other_posts_alone():
         (3, False, "the post no longer exists"),
         (1, True, ""),
     ]
+
+
+def live_at(pk: int, minutes: int | None) -> Page:
+    return Page(pk, f"Post {pk}", f"post-{pk}", True, None if minutes is None else at(minutes))
+
+
+@pytest.mark.parametrize(
+    ("pages", "unseen_below", "placed"),
+    [
+        # Nothing unseen: every live page, newest first, ties by id.
+        ([live_at(1, 0), live_at(2, 5), live_at(3, 5)], None, [3, 2, 1]),
+        # Pages not live are not listed.
+        ([live_at(1, 0), page(2, live=False)], None, [1]),
+        # Unseen posts come below 3 minutes: only the pages at or above are in place.
+        ([live_at(1, 0), live_at(2, 5), live_at(3, 3)], (at(3), 3), [2, 3]),
+        ([live_at(1, 0), live_at(2, 5), live_at(3, 3)], (at(3), 4), [2]),
+        ([live_at(1, 0), live_at(2, 5)], (at(9), 1), []),
+        # A live post with no time of going live is read as going live at the moment.
+        ([live_at(1, 0), live_at(2, None)], (at(9), 1), [2]),
+    ],
+)
+def test_the_newest_live_pages_are_those_whose_place_is_sure(pages, unseen_below, placed):
+    shown = newest_live(pages, at(30), unseen_below=unseen_below)
+    assert [p.post_id for p in shown] == placed
+
+
+def test_the_first_and_last_changes_are_in_the_jobs_order():
+    changes = [takedown(1, 5), publish(2, 5), new_text(1, 5, "B"), publish(1, 0), takedown(0, 5)]
+    assert earliest(changes, 3) == [publish(1, 0), publish(2, 5), takedown(0, 5)]
+    assert latest(changes, 2) == [new_text(1, 5, "B"), takedown(1, 5)]
+    assert earliest(changes, None) == sorted(changes, key=change_key)
