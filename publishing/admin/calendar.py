@@ -17,13 +17,18 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from coordination.clock import database_now
-from publishing import calendar
+from publishing import calendar, previews
+from publishing.admin.site_at import site_at_link
 from publishing.calendar import Kind
 from publishing.conf import settings
 from publishing.models import Post
 
 S = Post.Status
 MAX_WEEKS = calendar.MAX_WEEKS
+
+
+#: How far before the next day's first instant a day's "See the site then" shows the site.
+END_OF_DAY = timedelta(microseconds=1)
 
 
 def _list_url(**params: str) -> str:
@@ -139,6 +144,7 @@ def calendar_view(model_admin, request):
     now = database_now()
     today = now.astimezone(zone).date()
     weeks = _weeks(request)
+    may_preview = previews.can_preview(request.user)
     built = calendar.build(
         start=_start(request, today),
         weeks=weeks,
@@ -154,6 +160,10 @@ def calendar_view(model_admin, request):
                 "past": day.day < today,
                 "items": [_item(e, zone) for e in day.entries],
                 "more": _more(day.more, day.start, day.end),
+                # The site as the day leaves it: its last instant (a past day has passed).
+                "site_at_url": site_at_link(day.end - END_OF_DAY)
+                if day.day >= today and may_preview
+                else "",
             }
             for day in week
         ]

@@ -6,10 +6,13 @@ state) whose times have come, the site computed for now before the publish job r
 site after the job has run: the same posts live, each with the same title.
 """
 
-from datetime import timedelta
+import html
+import re
+from datetime import datetime, time, timedelta
 from unittest.mock import patch
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth.models import User
@@ -355,3 +358,24 @@ def test_the_index_read_in_windows_is_the_index_of_every_change(db, schedule_lis
         for count in (1, 2, 3, len(schedule_list) + 1):
             newest, _plan = site_at_pages.newest_at(at, count)
             assert [(p.post_id, p.title) for p in newest] == expected[:count]
+
+
+def test_each_day_of_the_calendar_shows_the_site_as_the_day_leaves_it(as_editor, settings):
+    settings.TIME_ZONE = "Europe/Berlin"
+    zone = ZoneInfo("Europe/Berlin")
+    tomorrow = (database_now().astimezone(zone) + timedelta(days=1)).date()
+    noon = datetime.combine(tomorrow, time(12), tzinfo=zone)
+    scheduled = Post.Status.SCHEDULED
+    make_post(title="Tomorrow's", status=scheduled, publish_at=noon)
+    make_post(title="The day after's", status=scheduled, publish_at=noon + timedelta(days=1))
+    page = as_editor.get(reverse("admin:publishing_post_calendar")).content.decode()
+    day = page[page.index(f'id="day-{tomorrow.isoformat()}"') :]
+    day = day[: day.index("</h3>")]
+    assert "See the site then" in day
+    link = html.unescape(day[day.index('href="') + 6 :].split('"')[0])
+    shown = as_editor.get(link).content.decode()
+    assert "23:59" in shown[: shown.index("</aside>")]
+    listed = shown[shown.index("<main>") :]
+    assert "Tomorrow&#x27;s</a>" in listed and "The day after" not in listed
+    for past in re.findall(r'<section class="day past".*?</h3>', page, re.S):
+        assert "See the site then" not in past
