@@ -1,10 +1,11 @@
 """Reading the site at a moment: the changes scheduled by then, and the pages they touch.
 
 A few indexed queries whatever the site's size: the scheduled publishes, takedowns and
-revisions due by the moment (the due indexes the publish job reads), other apps' changes
-(:func:`publishing.site_at.other_changes`), then the posts those changes touch. The index at
-the moment is the live posts now, less those the changes touch, merged with the touched ones
-that are live then: a page of it reads a page of live posts, not the site.
+revisions due by the moment (the due indexes the publish job reads), narrowed to the posts a
+page shows and the first changes from now, other apps' changes
+(:func:`publishing.site_at.other_changes`), then the posts those changes touch. How many
+changes there are, and which posts they touch, is read as ids (:func:`due_posts`); every
+change by the moment is read only for the sitemap (:func:`live_then`).
 
 What will not happen is read now, with the publish job's own rules: a post whose publish
 failed waits for an editor, content the go-live checks hold (reviews) stays out, a post that
