@@ -537,10 +537,10 @@ class Worker:
 
     def _finish(self, run: JobRun, outcome: ledger.RunOutcome, error) -> bool:
         """Record a claim-first run's outcome (its queued task); return False: nothing follows."""
-        job, node = self.job, self.host.node
+        job = self.job
 
         def record() -> tuple[bool, bool] | None:
-            paused = ledger.finish_with_state(run, job, outcome, instance=node.instance)
+            paused = self.host.finish_run(run, job, outcome)
             return None if paused is None else (True, paused)
 
         # One statement on PostgreSQL (both rows or neither), so no transaction around it.

@@ -73,6 +73,9 @@ from coordination.ledger.outcomes import (
     fail_overrun as fail_overrun,
 )
 from coordination.ledger.outcomes import (
+    finish_many as finish_many,
+)
+from coordination.ledger.outcomes import (
     finish_with_state as finish_with_state,
 )
 from coordination.ledger.outcomes import (

@@ -107,16 +107,51 @@ def take_queued(run_id: int, attempt: int, *, node: str, instance: str) -> JobRu
 
 def take_queued_batch(runs: list[JobRun], *, node: str, instance: str) -> dict[int, JobRun]:
     """Start many queued runs on this worker process at once: :func:`take_queued` for each
-    of ``runs``, in one conditional ``UPDATE`` and one read of the rows moved; return the
-    runs this worker now holds, by id (each still queued for its attempt when it moved)."""
+    of ``runs``, in one conditional ``UPDATE`` (on PostgreSQL returning the rows it moved; a
+    read of them elsewhere); return the runs this worker now holds, by id (each still queued
+    for its attempt when it moved)."""
     if not runs:
         return {}
+    if connection.vendor == "postgresql":
+        return _take_queued_returning(runs, node=node, instance=instance)
     condition = reduce(or_, (Q(pk=run.pk, attempt=run.attempt) for run in runs))
     JobRun.objects.filter(condition, status=JobRun.Status.QUEUED).update(
         status=JobRun.Status.RUNNING, node=node, node_instance=instance, started_at=Now()
     )
     taken = JobRun.objects.filter(condition, status=JobRun.Status.RUNNING, node_instance=instance)
     return {run.pk: run for run in taken}
+
+
+def _take_queued_returning(runs: list[JobRun], *, node: str, instance: str) -> dict[int, JobRun]:
+    """:func:`take_queued_batch` as one PostgreSQL statement: the (id, attempt) pairs as two
+    arrays, the rows moved returned by the ``UPDATE`` itself.
+
+    A condition of one ``Q(pk=..., attempt=...)`` per run costs Django milliseconds to build
+    and compile for a batch of a hundred runs, twice (the update and the read back), on the
+    thread that takes the next batch; two arrays cost it nothing.
+    """
+    meta, quote = JobRun._meta, connection.ops.quote_name
+
+    def column(name: str) -> str:
+        return quote(meta.get_field(name).column)
+
+    sql = (
+        f"UPDATE {quote(meta.db_table)} AS r SET {column('status')} = %s,"
+        f" {column('node')} = %s, {column('node_instance')} = %s,"
+        f" {column('started_at')} = STATEMENT_TIMESTAMP()"  # Now(), as take_queued writes it
+        " FROM unnest(%s::bigint[], %s::integer[]) AS t(id, attempt)"
+        f" WHERE r.{column('id')} = t.id AND r.{column('attempt')} = t.attempt"
+        f" AND r.{column('status')} = %s RETURNING r.*"
+    )
+    params = (
+        JobRun.Status.RUNNING,
+        node,
+        instance,
+        [run.pk for run in runs],
+        [run.attempt for run in runs],
+        JobRun.Status.QUEUED,
+    )
+    return {run.pk: run for run in JobRun.objects.raw(sql, params)}
 
 
 def skip_queued(run: JobRun, *, reason: str) -> bool:

@@ -276,3 +276,110 @@ def _update_sql(queryset, values: dict) -> tuple[str, tuple]:
     query.add_update_values(values)
     query.annotations = {}
     return query.get_compiler(queryset.db).as_sql()
+
+
+def finishes_together(outcome: RunOutcome) -> bool:
+    """Return whether :func:`finish_many` writes ``outcome`` with others in one statement:
+    a success that serves no wake-up or run-now request (a scheduled slot, the bulk of a
+    burst), with no error text or retry time to write. Any other outcome is written as
+    :func:`finish_with_state` writes it, alone."""
+    return (
+        outcome.succeeded
+        and not outcome.error
+        and outcome.retry_at is None
+        and outcome.wake_before is None
+        and outcome.manual_requested_at is None
+    )
+
+
+def finish_many(
+    finishes: list[tuple[JobRun, Job, RunOutcome]], *, instance: str
+) -> list[bool | None]:
+    """Record many claimed runs' outcomes and their jobs' states; return, for each, what
+    :func:`finish_with_state` returns (whether it paused the job, ``None`` if the run was
+    no longer this attempt's).
+
+    On PostgreSQL the successes of distinct jobs (:func:`finishes_together`) are one
+    statement: each run's row under the same condition as :func:`finish_with_state` (still
+    this node's attempt, running or timed out), each job's state only if its run's row was
+    written, all of them or none. Every other outcome, and everywhere else, each is written
+    alone.
+    """
+    results: list[bool | None] = [None] * len(finishes)
+    together: list[int] = []
+    if connection.vendor == "postgresql":
+        jobs: set[str] = set()
+        for i, (_, job, outcome) in enumerate(finishes):
+            if finishes_together(outcome) and job.name not in jobs:
+                jobs.add(job.name)
+                together.append(i)
+    if together:
+        written = _finish_successes([finishes[i] for i in together], instance=instance)
+        for i in together:
+            results[i] = False if finishes[i][0].pk in written else None
+    alone = set(range(len(finishes))) - set(together)
+    for i in sorted(alone):
+        run, job, outcome = finishes[i]
+        results[i] = finish_with_state(run, job, outcome, instance=instance)
+    return results
+
+
+def _finish_successes(finishes: list[tuple[JobRun, Job, RunOutcome]], *, instance: str) -> set[int]:
+    """Write successes of distinct jobs in one PostgreSQL statement (:func:`finish_many`);
+    return the ids of the runs written.
+
+    The values :func:`_finish_values` and :func:`_state_values` give one run, here per row
+    from arrays: a success clears the error and the retry time, counts no failure, and moves
+    the next slot only when the outcome says so (``next_due`` or ``no_next_slot``).
+    """
+    quote = connection.ops.quote_name
+    run_table, state_table = quote(JobRun._meta.db_table), quote(JobState._meta.db_table)
+
+    def run_col(name: str) -> str:
+        return quote(JobRun._meta.get_field(name).column)
+
+    def state_col(name: str) -> str:
+        return quote(JobState._meta.get_field(name).column)
+
+    sql = (
+        "WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::integer[], %s::double precision[],"
+        " %s::varchar[], %s::timestamptz[], %s::double precision[], %s::timestamptz[],"
+        " %s::boolean[], %s::varchar[])"
+        " AS v(id, attempt, duration, job, slot, lateness, next_due, moves, node)),"
+        f" finished AS (UPDATE {run_table} AS r SET {run_col('status')} = %s,"
+        f" {run_col('finished_at')} = STATEMENT_TIMESTAMP(), {run_col('duration')} = v.duration,"
+        f" {run_col('error')} = '', {run_col('retry_at')} = NULL FROM v"
+        f" WHERE r.{run_col('id')} = v.id AND r.{run_col('attempt')} = v.attempt"
+        f" AND r.{run_col('node_instance')} = %s AND r.{run_col('status')} IN (%s, %s)"
+        " RETURNING v.*),"
+        f" state AS (UPDATE {state_table} AS s SET {state_col('last_slot')} = f.slot,"
+        f" {state_col('last_status')} = %s, {state_col('last_error')} = '',"
+        f" {state_col('last_duration')} = f.duration,"
+        f" {state_col('last_lateness')} = f.lateness,"
+        f" {state_col('last_finished_at')} = STATEMENT_TIMESTAMP(),"
+        f" {state_col('last_node')} = f.node, {state_col('consecutive_failures')} = 0,"
+        f" {state_col('next_due')} = CASE WHEN f.moves THEN f.next_due"
+        f" ELSE s.{state_col('next_due')} END"
+        f" FROM finished AS f WHERE s.{state_col('name')} = f.job RETURNING 1)"
+        " SELECT id FROM finished"
+    )
+    outcomes = [outcome for _, _, outcome in finishes]
+    params = (
+        [run.pk for run, _, _ in finishes],
+        [run.attempt for run, _, _ in finishes],
+        [outcome.duration for outcome in outcomes],
+        [job.name for _, job, _ in finishes],
+        [outcome.slot for outcome in outcomes],
+        [outcome.lateness for outcome in outcomes],
+        [outcome.next_due for outcome in outcomes],
+        [outcome.next_due is not None or outcome.no_next_slot for outcome in outcomes],
+        [outcome.node for outcome in outcomes],
+        JobRun.Status.SUCCEEDED,
+        instance,
+        JobRun.Status.RUNNING,
+        JobRun.Status.TIMED_OUT,
+        JobRun.Status.SUCCEEDED,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row[0] for row in cursor.fetchall()}

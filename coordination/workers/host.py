@@ -26,6 +26,7 @@ from coordination.registry import Job, JobRegistry
 from coordination.registry import registry as default_registry
 from coordination.selectors import live_nodes_q
 from coordination.services import notify_group
+from coordination.workers.finishing import Finishes
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class WorkerHost:
         self._clock = DatabaseClock()
         self._journal = NoJournal()
         self._grace_deadline: float | None = None
+        self._finishes = Finishes(instance=node.instance)
         #: Set when something this process saw suggests it was fenced (a refused outcome, a
         #: lost database): its next look for work first checks its own row.
         self.in_doubt = False
@@ -130,6 +132,11 @@ class WorkerHost:
 
     def request_maintenance(self) -> None:
         """The leader's maintenance finds a failed run's retry by itself (every few seconds)."""
+
+    def finish_run(self, run, job: Job, outcome) -> bool | None:
+        """Record a run's outcome together with those the process's other threads finish
+        meanwhile (``finishing.Finishes``)."""
+        return self._finishes.finish(run, job, outcome)
 
     def report_outcome(
         self,

@@ -16,6 +16,7 @@ fences its outcome exactly as for a single run.
 """
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -59,11 +60,36 @@ from coordination.workers.meeting import (
 logger = logging.getLogger(__name__)
 
 
+#: How far ahead (seconds of its threads' work) a worker process takes runs: enough that its
+#: threads never wait for the next claim, few enough that a slow job's runs are left to other
+#: processes rather than queued behind each other here.
+TAKE_AHEAD = 0.25
+
+#: The most runs one worker process holds at once, however short its runs are.
+MAX_HELD = 256
+
+
 def refill(free: int, capacity: int) -> bool:
     """Return whether a worker process looks for more work now: once half of what it may
-    hold (``capacity``: twice its threads) is free, so that it takes tasks in batches rather
+    hold (``capacity``, :func:`take_ahead`) is free, so that it takes tasks in batches rather
     than one each time a run ends; at once when it holds nothing."""
     return free > 0 and (free == capacity or free >= max(1, capacity // 2))
+
+
+def take_ahead(threads: int, run_seconds: float | None) -> int:
+    """Return how many runs a worker process may hold at once: one per thread, and as many
+    taken ahead as its threads start within ``TAKE_AHEAD`` at the pace of its recent runs
+    (``run_seconds``, each run's time on its thread), at most ``MAX_HELD``.
+
+    Before any run has ended here the pace is unknown: one run ahead per thread. Short runs
+    (a burst of trivial ones) are then taken by the hundred, in a few claims, instead of
+    sixteen at a time; a slow job's runs (a second each) are taken barely ahead of the
+    threads, so that the other processes get their share.
+    """
+    if run_seconds is None:
+        return min(MAX_HELD, 2 * threads)
+    ahead = math.ceil(threads * TAKE_AHEAD / max(run_seconds, 1e-4))
+    return max(threads + 1, min(MAX_HELD, threads + ahead))
 
 
 def worker_threads(configured: int, vendor: str) -> int:
@@ -113,9 +139,8 @@ class WorkerProcess:
         self.thread_count = worker_threads(
             settings.WORKER_THREADS if threads is None else threads, connection.vendor
         )
-        #: Most runs this process holds at once: one per thread running, and as many taken
-        #: ahead, waiting for a thread (so a batch is not one task each time a run ends).
-        self.capacity = 2 * self.thread_count
+        #: A run's time on its thread, averaged over the recent runs (``take_ahead``).
+        self.run_seconds: float | None = None
         self.threads = JobThreads(f"worker-{name}", max_threads=self.thread_count)
         self.watch: RunWatch = NoWatch()
         self._lock = threading.Lock()
@@ -123,7 +148,8 @@ class WorkerProcess:
         self._in_flight = 0
         self._ended: list[tuple[uuid.UUID, str]] = []
         self._failed: list[tuple[uuid.UUID, str, str]] = []
-        #: Set whenever a run ends (the loop may take more work or write the tasks' ends).
+        #: Set whenever a run ends (the loop may take more work or write the tasks' ends),
+        #: and when work is announced (``WorkWaiter``): what the loop waits on.
         self.changed = threading.Event()
 
     def _fenced(self) -> None:
@@ -160,6 +186,20 @@ class WorkerProcess:
             quiet = not self._busy
         if quiet:
             self.heartbeat.idle()
+
+    @property
+    def capacity(self) -> int:
+        """Most runs this process holds at once: one per thread running, and as many taken
+        ahead, waiting for a thread, as :func:`take_ahead` says for the pace of its runs."""
+        return take_ahead(self.thread_count, self.run_seconds)
+
+    def _ran_for(self, seconds: float) -> None:
+        """Count one run's time on its thread in the recent pace (a moving average)."""
+        with self._lock:
+            if self.run_seconds is None:
+                self.run_seconds = seconds
+            else:
+                self.run_seconds += (seconds - self.run_seconds) / 8
 
     @property
     def in_flight(self) -> int:
@@ -287,6 +327,7 @@ class WorkerProcess:
         self.busy(beat=False)  # the take just wrote the heartbeat
 
         def run() -> None:
+            began = time.monotonic()
             ended: tuple[uuid.UUID, str] | None = None
             failure = (task.id, "", "the run ended without an outcome")
             try:
@@ -301,6 +342,7 @@ class WorkerProcess:
                 failure = (task.id, f"{type(exc).__module__}.{type(exc).__qualname__}", str(exc))
             finally:
                 self.watch.ended(queued)
+                self._ran_for(time.monotonic() - began)
                 self.idle()
                 with self._lock:
                     if ended is not None:
@@ -334,9 +376,9 @@ class WorkerProcess:
             self.changed.clear()
         return True
 
-    def _look(self) -> int:
-        """Take as many tasks as there are idle threads and start them; return how many were
-        taken (0 when stopping)."""
+    def _look(self, free: int) -> int:
+        """Take up to ``free`` tasks and start them; return how many were taken (0 when
+        stopping)."""
         if self.host.in_doubt:
             # An idle look writes nothing, so a fenced process would learn it only when work
             # came: find out now, and stop (the pool starts a live one) if so.
@@ -344,7 +386,6 @@ class WorkerProcess:
             self.heartbeat.beat()
         if self.stop.is_set() or self.watch.overrun():
             return 0
-        free = self.capacity - self.in_flight
         self.busy(beat=False)
         try:
             tasks = self.take_tasks(free)
@@ -357,7 +398,7 @@ class WorkerProcess:
         """Take one batch, run it to its end and write its tasks' ends, then let the threads
         that ran it close their connections; return False if no task was ready (or this
         process stops)."""
-        taken = self._look()
+        taken = self._look(self.capacity - self.in_flight)
         self.wait_for_runs()
         self.flush()
         # A batch on its own (a test, a one-off caller) leaves no thread, and so no database
@@ -369,8 +410,9 @@ class WorkerProcess:
     def serve(self) -> None:
         """Run tasks until ``stop`` is set, waiting for work in between (``WorkWaiter``).
 
-        It looks once half its threads are free (``refill``); after a full batch it looks
-        again as soon as that holds, after a short one it waits for work or for a run to end.
+        It looks once half of what it may hold is free (``refill``); after a full batch it
+        looks again as soon as that holds, after a short one it waits for work or for a run
+        to end.
         """
         logger.info("[%s] waiting for runs (%d thread(s))", self.host.log_prefix, self.thread_count)
         waiter = WorkWaiter(self)
@@ -380,8 +422,9 @@ class WorkerProcess:
                 try:
                     self.changed.clear()
                     self.flush()
-                    free = self.capacity - self.in_flight
-                    taken = self._look() if refill(free, self.capacity) else 0
+                    capacity = self.capacity
+                    free = capacity - self.in_flight
+                    taken = self._look(free) if refill(free, capacity) else 0
                 except DATABASE_ERRORS as exc:
                     # The database went away (a restart, a failover): look again shortly on
                     # a new connection; a task taken meanwhile is swept back by the leader.
@@ -394,10 +437,7 @@ class WorkerProcess:
                 discard_broken_connection()  # kept between looks, as a job thread keeps it
                 if taken and taken == free:
                     continue  # a full batch: there may be more
-                if self.in_flight:
-                    waiter.wait(until=self.changed)
-                else:
-                    waiter.wait()
+                waiter.wait()
         finally:
             waiter.close()
             self.wait_for_runs(float(settings.SHUTDOWN_GRACE))
@@ -456,63 +496,81 @@ def serve(*, node_name: str, index: int, stop: threading.Event) -> None:
 
 
 class WorkWaiter:
-    """How an idle worker waits for work: a ``NOTIFY`` on PostgreSQL (with a safety-net
-    poll every ``INSTATIC_NOTIFY_MAX_TICK`` seconds), a poll every ``INSTATIC_WORKER_POLL``
-    seconds elsewhere; ``stop`` ends the wait within a moment either way."""
+    """How a worker process waits: for work, or for one of its runs to end, whichever comes
+    first (both ring its bell, ``WorkerProcess.changed``).
+
+    On PostgreSQL a thread of its own listens for work (``LISTEN``) and rings the bell on
+    each ``NOTIFY``, so a worker with runs in flight hears of new work at once, and a run that
+    ends is seen at once too, not at the next turn of a poll; a safety-net look every
+    ``INSTATIC_NOTIFY_MAX_TICK`` seconds covers a notification lost with its connection.
+    Elsewhere, or while the listening connection is down, the worker looks every
+    ``INSTATIC_WORKER_POLL`` seconds. ``stop`` ends a wait within half a second either way.
+    """
 
     def __init__(self, process: WorkerProcess):
         self.process = process
         self.stop = process.stop
-        self._conn = None
-
-    def _listening(self):
-        if connection.vendor != "postgresql":
-            return None
-        if self._conn is None:
-            from coordination.locks.base import new_raw_connection
-
-            conn = new_raw_connection(
-                "default", {"application_name": listen_application_name(self.process.node.name)}
+        self.bell = process.changed
+        #: True while the listening thread's ``LISTEN`` is in place.
+        self.listening = False
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        if connection.vendor == "postgresql":
+            self._thread = threading.Thread(
+                target=self._listen, name=f"{process.node.name}-listen", daemon=True
             )
-            conn.autocommit = True
-            conn.execute(f"LISTEN {WORKERS_CHANNEL}")
-            self._conn = conn
-        return self._conn
+            self._thread.start()
 
-    def wait(self, *, until: threading.Event | None = None) -> None:
-        """Wait for work (or for ``until``: a run of this process ended)."""
-        try:
-            conn = self._listening()
-        except Exception as exc:  # noqa: BLE001 - fall back to polling, try again later
-            logger.warning("[%s] cannot listen for work: %s", self.process.host.log_prefix, exc)
-            self.close()
+    def _connect(self):
+        from coordination.locks.base import new_raw_connection
+
+        conn = new_raw_connection(
+            "default", {"application_name": listen_application_name(self.process.node.name)}
+        )
+        conn.autocommit = True
+        conn.execute(f"LISTEN {WORKERS_CHANNEL}")
+        return conn
+
+    def _listen(self) -> None:
+        """Ring the bell on every ``NOTIFY`` of work until closed, listening again (after a
+        backoff) when the connection is lost."""
+        backoff = Backoff()
+        while not self._closed.is_set() and not self.stop.is_set():
             conn = None
-        step = 0.5 if until is None else 0.05
-        if conn is None:
-            deadline = time.monotonic() + float(settings.WORKER_POLL)
-            while not self.stop.is_set() and time.monotonic() < deadline:
-                if until is not None and until.is_set():
-                    return
-                self.stop.wait(min(step, max(0.0, deadline - time.monotonic())))
-            return
-        deadline = time.monotonic() + float(settings.NOTIFY_MAX_TICK)
-        while not self.stop.is_set() and time.monotonic() < deadline:
-            if until is not None and until.is_set():
-                return
             try:
-                if any(True for _ in conn.notifies(timeout=step, stop_after=1)):
-                    return
-            except Exception as exc:  # noqa: BLE001 - the connection died: poll, reconnect
+                conn = self._connect()
+                self.listening = True
+                backoff.reset()
+                # Work announced while this was not listening is looked for now.
+                self.bell.set()
+                while not self._closed.is_set() and not self.stop.is_set():
+                    for _ in conn.notifies(timeout=0.5):
+                        self.bell.set()
+            except Exception as exc:  # noqa: BLE001 - the connection died: poll, listen again
                 logger.warning("[%s] lost the wait for work: %s", self.process.host.log_prefix, exc)
-                self.close()
+            finally:
+                self.listening = False
+                if conn is not None:
+                    _close_quietly(conn, self.process.host.log_prefix)
+            self._closed.wait(backoff.next())
+
+    def wait(self) -> None:
+        """Wait for the bell, ``stop``, or the next safety-net look, whichever comes first."""
+        poll = settings.NOTIFY_MAX_TICK if self.listening else settings.WORKER_POLL
+        deadline = time.monotonic() + float(poll)
+        while not self.stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or self.bell.wait(min(0.5, left)):
                 return
 
     def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception as exc:  # noqa: BLE001 - closing a connection already dead
-                logger.debug(
-                    "[%s] closing the wait's connection: %s", self.process.host.log_prefix, exc
-                )
-            self._conn = None
+        self._closed.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def _close_quietly(conn, log_prefix: str) -> None:
+    try:
+        conn.close()
+    except Exception as exc:  # noqa: BLE001 - closing a connection already dead
+        logger.debug("[%s] closing the wait's connection: %s", log_prefix, exc)

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from coordination import runner
+from coordination import ledger, runner
 from coordination.clock import DatabaseClock
 from coordination.journal import ClaimJournal
 from coordination.liveness import NodeIdentity
@@ -88,6 +88,9 @@ class BareHost:
 
     def request_maintenance(self) -> None:
         pass
+
+    def finish_run(self, run, job, outcome) -> bool | None:
+        return ledger.finish_with_state(run, job, outcome, instance=self.node.instance)
 
     def report_outcome(self, job, slot, status, duration, *, error=None, paused=False) -> None:
         self.outcomes.append((job.name, status))

@@ -19,7 +19,13 @@ from coordination.registry import JobRegistry, make_job
 from coordination.workers.claiming import FOREIGN_TASK, TakenTask, decide_batch, parse_run
 from coordination.workers.execution import Delivery
 from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, RUN_TASK_PATH
-from coordination.workers.process import WorkerProcess, refill, worker_threads
+from coordination.workers.process import (
+    MAX_HELD,
+    WorkerProcess,
+    refill,
+    take_ahead,
+    worker_threads,
+)
 from coordination.workers.tasks import run_queued
 from tests.coordination.enginekit import GROUP, Recorder, centered_every, make_due, tick
 
@@ -281,3 +287,19 @@ def test_retention_deletes_the_task_rows_of_the_runs_it_deletes():
     assert ledger.delete_runs([gone.pk]) == 1
 
     assert [t.args_kwargs["args"][0] for t in DBTaskResult.objects.all()] == [kept.pk]
+
+
+@pytest.mark.parametrize(
+    ("threads", "run_seconds", "held"),
+    [
+        (8, None, 16),  # no run ended yet: one ahead per thread
+        (1, None, 2),
+        (8, 1.0, 10),  # slow runs: barely ahead, the other processes get their share
+        (8, 0.1, 28),  # a tenth of a second: what the threads start in a quarter second
+        (8, 0.001, MAX_HELD),  # trivial runs: by the hundred, at most MAX_HELD
+        (8, 0.0, MAX_HELD),
+        (200, None, MAX_HELD),
+    ],
+)
+def test_take_ahead_follows_the_pace_of_the_recent_runs(threads, run_seconds, held):
+    assert take_ahead(threads, run_seconds) == held
