@@ -31,6 +31,7 @@ from instatic.environment import (
     parse_token,
     parse_url,
 )
+from instatic.media_storage import image_storage
 from instatic.pooling import POOLERS, database_behind_pooler, default_pooler
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -158,17 +159,8 @@ STORAGES = {
 MEDIA_ROOT = _env(parse_path, "INSTATIC_MEDIA_ROOT", VAR_DIR / "media")
 INSTATIC_MEDIA_S3_BUCKET = _env(parse_text, "INSTATIC_MEDIA_S3_BUCKET", "")
 INSTATIC_MEDIA_S3_ENDPOINT = _env(parse_url, "INSTATIC_MEDIA_S3_ENDPOINT")
-if INSTATIC_MEDIA_S3_BUCKET:
-    STORAGES["default"] = {
-        "BACKEND": "storages.backends.s3.S3Storage",
-        "OPTIONS": {
-            "bucket_name": INSTATIC_MEDIA_S3_BUCKET,
-            "endpoint_url": INSTATIC_MEDIA_S3_ENDPOINT or None,
-            "location": "instatic",
-            "default_acl": "private",
-            "file_overwrite": False,
-        },
-    }
+if _bucket_storage := image_storage(INSTATIC_MEDIA_S3_BUCKET, INSTATIC_MEDIA_S3_ENDPOINT):
+    STORAGES["default"] = _bucket_storage
 INSTATIC_MEDIA_MAX_BYTES = _env(parse_int, "INSTATIC_MEDIA_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
 INSTATIC_MEDIA_MAX_PIXELS = _env(parse_int, "INSTATIC_MEDIA_MAX_PIXELS", 50_000_000, minimum=1)
 INSTATIC_MEDIA_MAX_WIDTH = _env(parse_int, "INSTATIC_MEDIA_MAX_WIDTH", 2560, minimum=16)
