@@ -62,6 +62,10 @@ SAME_ON_EVERY_VENDOR: dict[str, str] = {
         "the container's scripts: that they exec, pass SIGTERM on and answer the health checks; "
         "the processes they start are tested on every vendor in tests/coordination"
     ),
+    "tests/media/test_s3_bucket.py": (
+        "the bucket as the images' storage: the rows it keeps are the media app's, whose "
+        "database behaviour tests/media tests on every vendor"
+    ),
     "tests/plugins/test_operator_commands.py": (
         "that jobs and schedulerstatus print bad declarations first and still work; their "
         "work (pause and resume under a row lock) is tested on every vendor by "
