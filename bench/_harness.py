@@ -195,3 +195,14 @@ def timed(function, rounds: int) -> list[float]:
         function()
         samples.append((time.perf_counter() - began) * 1000)
     return samples
+
+
+def timed_beside(function, baseline, rounds: int) -> tuple[list[float], list[float]]:
+    """Return ``rounds`` wall times of ``function()`` and of ``baseline()``, in milliseconds,
+    taken in turns: whatever else the machine does meanwhile weighs on both alike, so their
+    ratio holds on a shared, noisy machine."""
+    samples: tuple[list[float], list[float]] = ([], [])
+    for _ in range(rounds):
+        for measured, call in zip(samples, (function, baseline), strict=True):
+            measured.extend(timed(call, 1))
+    return samples

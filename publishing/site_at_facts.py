@@ -4,8 +4,9 @@ A few indexed queries whatever the site's size: the scheduled publishes, takedow
 revisions due by the moment (the due indexes the publish job reads), narrowed to the posts a
 page shows and the first changes from now, other apps' changes
 (:func:`publishing.site_at.other_changes`), then the posts those changes touch. How many
-changes there are, and which posts they touch, is read as ids (:func:`due_posts`); every
-change by the moment is read only for the sitemap (:func:`live_then`).
+changes there are is counted by the database (:func:`due_count`); which posts they touch is
+read as ids with their preview generations (:func:`touched_generations`, a shared link's
+check); every change by the moment is read only for the sitemap (:func:`live_then`).
 
 What will not happen is read now, with the publish job's own rules: a post whose publish
 failed waits for an editor, content the go-live checks hold (reviews) stays out, a post that
@@ -67,10 +68,9 @@ def changes_by(
     return wanted([*own, *others], **narrow)
 
 
-def due_posts(moment: datetime, others: list[Change] | None = None) -> list[int]:
-    """Return the post of each change due by ``moment`` (a post as often as it changes): how
-    many changes there are and which posts they touch, without reading the changes;
-    ``others`` as for :func:`changes_by`."""
+def due_count(moment: datetime, others: list[Change] | None = None) -> int:
+    """Return how many changes are due by ``moment``, counted by the database without reading
+    them; ``others`` as for :func:`changes_by`."""
     others = other_changes(moment) if others is None else others
     own = (
         _due_publishes(moment)
@@ -82,7 +82,29 @@ def due_posts(moment: datetime, others: list[Change] | None = None) -> list[int]
             all=True,
         )
     )
-    return [pk for (pk,) in own] + [change.post_id for change in others]
+    return own.count() + len(others)
+
+
+def touched_generations(moment: datetime) -> set[tuple[int, int]]:
+    """Return each post the changes due by ``moment`` touch, with its preview generation:
+    the publish job's own changes in one read (however many), other apps' posts in a second
+    read only when they touch posts the first did not."""
+    generation = "preview_generation"
+    own = (
+        _due_publishes(moment)
+        .order_by()
+        .values_list("pk", generation)
+        .union(
+            _due_takedowns(moment).order_by().values_list("pk", generation),
+            _due_revisions(moment).order_by().values_list("post_id", f"post__{generation}"),
+        )
+    )
+    touched = set(own)
+    seen = {pk for pk, _ in touched}
+    others = {change.post_id for change in other_changes(moment)} - seen
+    if others:
+        touched |= set(Post.objects.filter(pk__in=others).values_list("pk", generation))
+    return touched
 
 
 def _due_publishes(moment: datetime) -> QuerySet:
@@ -210,10 +232,13 @@ def pages_of(post_ids) -> dict[int, Page]:
     }
 
 
-def body_of(page: Page) -> str:
-    """Return the HTML body ``page`` shows: its revision's, or the post's own."""
+def body_of(page: Page, *, own: str | None = None) -> str:
+    """Return the HTML body ``page`` shows: its revision's, or the post's own (``own`` when
+    read already)."""
     if page.text_revision is not None:
         source = PostRevision.objects.filter(pk=page.text_revision)
+    elif own is not None:
+        return own
     else:
         source = Post.objects.filter(pk=page.post_id)
     return source.values_list("body_html", flat=True).first() or ""
@@ -237,9 +262,10 @@ def live_then(pages: dict[int, Page]) -> QuerySet[Post]:
     )
 
 
-def post_by_slug(slug: str) -> int | None:
-    """Return the id of the post whose address is ``slug`` now (None: none)."""
-    return Post.objects.filter(Q(slug=slug)).values_list("pk", flat=True).first()
+def post_by_slug(slug: str) -> tuple[int, str] | None:
+    """Return the id and own HTML body of the post whose address is ``slug`` now (None:
+    none), in one read: the page shows the body unless a revision's replaces it by then."""
+    return Post.objects.filter(Q(slug=slug)).values_list("pk", "body_html").first()
 
 
 def bodies_of(pages: list[Page]) -> dict[int, str]:

@@ -22,8 +22,7 @@ from django.urls import reverse
 from coordination.clock import database_now
 from publishing import previews
 from publishing.actions import editor_name
-from publishing.models import Post
-from publishing.site_at_facts import due_posts
+from publishing.site_at_facts import touched_generations
 
 logger = logging.getLogger(__name__)
 
@@ -42,10 +41,7 @@ class SharedMoment:
 def plan_digest(at: datetime) -> str:
     """Return the digest of the posts the changes by ``at`` touch and their preview
     generations."""
-    touched = set(due_posts(at))
-    generations = sorted(
-        Post.objects.filter(pk__in=list(touched)).order_by().values_list("pk", "preview_generation")
-    )
+    generations = sorted(touched_generations(at))
     text = ",".join(f"{pk}:{generation}" for pk, generation in generations)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

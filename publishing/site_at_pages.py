@@ -33,7 +33,7 @@ from publishing.site_at import (
 from publishing.site_at_facts import (
     body_of,
     changes_by,
-    due_posts,
+    due_count,
     live_now,
     pages_of,
     post_by_slug,
@@ -97,7 +97,7 @@ def read_plan(
     known = {pk: page for pk, page in (known or {}).items() if pk in posts}
     read = posts | {change.post_id for change in first}
     pages, outcomes = apply(known | pages_of(read - set(known)), changes, at)
-    return Plan(pages, outcomes, frozenset(first), len(due_posts(at, others)))
+    return Plan(pages, outcomes, frozenset(first), due_count(at, others))
 
 
 def differences(plan: Plan, links: Links) -> list[dict]:
@@ -186,18 +186,26 @@ def index_context(at: datetime, links: Links, *, page: str | None, note: str = "
     }
 
 
-def post_context(at: datetime, links: Links, slug: str, *, note: str = "") -> dict:
-    """Return the post whose address is ``slug`` at ``at``; none has it: a 404."""
-    post_id = post_by_slug(slug)
-    if post_id is None:
+def post_context(
+    at: datetime, links: Links, slug: str, *, note: str = "", now: datetime | None = None
+) -> dict:
+    """Return the post whose address is ``slug`` at ``at``; none has it: a 404. ``now`` is
+    the database's time when the caller has read it."""
+    found = post_by_slug(slug)
+    if found is None:
         raise Http404(_("No post has this address."))
+    post_id, own_body = found
     plan = read_plan(at, {post_id})
     shown = plan.pages[post_id]
     return {
         **_banner(at, note, plan, links),
         "post": shown,
         # Embargoed images are shown through links that live as long as this page's view.
-        "body": page_body(post_id, body_of(shown), preview_until=database_now() + PAGE_LIFE),
+        "body": page_body(
+            post_id,
+            body_of(shown, own=own_body),
+            preview_until=(now or database_now()) + PAGE_LIFE,
+        ),
         "not_live": not shown.live,
     }
 

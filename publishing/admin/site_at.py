@@ -9,7 +9,7 @@ instant (``?at=``, ISO 8601 with its offset: the calendar's and a release's link
 shown is computed by :mod:`publishing.site_at` from :mod:`publishing.site_at_facts`.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
@@ -38,6 +38,8 @@ class Moment:
     at: datetime | None = None
     problem: str = ""
     note: str = ""
+    #: The database's time when the moment was read (the page's "now").
+    now: datetime | None = None
 
 
 def read_moment(query, *, zone, now: datetime) -> Moment:
@@ -136,7 +138,8 @@ def _moment_or_form(request):
     editors who may preview posts."""
     _may_see(request)
     zone = timezone.get_current_timezone()
-    moment = read_moment(request.GET, zone=zone, now=database_now())
+    now = database_now()
+    moment = read_moment(request.GET, zone=zone, now=now)
     if moment.at is None:
         context = {
             "problem": moment.problem,
@@ -146,7 +149,7 @@ def _moment_or_form(request):
             "title": _("See the site at a moment"),
         }
         return None, respond(request, "publishing/site_at/choose.html", context)
-    return moment, None
+    return replace(moment, now=now), None
 
 
 def site_at_view(model_admin, request):
@@ -168,7 +171,8 @@ def site_at_post_view(model_admin, request, slug: str):
     moment, asking = _moment_or_form(request)
     if asking is not None:
         return asking
-    context = post_context(moment.at, admin_links(moment.at), slug, note=moment.note)
+    links = admin_links(moment.at)
+    context = post_context(moment.at, links, slug, note=moment.note, now=moment.now)
     return respond(request, "publishing/site_at/post.html", context)
 
 
