@@ -85,10 +85,13 @@ def due_count(moment: datetime, others: list[Change] | None = None) -> int:
     return own.count() + len(others)
 
 
-def touched_generations(moment: datetime) -> set[tuple[int, int]]:
+def touched_generations(
+    moment: datetime, others: list[Change] | None = None
+) -> set[tuple[int, int]]:
     """Return each post the changes due by ``moment`` touch, with its preview generation:
     the publish job's own changes in one read (however many), other apps' posts in a second
-    read only when they touch posts the first did not."""
+    read only when they touch posts the first did not; ``others`` as for :func:`changes_by`."""
+    others = other_changes(moment) if others is None else others
     generation = "preview_generation"
     own = (
         _due_publishes(moment)
@@ -101,9 +104,9 @@ def touched_generations(moment: datetime) -> set[tuple[int, int]]:
     )
     touched = set(own)
     seen = {pk for pk, _ in touched}
-    others = {change.post_id for change in other_changes(moment)} - seen
-    if others:
-        touched |= set(Post.objects.filter(pk__in=others).values_list("pk", generation))
+    unseen = {change.post_id for change in others} - seen
+    if unseen:
+        touched |= set(Post.objects.filter(pk__in=unseen).values_list("pk", generation))
     return touched
 
 

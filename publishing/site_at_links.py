@@ -22,6 +22,7 @@ from django.urls import reverse
 from coordination.clock import database_now
 from publishing import previews
 from publishing.actions import editor_name
+from publishing.site_at import Change, other_changes
 from publishing.site_at_facts import touched_generations
 
 logger = logging.getLogger(__name__)
@@ -38,10 +39,10 @@ class SharedMoment:
     digest: str
 
 
-def plan_digest(at: datetime) -> str:
+def plan_digest(at: datetime, others: list[Change] | None = None) -> str:
     """Return the digest of the posts the changes by ``at`` touch and their preview
-    generations."""
-    generations = sorted(touched_generations(at))
+    generations (``others``: other apps' changes by then, when read already)."""
+    generations = sorted(touched_generations(at, others))
     text = ",".join(f"{pk}:{generation}" for pk, generation in generations)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -88,10 +89,26 @@ def shared_link(*, at: datetime, user, expires_in: timedelta) -> str:
     return reverse("publishing:site_at_shared", kwargs={"token": make_token(moment)})
 
 
-def still_shown(token: str) -> SharedMoment | None:
+@dataclass(frozen=True)
+class Showing:
+    """A valid link's moment, with what checking it read, for its page to read no more: the
+    database's time (``now``) and other apps' changes by the moment (``others``)."""
+
+    moment: SharedMoment
+    now: datetime
+    others: list[Change]
+
+
+def still_shown(token: str) -> Showing | None:
     """Return the moment ``token`` shows if it is still valid (signed, not expired, the plan
     unchanged and no preview revoked since); else None."""
     moment = read_token(token)
-    if moment is None or moment.expires_at <= database_now():
+    if moment is None:
         return None
-    return moment if plan_digest(moment.at) == moment.digest else None
+    now = database_now()
+    if moment.expires_at <= now:
+        return None
+    others = other_changes(moment.at)
+    if plan_digest(moment.at, others) != moment.digest:
+        return None
+    return Showing(moment, now, others)

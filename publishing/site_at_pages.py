@@ -136,7 +136,9 @@ def _banner(at: datetime, note: str, plan: Plan, links: Links) -> dict:
     }
 
 
-def newest_at(at: datetime, count: int) -> tuple[list[Page], Plan]:
+def newest_at(
+    at: datetime, count: int, *, others: list[Change] | None = None
+) -> tuple[list[Page], Plan]:
     """Return the ``count`` newest posts live at ``at`` (fewer: there are no more) and the
     plan they were read with.
 
@@ -146,7 +148,7 @@ def newest_at(at: datetime, count: int) -> tuple[list[Page], Plan]:
     place. Too few: the windows grow fourfold.
     """
     window = max(count, WINDOW)
-    others = other_changes(at)
+    others = other_changes(at) if others is None else others
     while True:
         publishes = changes_by(at, only=PUBLISH, last=window, others=others)
         newest = live_now(limit=window)
@@ -165,15 +167,23 @@ def newest_at(at: datetime, count: int) -> tuple[list[Page], Plan]:
         window *= 4
 
 
-def index_context(at: datetime, links: Links, *, page: str | None, note: str = "") -> dict:
-    """Return the index at ``at``, page ``page`` (a number; anything else is the first)."""
+def index_context(
+    at: datetime,
+    links: Links,
+    *,
+    page: str | None,
+    note: str = "",
+    others: list[Change] | None = None,
+) -> dict:
+    """Return the index at ``at``, page ``page`` (a number; anything else is the first);
+    ``others``: other apps' changes by then, when read already."""
     per_page = int(settings.POSTS_PER_PAGE)
     try:
         number = max(1, min(int(page or "1"), MOST_PAGES))
     except ValueError:
         number = 1
     offset = (number - 1) * per_page
-    merged, plan = newest_at(at, offset + per_page + 1)
+    merged, plan = newest_at(at, offset + per_page + 1, others=others)
     more = len(merged) > offset + per_page and number < MOST_PAGES
     return {
         **_banner(at, note, plan, links),
@@ -187,15 +197,21 @@ def index_context(at: datetime, links: Links, *, page: str | None, note: str = "
 
 
 def post_context(
-    at: datetime, links: Links, slug: str, *, note: str = "", now: datetime | None = None
+    at: datetime,
+    links: Links,
+    slug: str,
+    *,
+    note: str = "",
+    now: datetime | None = None,
+    others: list[Change] | None = None,
 ) -> dict:
-    """Return the post whose address is ``slug`` at ``at``; none has it: a 404. ``now`` is
-    the database's time when the caller has read it."""
+    """Return the post whose address is ``slug`` at ``at``; none has it: a 404. ``now`` (the
+    database's time) and ``others`` (other apps' changes by then) when read already."""
     found = post_by_slug(slug)
     if found is None:
         raise Http404(_("No post has this address."))
     post_id, own_body = found
-    plan = read_plan(at, {post_id})
+    plan = read_plan(at, {post_id}, others=others)
     shown = plan.pages[post_id]
     return {
         **_banner(at, note, plan, links),

@@ -127,9 +127,10 @@ def preview(request, token: str):
 
 
 def _shared_links(token: str):
-    """Return the shared link's moment and its pages' addresses; anything wrong is a 404."""
-    moment = still_shown(token)
-    if moment is None:
+    """Return what the shared link shows (``site_at_links.Showing``) and its pages' addresses;
+    anything wrong is a 404."""
+    showing = still_shown(token)
+    if showing is None:
         raise Http404("No such page.")
 
     def index(number: int) -> str:
@@ -146,7 +147,7 @@ def _shared_links(token: str):
 
     feed = reverse("publishing:site_at_shared_feed", kwargs={"token": token})
     sitemap = reverse("publishing:site_at_shared_sitemap", kwargs={"token": token})
-    return moment, Links(
+    return showing, Links(
         index=index, post=post, feed=feed, sitemap=sitemap, sitemap_section=sitemap_section
     )
 
@@ -154,28 +155,30 @@ def _shared_links(token: str):
 @require_safe
 def site_at_shared(request, token: str):
     """The index as it will be at a shared link's moment, to anyone holding the link."""
-    moment, links = _shared_links(token)
-    context = index_context(moment.at, links, page=request.GET.get("page"))
+    showing, links = _shared_links(token)
+    at, page = showing.moment.at, request.GET.get("page")
+    context = index_context(at, links, page=page, others=showing.others)
     return respond(request, "publishing/site_at/index.html", context)
 
 
 @require_safe
 def site_at_shared_post(request, token: str, slug: str):
     """One post as it will be at a shared link's moment."""
-    moment, links = _shared_links(token)
-    context = post_context(moment.at, links, slug)
+    showing, links = _shared_links(token)
+    at, now, others = showing.moment.at, showing.now, showing.others
+    context = post_context(at, links, slug, now=now, others=others)
     return respond(request, "publishing/site_at/post.html", context)
 
 
 @require_safe
 def site_at_shared_feed(request, token: str):
     """The Atom feed as it will be at a shared link's moment."""
-    moment, links = _shared_links(token)
-    return SiteAtFeed(moment.at, links)(request)
+    showing, links = _shared_links(token)
+    return SiteAtFeed(showing.moment.at, links)(request)
 
 
 @require_safe
 def site_at_shared_sitemap(request, token: str, section: str | None = None):
     """The sitemap as it will be at a shared link's moment: its index, or a section's page."""
-    moment, links = _shared_links(token)
-    return sitemap_at(request, moment.at, links, section)
+    showing, links = _shared_links(token)
+    return sitemap_at(request, showing.moment.at, links, section)

@@ -6,6 +6,8 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from coordination.clock import database_now
@@ -108,3 +110,15 @@ def test_a_links_life_is_bounded(as_editor):
     response = as_editor.post(SHARE + query, {"hours": 24 * 365}, follow=True)
     assert 'id="site-at-shared-url"' not in response.content.decode()
     assert "less than or equal to" in response.content.decode()
+
+
+def test_a_shared_page_reads_the_moments_releases_once(as_editor, client):
+    at = database_now() + timedelta(hours=2)
+    coming = future_post(seconds_ahead=3600, title="Spring menu")
+    link = share(as_editor, at)
+    as_editor.logout()
+    for page in (link, f"{link}posts/{coming.slug}/"):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(page).status_code == 200
+        releases = [q for q in queries.captured_queries if 'FROM "publishing_release"' in q["sql"]]
+        assert len(releases) == 1, "the link's check and the page share one read"
