@@ -120,5 +120,6 @@ def test_a_shared_page_reads_the_moments_releases_once(as_editor, client):
     for page in (link, f"{link}posts/{coming.slug}/"):
         with CaptureQueriesContext(connection) as queries:
             assert client.get(page).status_code == 200
-        releases = [q for q in queries.captured_queries if 'FROM "publishing_release"' in q["sql"]]
+        table = f"FROM {connection.ops.quote_name('publishing_release')}"
+        releases = [q for q in queries.captured_queries if table in q["sql"]]
         assert len(releases) == 1, "the link's check and the page share one read"
