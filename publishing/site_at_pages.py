@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from django.http import Http404
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from coordination.clock import database_now
@@ -50,6 +51,17 @@ WINDOW = 32
 PAGE_LIFE = timedelta(hours=1)
 #: What each kind of change does, in the banner's words.
 WHAT = {"publish": "goes live", "unpublish": "is taken down", "new_text": "gets a new text"}
+
+
+def slug_addresses(name: str, query: str = "", **kwargs) -> Callable[[str], str]:
+    """Return the address of the URL ``name`` for a post's slug (with ``?query`` when given),
+    reversed once: a page names up to :data:`BANNER_MOST` posts, and their addresses differ
+    only by the slug, a path segment the ``slug`` converter takes as it is (the database
+    refuses any other, :mod:`publishing.slugs`), so nothing in it is quoted."""
+    marker = "slug-marker"
+    head, _, tail = reverse(name, kwargs={**kwargs, "slug": marker}).rpartition(marker)
+    end = f"{tail}?{query}" if query else tail
+    return lambda slug: f"{head}{slug}{end}"
 
 
 @dataclass(frozen=True)

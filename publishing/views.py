@@ -20,7 +20,7 @@ from publishing.page_bodies import page_body
 from publishing.previews import PREVIEW_HEADERS
 from publishing.site_at_feed import SiteAtFeed
 from publishing.site_at_links import still_shown
-from publishing.site_at_pages import Links, index_context, post_context, respond
+from publishing.site_at_pages import Links, index_context, post_context, respond, slug_addresses
 from publishing.site_at_sitemap import sitemap_at
 from publishing.slugs import is_url_slug
 
@@ -137,9 +137,6 @@ def _shared_links(token: str):
         url = reverse("publishing:site_at_shared", kwargs={"token": token})
         return url if number <= 1 else f"{url}?page={number}"
 
-    def post(slug: str) -> str:
-        return reverse("publishing:site_at_shared_post", kwargs={"token": token, "slug": slug})
-
     def sitemap_section(section: str, page: int) -> str:
         kwargs = {"token": token, "section": section}
         url = reverse("publishing:site_at_shared_sitemap_section", kwargs=kwargs)
@@ -147,6 +144,7 @@ def _shared_links(token: str):
 
     feed = reverse("publishing:site_at_shared_feed", kwargs={"token": token})
     sitemap = reverse("publishing:site_at_shared_sitemap", kwargs={"token": token})
+    post = slug_addresses("publishing:site_at_shared_post", token=token)
     return showing, Links(
         index=index, post=post, feed=feed, sitemap=sitemap, sitemap_section=sitemap_section
     )

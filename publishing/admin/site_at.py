@@ -25,7 +25,13 @@ from coordination.clock import database_now
 from publishing import previews
 from publishing.site_at_feed import SiteAtFeed
 from publishing.site_at_links import shared_link
-from publishing.site_at_pages import Links, index_context, post_context, respond
+from publishing.site_at_pages import (
+    Links,
+    index_context,
+    post_context,
+    respond,
+    slug_addresses,
+)
 from publishing.site_at_sitemap import sitemap_at
 from publishing.validation import wall_time_problem
 
@@ -112,7 +118,9 @@ def admin_links(at: datetime) -> Links:
 
     return Links(
         index=index,
-        post=lambda slug: moment_url("admin:publishing_post_site_at_post", at, slug=slug),
+        post=slug_addresses(
+            "admin:publishing_post_site_at_post", urlencode({"at": at.isoformat()})
+        ),
         feed=moment_url("admin:publishing_post_site_at_feed", at),
         sitemap=moment_url("admin:publishing_post_site_at_sitemap", at),
         sitemap_section=sitemap_section,

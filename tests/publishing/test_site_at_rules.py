@@ -4,7 +4,9 @@ one instant, takedowns setting revisions aside, and changes that will not happen
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.urls import reverse
 
+from publishing.admin.site_at import admin_links, moment_url
 from publishing.site_at import (
     NEW_TEXT,
     NOT_LIVE,
@@ -20,6 +22,7 @@ from publishing.site_at import (
     latest,
     newest_live,
 )
+from publishing.site_at_pages import slug_addresses
 
 T0 = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -154,3 +157,14 @@ def test_the_first_and_last_changes_are_in_the_jobs_order():
     assert earliest(changes, 3) == [publish(1, 0), publish(2, 5), takedown(0, 5)]
     assert latest(changes, 2) == [new_text(1, 5, "B"), takedown(1, 5)]
     assert earliest(changes, None) == sorted(changes, key=change_key)
+
+
+@pytest.mark.parametrize("slug", ["a", "spring-menu", "post_1", "X" * 200])
+def test_a_posts_address_at_a_moment_is_the_one_reverse_gives(slug):
+    at = datetime(2030, 1, 1, 9, 30, tzinfo=UTC)
+    name = "admin:publishing_post_site_at_post"
+    assert admin_links(at).post(slug) == moment_url(name, at, slug=slug)
+    token = "eyJtIjoxNzk2NTYwNTE4fQ:1xa9aQ:_9VSgcP3gxVG"
+    shared = slug_addresses("publishing:site_at_shared_post", token=token)
+    expected = reverse("publishing:site_at_shared_post", kwargs={"token": token, "slug": slug})
+    assert shared(slug) == expected
