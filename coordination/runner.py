@@ -87,6 +87,8 @@ class Worker:
         self._ended = threading.Event()
         #: Set once the job's function has returned (its outcome may still be on its way).
         self.function_returned = False
+        #: How long the job's function ran (seconds), once its outcome is made.
+        self.duration: float | None = None
         self.plan = plan
         self.job = plan.job
         self.slot = plan.slot
@@ -299,6 +301,7 @@ class Worker:
         self, status: str, *, duration, lateness, error: str, next_due, retry_at=None
     ) -> ledger.RunOutcome:
         """Return this run's outcome as the ledger records it (the run's row, the job's state)."""
+        self.duration = duration
         return ledger.RunOutcome(
             slot=self.slot,
             status=status,

@@ -79,7 +79,7 @@ def refill(free: int, capacity: int) -> bool:
 def take_ahead(threads: int, run_seconds: float | None) -> int:
     """Return how many runs a worker process may hold at once: one per thread, and as many
     taken ahead as its threads start within ``TAKE_AHEAD`` at the pace of its recent runs
-    (``run_seconds``, each run's time on its thread), at most ``MAX_HELD``.
+    (``run_seconds``, each run's job function's time), at most ``MAX_HELD``.
 
     Before any run has ended here the pace is unknown: one run ahead per thread. Short runs
     (a burst of trivial ones) are then taken by the hundred, in a few claims, instead of
@@ -139,7 +139,7 @@ class WorkerProcess:
         self.thread_count = worker_threads(
             settings.WORKER_THREADS if threads is None else threads, connection.vendor
         )
-        #: A run's time on its thread, averaged over the recent runs (``take_ahead``).
+        #: A run's job function's time, averaged over the recent runs (``take_ahead``).
         self.run_seconds: float | None = None
         self.threads = JobThreads(f"worker-{name}", max_threads=self.thread_count)
         self.watch: RunWatch = NoWatch()
@@ -194,7 +194,10 @@ class WorkerProcess:
         return take_ahead(self.thread_count, self.run_seconds)
 
     def _ran_for(self, seconds: float) -> None:
-        """Count one run's time on its thread in the recent pace (a moving average)."""
+        """Count one run's time in the recent pace (a moving average): its job function's own
+        time, not the writes around it. Those grow when the database is busy, and counting
+        them would have the process take fewer runs a claim just when each claim costs most
+        (more claims, a busier database)."""
         with self._lock:
             if self.run_seconds is None:
                 self.run_seconds = seconds
@@ -327,7 +330,7 @@ class WorkerProcess:
         self.busy(beat=False)  # the take just wrote the heartbeat
 
         def run() -> None:
-            began = time.monotonic()
+            worker: Worker | None = None
             ended: tuple[uuid.UUID, str] | None = None
             failure = (task.id, "", "the run ended without an outcome")
             try:
@@ -342,7 +345,8 @@ class WorkerProcess:
                 failure = (task.id, f"{type(exc).__module__}.{type(exc).__qualname__}", str(exc))
             finally:
                 self.watch.ended(queued)
-                self._ran_for(time.monotonic() - began)
+                if worker is not None and worker.duration is not None:
+                    self._ran_for(worker.duration)
                 self.idle()
                 with self._lock:
                     if ended is not None:

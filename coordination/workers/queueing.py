@@ -110,24 +110,89 @@ def enqueue(runs: list[JobRun]) -> None:
             task = run_queued.using(priority=run_priority(run.job))
             transaction.on_commit(lambda task=task, args=args: task.enqueue(*args))
         return
-    from django_tasks_db.compat import normalize_json
-    from django_tasks_db.models import DBTaskResult, get_date_max
+    if connection.vendor == "postgresql":
+        _insert_tasks_from_arrays(runs)
+    else:
+        _insert_tasks(runs)
 
-    task = run_queued
+
+def _task_fields() -> dict:
+    """Return the fields every run's task row shares (what ``Task.enqueue`` would write)."""
+    from django_tasks_db.models import get_date_max
+
+    return {
+        "task_path": run_queued.module_path,
+        "queue_name": run_queued.queue_name,
+        "backend_name": run_queued.backend,
+        "run_after": get_date_max(),
+    }
+
+
+def _insert_tasks(runs: list[JobRun]) -> None:
+    """Insert the runs' task rows with one ``bulk_create``."""
+    from django_tasks_db.compat import normalize_json
+    from django_tasks_db.models import DBTaskResult
+
+    shared = _task_fields()
     DBTaskResult.objects.bulk_create(
         [
             DBTaskResult(
                 id=uuid.uuid4(),
                 args_kwargs=normalize_json({"args": [run.pk, run.attempt], "kwargs": {}}),
                 priority=run_priority(run.job),
-                task_path=task.module_path,
-                queue_name=task.queue_name,
-                run_after=get_date_max(),
-                backend_name=task.backend,
+                **shared,
             )
             for run in runs
         ]
     )
+
+
+def _insert_tasks_from_arrays(runs: list[JobRun]) -> None:
+    """Insert the runs' task rows as :func:`_insert_tasks` does, in one PostgreSQL statement
+    over four arrays (ids, runs, attempts, priorities).
+
+    A burst queues a thousand runs in the leader's transaction, which workers wait for:
+    ``bulk_create`` spends about 0.1 s of Python on a thousand rows of thirteen columns,
+    the arrays nothing. ``test_worker_batches`` checks that both write the same rows.
+    """
+    from django_tasks_db.compat import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    meta, quote = DBTaskResult._meta, connection.ops.quote_name
+
+    def column(name: str) -> str:
+        return quote(meta.get_field(name).column)
+
+    shared = _task_fields()
+    columns = ", ".join(
+        column(name)
+        for name in (
+            "id", "status", "enqueued_at", "args_kwargs", "priority", "task_path",
+            "worker_ids", "queue_name", "backend_name", "run_after", "exception_class_path",
+            "traceback",
+        )
+    )  # fmt: skip
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({columns})"
+        " SELECT t.id, %s, STATEMENT_TIMESTAMP(),"
+        " jsonb_build_object('args', jsonb_build_array(t.run, t.attempt), 'kwargs', '{}'::jsonb),"
+        " t.priority, %s, '[]'::jsonb, %s, %s, %s, '', ''"
+        " FROM unnest(%s::uuid[], %s::bigint[], %s::integer[], %s::integer[])"
+        " AS t(id, run, attempt, priority)"
+    )
+    params = (
+        TaskResultStatus.READY,
+        shared["task_path"],
+        shared["queue_name"],
+        shared["backend_name"],
+        shared["run_after"],
+        [uuid.uuid4() for _ in runs],
+        [run.pk for run in runs],
+        [run.attempt for run in runs],
+        [run_priority(run.job) for run in runs],
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def wake_workers() -> None:

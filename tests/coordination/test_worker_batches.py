@@ -16,6 +16,7 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 
 from coordination.models import JobRun, JobState
 from coordination.registry import JobRegistry, make_job
+from coordination.workers import queueing
 from coordination.workers.claiming import FOREIGN_TASK, TakenTask, decide_batch, parse_run
 from coordination.workers.execution import Delivery
 from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, RUN_TASK_PATH
@@ -303,3 +304,48 @@ def test_retention_deletes_the_task_rows_of_the_runs_it_deletes():
 )
 def test_take_ahead_follows_the_pace_of_the_recent_runs(threads, run_seconds, held):
     assert take_ahead(threads, run_seconds) == held
+
+
+@pytest.mark.django_db
+def test_task_rows_from_arrays_are_the_rows_bulk_create_writes():
+    if connection.vendor != "postgresql":
+        pytest.skip("the arrays' statement is PostgreSQL's")
+    runs = [_run(pk=pk, attempt=attempt, job="batchtest.gone") for pk, attempt in ((7, 1), (8, 3))]
+    queueing._insert_tasks(runs)
+    by_bulk_create = list(DBTaskResult.objects.order_by("args_kwargs").values())
+    DBTaskResult.objects.all().delete()
+    queueing._insert_tasks_from_arrays(runs)
+    from_arrays = list(DBTaskResult.objects.order_by("args_kwargs").values())
+
+    def comparable(rows):
+        assert len({row.pop("id") for row in rows}) == len(runs)
+        assert all(row.pop("enqueued_at") is not None for row in rows)
+        return rows
+
+    assert comparable(from_arrays) == comparable(by_bulk_create)
+    assert [row["args_kwargs"] for row in from_arrays] == [
+        {"args": [7, 1], "kwargs": {}},
+        {"args": [8, 3], "kwargs": {}},
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_pace_of_runs_counts_their_job_functions_not_the_writes_around_them(monkeypatch):
+    reg, jobs = _declare_many(2, lambda ctx: None)
+    for job in jobs:
+        make_due(job, ago=timedelta(0))
+    tick(reg)
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    record = process.host.finish_run
+
+    def slow_record(run, job, outcome):
+        threading.Event().wait(0.3)  # a busy database: the outcome's write takes its time
+        return record(run, job, outcome)
+
+    monkeypatch.setattr(process.host, "finish_run", slow_record)
+    assert process.work()
+    process.close()
+
+    assert set(JobRun.objects.values_list("status", flat=True)) == {JobRun.Status.SUCCEEDED}
+    assert process.run_seconds is not None and process.run_seconds < 0.1
+    assert process.capacity > 2 * process.thread_count, "quick runs are taken well ahead"
