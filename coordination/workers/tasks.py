@@ -6,10 +6,9 @@ own worker processes, or the worker of another django-tasks backend) executes it
 """
 
 from django.core.exceptions import ImproperlyConfigured
-from django_tasks import task
-from django_tasks.exceptions import InvalidTaskError
 
 from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME
+from coordination.workers.tasks_api import InvalidTaskError, task
 
 
 def run_queued(run_id: int, attempt: int) -> str:
