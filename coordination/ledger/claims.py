@@ -10,6 +10,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
 
+from coordination import quoting
 from coordination.ledger.states import advance_jobs
 from coordination.models import JobRun, JobState
 from coordination.registry import Job
@@ -130,13 +131,12 @@ def _take_queued_returning(runs: list[JobRun], *, node: str, instance: str) -> d
     and compile for a batch of a hundred runs, twice (the update and the read back), on the
     thread that takes the next batch; two arrays cost it nothing.
     """
-    meta, quote = JobRun._meta, connection.ops.quote_name
 
     def column(name: str) -> str:
-        return quote(meta.get_field(name).column)
+        return quoting.column(JobRun, name)
 
     sql = (
-        f"UPDATE {quote(meta.db_table)} AS r SET {column('status')} = %s,"
+        f"UPDATE {quoting.table(JobRun)} AS r SET {column('status')} = %s,"
         f" {column('node')} = %s, {column('node_instance')} = %s,"
         f" {column('started_at')} = STATEMENT_TIMESTAMP()"  # Now(), as take_queued writes it
         " FROM unnest(%s::bigint[], %s::integer[]) AS t(id, attempt)"

@@ -11,6 +11,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.db.models.sql import UpdateQuery
 
+from coordination import quoting
 from coordination.conf import settings
 from coordination.ledger.claims import awaiting_retry
 from coordination.ledger.states import request_served, wakeup_served
@@ -332,14 +333,13 @@ def _finish_successes(finishes: list[tuple[JobRun, Job, RunOutcome]], *, instanc
     from arrays: a success clears the error and the retry time, counts no failure, and moves
     the next slot only when the outcome says so (``next_due`` or ``no_next_slot``).
     """
-    quote = connection.ops.quote_name
-    run_table, state_table = quote(JobRun._meta.db_table), quote(JobState._meta.db_table)
+    run_table, state_table = quoting.table(JobRun), quoting.table(JobState)
 
     def run_col(name: str) -> str:
-        return quote(JobRun._meta.get_field(name).column)
+        return quoting.column(JobRun, name)
 
     def state_col(name: str) -> str:
-        return quote(JobState._meta.get_field(name).column)
+        return quoting.column(JobState, name)
 
     sql = (
         "WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::integer[], %s::double precision[],"

@@ -15,7 +15,7 @@ import uuid
 
 from django.db import connection, transaction
 
-from coordination import ledger
+from coordination import ledger, quoting
 from coordination.models import JobRun
 from coordination.planner import RunPlan, plan_queueable_together
 from coordination.priorities import TASK_PRIORITIES, Priority, task_priority
@@ -158,14 +158,9 @@ def _insert_tasks_from_arrays(runs: list[JobRun]) -> None:
     from django_tasks_db.compat import TaskResultStatus
     from django_tasks_db.models import DBTaskResult
 
-    meta, quote = DBTaskResult._meta, connection.ops.quote_name
-
-    def column(name: str) -> str:
-        return quote(meta.get_field(name).column)
-
     shared = _task_fields()
     columns = ", ".join(
-        column(name)
+        quoting.column(DBTaskResult, name)
         for name in (
             "id", "status", "enqueued_at", "args_kwargs", "priority", "task_path",
             "worker_ids", "queue_name", "backend_name", "run_after", "exception_class_path",
@@ -173,7 +168,7 @@ def _insert_tasks_from_arrays(runs: list[JobRun]) -> None:
         )
     )  # fmt: skip
     sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({columns})"
+        f"INSERT INTO {quoting.table(DBTaskResult)} ({columns})"
         " SELECT t.id, %s, STATEMENT_TIMESTAMP(),"
         " jsonb_build_object('args', jsonb_build_array(t.run, t.attempt), 'kwargs', '{}'::jsonb),"
         " t.priority, %s, '[]'::jsonb, %s, %s, %s, '', ''"
