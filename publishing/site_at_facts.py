@@ -72,17 +72,7 @@ def due_count(moment: datetime, others: list[Change] | None = None) -> int:
     """Return how many changes are due by ``moment``, counted by the database without reading
     them; ``others`` as for :func:`changes_by`."""
     others = other_changes(moment) if others is None else others
-    own = (
-        _due_publishes(moment)
-        .order_by()
-        .values_list("pk")
-        .union(
-            _due_takedowns(moment).order_by().values_list("pk"),
-            _due_revisions(moment).order_by().values_list("post_id"),
-            all=True,
-        )
-    )
-    return own.count() + len(others)
+    return _due_posts(moment, each_change=True).count() + len(others)
 
 
 def touched_generations(
@@ -92,22 +82,30 @@ def touched_generations(
     the publish job's own changes in one read (however many), other apps' posts in a second
     read only when they touch posts the first did not; ``others`` as for :func:`changes_by`."""
     others = other_changes(moment) if others is None else others
-    generation = "preview_generation"
-    own = (
-        _due_publishes(moment)
-        .order_by()
-        .values_list("pk", generation)
-        .union(
-            _due_takedowns(moment).order_by().values_list("pk", generation),
-            _due_revisions(moment).order_by().values_list("post_id", f"post__{generation}"),
-        )
-    )
-    touched = set(own)
+    touched = set(_due_posts(moment, "preview_generation", each_change=False))
     seen = {pk for pk, _ in touched}
     unseen = {change.post_id for change in others} - seen
     if unseen:
-        touched |= set(Post.objects.filter(pk__in=unseen).values_list("pk", generation))
+        touched |= set(Post.objects.filter(pk__in=unseen).values_list("pk", "preview_generation"))
     return touched
+
+
+def _due_posts(moment: datetime, *fields: str, each_change: bool) -> QuerySet:
+    """Return the post of each of the publish job's changes due by ``moment`` with its
+    ``fields``, as one union of the three kinds (``each_change``: a post as often as it
+    changes, else once)."""
+    return (
+        _due_publishes(moment)
+        .order_by()
+        .values_list("pk", *fields)
+        .union(
+            _due_takedowns(moment).order_by().values_list("pk", *fields),
+            _due_revisions(moment)
+            .order_by()
+            .values_list("post_id", *(f"post__{field}" for field in fields)),
+            all=each_change,
+        )
+    )
 
 
 def _due_publishes(moment: datetime) -> QuerySet:
