@@ -16,6 +16,19 @@ WAITING_SQL = (
     " AND classid = 0 AND objid = %s AND objsubid = 1"
 )
 
+#: The state of session ``%s`` (none once it has ended).
+STATE_SQL = "SELECT state FROM pg_stat_activity WHERE pid = %s"
+
+
+def write_finished_uncommitted(state: str | None) -> bool:
+    """Whether a frozen session whose gated write was let through has finished it, uncommitted.
+
+    Its session then sits idle in the open transaction, until a bound of the transaction's own
+    (the lease fence's ``idle_in_transaction_session_timeout``, what the lease had left) ends
+    it: a caller that looks only later, as on a busy machine, finds the session gone (``state``
+    is None). Either way the frozen client never sent ``COMMIT``."""
+    return state is None or state.startswith("idle in transaction")
+
 
 def install_sql(
     *, job: str, key: int, status: str = "succeeded", name: str = "instatic_commit_gate"

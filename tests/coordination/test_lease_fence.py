@@ -112,11 +112,11 @@ def session_waiting_at_gate() -> int | None:
     return row[0] if row else None
 
 
-def session_state(pid: int) -> str | None:
+def write_finished_uncommitted(pid: int) -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", (pid,))
+        cursor.execute(commit_gate_sql.STATE_SQL, (pid,))
         row = cursor.fetchone()
-    return row[0] if row else None
+    return commit_gate_sql.write_finished_uncommitted(row[0] if row else None)
 
 
 @pytest.mark.multiprocess
@@ -139,7 +139,7 @@ def test_a_leader_frozen_before_its_commit_cannot_commit_after_its_lease_passed(
         old.signal(signal.SIGSTOP)
         open_gate()
         # The update has finished on the server; the frozen client will not send COMMIT.
-        wait_until(lambda: session_state(waiting) == "idle in transaction", timeout=10)
+        wait_until(lambda: write_finished_uncommitted(waiting), timeout=10)
         slot = JobState.objects.get(name=JOB).next_due
         new = start_scheduler("fence-new", GROUP, env=process_env(**common, INSTATIC_LEASE=60))
 
@@ -196,7 +196,7 @@ def test_a_leader_frozen_recording_a_failure_cannot_record_it_after_its_lease_pa
         old.signal(signal.SIGSTOP)
         slot = JobState.objects.get(name=JOB).next_due
         open_gate()
-        wait_until(lambda: session_state(waiting) == "idle in transaction", timeout=10)
+        wait_until(lambda: write_finished_uncommitted(waiting), timeout=10)
         new = start_scheduler("fence-new", GROUP, env=process_env(**common, INSTATIC_LEASE=60))
 
         took_over = wait_until(

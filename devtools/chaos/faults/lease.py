@@ -20,7 +20,7 @@ from devtools.chaos.config import (
 from devtools.chaos.faults.targets import new_fault
 from devtools.chaos.records import Fault
 from devtools.chaos.soak import Soak
-from devtools.commit_gate import WAITING_SQL
+from devtools.commit_gate import STATE_SQL, WAITING_SQL, write_finished_uncommitted
 
 #: How long a lease holder's run may take to reach the gate (LEASE_JOB runs every second).
 GATE_WAIT = LEASE + 3.0
@@ -81,11 +81,9 @@ def fault_freeze_at_commit(soak: Soak) -> Fault:
         replica.process.send_signal(signal.SIGSTOP)
         stopped = True
         conn.execute("SELECT pg_advisory_unlock(%s)", (COMMIT_GATE_KEY,))
-        state_sql = "SELECT state FROM pg_stat_activity WHERE pid = %s"
         idle = soak.wait_until(
-            lambda: (
-                (conn.execute(state_sql, (waiting,)).fetchone() or [None])[0]
-                == "idle in transaction"
+            lambda: write_finished_uncommitted(
+                (conn.execute(STATE_SQL, (waiting,)).fetchone() or [None])[0]
             ),
             since=time.monotonic(),
             timeout=5,
@@ -95,7 +93,9 @@ def fault_freeze_at_commit(soak: Soak) -> Fault:
             "SELECT next_due FROM coordination_jobstate WHERE name = %s", (LEASE_JOB,)
         ).fetchone()[0]
         if idle is None:
-            fault.problem = "the frozen run's session never went idle in its transaction"
+            fault.problem = (
+                "the frozen run's session neither went idle in its transaction nor ended"
+            )
         taken_sql = "SELECT holder, acquired_at FROM coordination_locklease WHERE key = %s"
         fault.takeover = soak.wait_until(
             lambda: (
