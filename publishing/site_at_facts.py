@@ -5,8 +5,8 @@ revisions due by the moment (the due indexes the publish job reads), narrowed to
 page shows and the first changes from now, other apps' changes
 (:func:`publishing.site_at.other_changes`), then the posts those changes touch. How many
 changes there are is counted by the database (:func:`due_count`); which posts they touch is
-read as ids with their preview generations (:func:`touched_generations`, a shared link's
-check); every change by the moment is read only for the sitemap (:func:`live_then`).
+read as ids with their preview generations (:func:`touched`, a shared link's check, which
+counts them too); every change by the moment is read only for the sitemap (:func:`live_then`).
 
 What will not happen is read now, with the publish job's own rules: a post whose publish
 failed waits for an editor, content the go-live checks hold (reviews) stays out, a post that
@@ -15,6 +15,7 @@ cannot go live as it is (:func:`publishing.validation.publish_problems`) would f
 
 from collections.abc import Collection
 from datetime import datetime
+from typing import NamedTuple
 
 from django.db.models import Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Length, Trim
@@ -75,19 +76,29 @@ def due_count(moment: datetime, others: list[Change] | None = None) -> int:
     return _due_posts(moment, each_change=True).count() + len(others)
 
 
-def touched_generations(
-    moment: datetime, others: list[Change] | None = None
-) -> set[tuple[int, int]]:
-    """Return each post the changes due by ``moment`` touch, with its preview generation:
-    the publish job's own changes in one read (however many), other apps' posts in a second
-    read only when they touch posts the first did not; ``others`` as for :func:`changes_by`."""
+class Touched(NamedTuple):
+    """The posts the changes due by a moment touch, each with its preview generation, and how
+    many changes those are."""
+
+    generations: frozenset[tuple[int, int]]
+    count: int
+
+
+def touched(moment: datetime, others: list[Change] | None = None) -> Touched:
+    """Return the posts the changes due by ``moment`` touch, with their preview generations,
+    and how many changes there are: the publish job's own changes in one read (a row each,
+    however many), other apps' posts in a second read only when they touch posts the first
+    did not; ``others`` as for :func:`changes_by`."""
     others = other_changes(moment) if others is None else others
-    touched = set(_due_posts(moment, "preview_generation", each_change=False))
-    seen = {pk for pk, _ in touched}
+    rows = list(_due_posts(moment, "preview_generation", each_change=True))
+    generations = set(rows)
+    seen = {pk for pk, _ in generations}
     unseen = {change.post_id for change in others} - seen
     if unseen:
-        touched |= set(Post.objects.filter(pk__in=unseen).values_list("pk", "preview_generation"))
-    return touched
+        generations |= set(
+            Post.objects.filter(pk__in=unseen).values_list("pk", "preview_generation")
+        )
+    return Touched(frozenset(generations), len(rows) + len(others))
 
 
 def _due_posts(moment: datetime, *fields: str, each_change: bool) -> QuerySet:

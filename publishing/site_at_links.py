@@ -23,7 +23,7 @@ from coordination.clock import database_now
 from publishing import previews
 from publishing.actions import editor_name
 from publishing.site_at import Change, other_changes
-from publishing.site_at_facts import touched_generations
+from publishing.site_at_facts import Touched, touched
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +39,9 @@ class SharedMoment:
     digest: str
 
 
-def plan_digest(at: datetime, others: list[Change] | None = None) -> str:
-    """Return the digest of the posts the changes by ``at`` touch and their preview
-    generations (``others``: other apps' changes by then, when read already)."""
-    generations = sorted(touched_generations(at, others))
-    text = ",".join(f"{pk}:{generation}" for pk, generation in generations)
+def plan_digest(touched_posts: Touched) -> str:
+    """Return the digest of the posts a moment's changes touch and their preview generations."""
+    text = ",".join(f"{pk}:{generation}" for pk, generation in sorted(touched_posts.generations))
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -79,7 +77,7 @@ def shared_link(*, at: datetime, user, expires_in: timedelta) -> str:
         )
     previews.check_lifetime(expires_in)
     at = at.replace(microsecond=0)
-    moment = SharedMoment(at, database_now() + expires_in, plan_digest(at))
+    moment = SharedMoment(at, database_now() + expires_in, plan_digest(touched(at)))
     logger.info(
         "link to the site at %s made by %s, valid until %s",
         at.isoformat(),
@@ -92,11 +90,13 @@ def shared_link(*, at: datetime, user, expires_in: timedelta) -> str:
 @dataclass(frozen=True)
 class Showing:
     """A valid link's moment, with what checking it read, for its page to read no more: the
-    database's time (``now``) and other apps' changes by the moment (``others``)."""
+    database's time (``now``), other apps' changes by the moment (``others``) and how many
+    changes there are by then (``count``)."""
 
     moment: SharedMoment
     now: datetime
     others: list[Change]
+    count: int
 
 
 def still_shown(token: str) -> Showing | None:
@@ -109,6 +109,7 @@ def still_shown(token: str) -> Showing | None:
     if moment.expires_at <= now:
         return None
     others = other_changes(moment.at)
-    if plan_digest(moment.at, others) != moment.digest:
+    touched_posts = touched(moment.at, others)
+    if plan_digest(touched_posts) != moment.digest:
         return None
-    return Showing(moment, now, others)
+    return Showing(moment, now, others, touched_posts.count)

@@ -96,20 +96,23 @@ def read_plan(
     *,
     known: dict[int, Page] | None = None,
     others: list[Change] | None = None,
+    count: int | None = None,
 ) -> Plan:
     """Return the posts ``posts`` at ``at`` and the banner's changes: every change of those
     posts, and the first changes from now, applied to the posts as they are now (``known``:
     some of them, read already). Only these are read, however many changes there are; a
     post the banner names that ``posts`` does not hold is as the changes read leave it
     (every change before the banner's last is among them, so what each did is exact).
-    Other apps' changes are ``others`` when the page has read them already."""
+    Other apps' changes are ``others``, and how many changes there are by then ``count``,
+    when the page has read them already."""
     others = other_changes(at) if others is None else others
     changes = changes_by(at, posts=posts, with_first=BANNER_MOST, others=others)
     first = earliest(changes, BANNER_MOST)
     known = {pk: page for pk, page in (known or {}).items() if pk in posts}
     read = posts | {change.post_id for change in first}
     pages, outcomes = apply(known | pages_of(read - set(known)), changes, at)
-    return Plan(pages, outcomes, frozenset(first), due_count(at, others))
+    count = due_count(at, others) if count is None else count
+    return Plan(pages, outcomes, frozenset(first), count)
 
 
 def differences(plan: Plan, links: Links) -> list[dict]:
@@ -149,7 +152,11 @@ def _banner(at: datetime, note: str, plan: Plan, links: Links) -> dict:
 
 
 def newest_at(
-    at: datetime, count: int, *, others: list[Change] | None = None
+    at: datetime,
+    count: int,
+    *,
+    others: list[Change] | None = None,
+    changes: int | None = None,
 ) -> tuple[list[Page], Plan]:
     """Return the ``count`` newest posts live at ``at`` (fewer: there are no more) and the
     plan they were read with.
@@ -157,7 +164,8 @@ def newest_at(
     Reads windows: the newest live posts now and the latest publishes by then, with every
     change of those posts; a post outside both comes below the windows' ends (a post goes
     live at its latest publish, or stays at its time now), so the posts above them are in
-    place. Too few: the windows grow fourfold.
+    place. Too few: the windows grow fourfold. ``others`` and ``changes`` (how many changes
+    there are by then) when read already.
     """
     window = max(count, WINDOW)
     others = other_changes(at) if others is None else others
@@ -166,7 +174,7 @@ def newest_at(
         newest = live_now(limit=window)
         posts = {change.post_id for change in publishes} | {page.post_id for page in newest}
         known = {page.post_id: page for page in newest}
-        plan = read_plan(at, posts, known=known, others=others)
+        plan = read_plan(at, posts, known=known, others=others, count=changes)
         ends = [(change.at, change.post_id) for change in publishes[window - 1 :]]
         ends += [page_key(page, at) for page in newest[window - 1 :]]
         placed = newest_live(
@@ -186,16 +194,18 @@ def index_context(
     page: str | None,
     note: str = "",
     others: list[Change] | None = None,
+    count: int | None = None,
 ) -> dict:
     """Return the index at ``at``, page ``page`` (a number; anything else is the first);
-    ``others``: other apps' changes by then, when read already."""
+    ``others`` (other apps' changes by then) and ``count`` (how many changes there are by
+    then) when read already."""
     per_page = int(settings.POSTS_PER_PAGE)
     try:
         number = max(1, min(int(page or "1"), MOST_PAGES))
     except ValueError:
         number = 1
     offset = (number - 1) * per_page
-    merged, plan = newest_at(at, offset + per_page + 1, others=others)
+    merged, plan = newest_at(at, offset + per_page + 1, others=others, changes=count)
     more = len(merged) > offset + per_page and number < MOST_PAGES
     return {
         **_banner(at, note, plan, links),
@@ -216,14 +226,16 @@ def post_context(
     note: str = "",
     now: datetime | None = None,
     others: list[Change] | None = None,
+    count: int | None = None,
 ) -> dict:
     """Return the post whose address is ``slug`` at ``at``; none has it: a 404. ``now`` (the
-    database's time) and ``others`` (other apps' changes by then) when read already."""
+    database's time), ``others`` (other apps' changes by then) and ``count`` (how many changes
+    there are by then) when read already."""
     found = post_by_slug(slug)
     if found is None:
         raise Http404(_("No post has this address."))
     post_id, own_body = found
-    plan = read_plan(at, {post_id}, others=others)
+    plan = read_plan(at, {post_id}, others=others, count=count)
     shown = plan.pages[post_id]
     return {
         **_banner(at, note, plan, links),

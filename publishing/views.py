@@ -155,7 +155,7 @@ def site_at_shared(request, token: str):
     """The index as it will be at a shared link's moment, to anyone holding the link."""
     showing, links = _shared_links(token)
     at, page = showing.moment.at, request.GET.get("page")
-    context = index_context(at, links, page=page, others=showing.others)
+    context = index_context(at, links, page=page, others=showing.others, count=showing.count)
     return respond(request, "publishing/site_at/index.html", context)
 
 
@@ -164,7 +164,7 @@ def site_at_shared_post(request, token: str, slug: str):
     """One post as it will be at a shared link's moment."""
     showing, links = _shared_links(token)
     at, now, others = showing.moment.at, showing.now, showing.others
-    context = post_context(at, links, slug, now=now, others=others)
+    context = post_context(at, links, slug, now=now, others=others, count=showing.count)
     return respond(request, "publishing/site_at/post.html", context)
 
 

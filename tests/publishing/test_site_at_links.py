@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from coordination.clock import database_now
 from publishing import previews
+from publishing.site_at_facts import touched
 from publishing.site_at_links import SharedMoment, make_token, plan_digest
 from publishing.sitemaps import PostSitemap, id_page
 from tests.publishing.conftest import future_post, live_post
@@ -87,7 +88,7 @@ def test_a_change_of_the_plan_ends_the_shared_link(as_editor, client):
 def test_a_broken_shared_link_is_the_sites_404(client, broken):
     at = (database_now() + timedelta(hours=2)).replace(microsecond=0)
     expires = database_now() + (timedelta(hours=-1) if broken == "expired" else timedelta(hours=1))
-    token = make_token(SharedMoment(at, expires, plan_digest(at)))
+    token = make_token(SharedMoment(at, expires, plan_digest(touched(at))))
     if broken == "tampered":
         token = token[:-2] + ("AA" if token[-2:] != "AA" else "BB")
     if broken == "garbage":
@@ -123,3 +124,25 @@ def test_a_shared_page_reads_the_moments_releases_once(as_editor, client):
         table = f"FROM {connection.ops.quote_name('publishing_release')}"
         releases = [q for q in queries.captured_queries if table in q["sql"]]
         assert len(releases) == 1, "the link's check and the page share one read"
+
+
+def test_a_shared_page_counts_the_changes_as_the_editors_page_does_with_the_links_check(
+    as_editor, client
+):
+    at = database_now() + timedelta(hours=2)
+    coming = future_post(seconds_ahead=3600, title="Spring menu")
+    # Published and taken down again by then: two changes of one post.
+    future_post(
+        seconds_ahead=1200, title="Pop-up", unpublish_at=database_now() + timedelta(hours=1)
+    )
+    live_post(title="Sale", unpublish_at=database_now() + timedelta(minutes=30))
+    said = "4 changes from now"
+    assert said in as_editor.get(SITE_AT, {"at": at.isoformat()}).content.decode()
+    link = share(as_editor, at)
+    as_editor.logout()
+    for page in (link, f"{link}posts/{coming.slug}/"):
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(page)
+        assert said in response.content.decode()
+        counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+        assert counts == [], "the link's check reads the changes; the page counts those"
