@@ -23,6 +23,7 @@ from django.db.models.functions import Coalesce, Length, Trim
 from publishing import go_live, selectors
 from publishing.conf import settings
 from publishing.models import Post, PostRevision
+from publishing.prepared_reads import PreparedRead
 from publishing.site_at import (
     NEW_TEXT,
     ORDER,
@@ -37,6 +38,14 @@ from publishing.site_at import (
 from publishing.validation import publish_problems
 
 S = Post.Status
+
+
+class ChangesRead(NamedTuple):
+    """Changes due by a moment, and the posts the publish job's own touch as they are now (read
+    with them: a page needs no second read of the posts whose changes it applies)."""
+
+    changes: list[Change]
+    pages: dict[int, Page]
 
 
 def changes_by(
@@ -59,14 +68,38 @@ def changes_by(
     apps' are ``others`` (:func:`publishing.site_at.other_changes`, read once a page:
     releases are few) or read here.
     """
+    return read_changes(
+        moment,
+        posts=posts,
+        with_first=with_first,
+        only=only,
+        first=first,
+        last=last,
+        others=others,
+    ).changes
+
+
+def read_changes(
+    moment: datetime,
+    *,
+    posts: Collection[int] | None = None,
+    with_first: int | None = None,
+    only: str | None = None,
+    first: int | None = None,
+    last: int | None = None,
+    others: list[Change] | None = None,
+) -> ChangesRead:
+    """Return :func:`changes_by`'s changes (the same arguments) with the posts the publish
+    job's own touch, as they are now."""
     others = other_changes(moment) if others is None else others
     narrow = {"posts": posts, "only": only, "first": first, "last": last}
-    own = _own_changes(moment, with_first=with_first, **narrow)
+    own, pages = _own_changes(moment, with_first=with_first, **narrow)
     if with_first and posts is not None:
         theirs = wanted(others, only=only)
         banner = set(earliest(theirs, with_first))
-        return own + [change for change in theirs if change.post_id in posts or change in banner]
-    return wanted([*own, *others], **narrow)
+        kept = [change for change in theirs if change.post_id in posts or change in banner]
+        return ChangesRead(own + kept, pages)
+    return ChangesRead(wanted([*own, *others], **narrow), pages)
 
 
 def due_count(moment: datetime, others: list[Change] | None = None) -> int:
@@ -90,7 +123,7 @@ def touched(moment: datetime, others: list[Change] | None = None) -> Touched:
     however many), other apps' posts in a second read only when they touch posts the first
     did not; ``others`` as for :func:`changes_by`."""
     others = other_changes(moment) if others is None else others
-    rows = list(_due_posts(moment, "preview_generation", each_change=True))
+    rows = TOUCHED_ROWS.rows(moment=moment)
     generations = set(rows)
     seen = {pk for pk, _ in generations}
     unseen = {change.post_id for change in others} - seen
@@ -117,6 +150,12 @@ def _due_posts(moment: datetime, *fields: str, each_change: bool) -> QuerySet:
             all=each_change,
         )
     )
+
+
+#: Each change's post with its preview generation, compiled once (a shared link's every page).
+TOUCHED_ROWS = PreparedRead(
+    lambda moment: _due_posts(moment, "preview_generation", each_change=True)
+)
 
 
 def _due_publishes(moment: datetime) -> QuerySet:
@@ -153,95 +192,116 @@ def narrowed(
     return rows.order_by()
 
 
-def _own_changes(moment: datetime, *, only, **narrow) -> list[Change]:
+def _own_changes(moment: datetime, *, only, **narrow) -> tuple[list[Change], dict[int, Page]]:
     """Return the publish job's own changes due by ``moment``, narrowed as :func:`changes_by`
-    says: a small query a kind (one union would read fewer times, but Django takes longer to
-    build it than the database to answer three)."""
-    changes = []
-    if only in (None, PUBLISH):
-        changes += _publishes(moment, **narrow)
-    if only in (None, UNPUBLISH):
-        changes += _takedowns(moment, **narrow)
-    if only in (None, NEW_TEXT):
-        changes += _revisions(moment, **narrow)
-    return changes
+    says, and the posts they touch as they are now: a small query a kind (one union would
+    read fewer times, but Django takes longer to build it than the database to answer
+    three), each reading its changes' posts with them."""
+    changes: list[Change] = []
+    pages: dict[int, Page] = {}
+    for kind, read in ((PUBLISH, _publishes), (UNPUBLISH, _takedowns), (NEW_TEXT, _revisions)):
+        if only in (None, kind):
+            for change, page in read(moment, **narrow):
+                changes.append(change)
+                pages[change.post_id] = page
+    return changes, pages
 
 
-def _publishes(moment: datetime, **narrow) -> list[Change]:
-    rows = list(
-        narrowed(
-            _due_publishes(moment)
-            .annotate(body_length=Length(Trim("body")))
-            .values_list("pk", "publish_at", "last_error", "title", "slug", "body_length"),
-            at="publish_at",
-            post="pk",
-            moment=moment,
-            **narrow,
-        )
+#: The columns of a post's :class:`Page`, from the post's row (``prefix``: through a relation).
+def _page_columns(prefix: str = "") -> tuple[str, ...]:
+    return tuple(
+        f"{prefix}{name}" for name in ("title", "slug", "status", "published_at", "excerpt")
     )
+
+
+def _page(pk: int, title: str, slug: str, status: str, published_at, excerpt: str) -> Page:
+    return Page(pk, title, slug, status == S.PUBLISHED, published_at, excerpt=excerpt)
+
+
+def _publish_rows(moment: datetime, posts=None, **cut) -> QuerySet:
+    rows = (
+        _due_publishes(moment)
+        .annotate(body_length=Length(Trim("body")))
+        .values_list("pk", "publish_at", "last_error", "body_length", *_page_columns())
+    )
+    return narrowed(rows, at="publish_at", post="pk", posts=posts, moment=moment, **cut)
+
+
+def _takedown_rows(moment: datetime, posts=None, **cut) -> QuerySet:
+    rows = _due_takedowns(moment).values_list("pk", "unpublish_at", *_page_columns())
+    return narrowed(rows, at="unpublish_at", post="pk", posts=posts, moment=moment, **cut)
+
+
+def _revision_rows(moment: datetime, posts=None, **cut) -> QuerySet:
+    rows = _due_revisions(moment).values_list(
+        "pk", "post_id", "number", "publish_at", "title", "excerpt", *_page_columns("post__")
+    )
+    return narrowed(rows, at="publish_at", post="post_id", posts=posts, moment=moment, **cut)
+
+
+#: Each kind's read, compiled once (a page makes three of them).
+PUBLISH_ROWS = PreparedRead(_publish_rows)
+TAKEDOWN_ROWS = PreparedRead(_takedown_rows)
+REVISION_ROWS = PreparedRead(_revision_rows)
+
+
+def _rows(read: PreparedRead, moment: datetime, *, posts, **cut) -> list[tuple]:
+    """Return the rows of one kind's ``read`` of the changes due by ``moment``, narrowed."""
+    if posts is None:
+        return read.rows(options=cut, moment=moment)
+    return read.rows(options=cut, moment=moment, posts=sorted(posts))
+
+
+def _publishes(moment: datetime, **narrow) -> list[tuple[Change, Page]]:
+    rows = _rows(PUBLISH_ROWS, moment, **narrow)
     held = go_live.why_not(go_live.POST, [pk for pk, *_ in rows])
     max_chars = int(settings.POST_BODY_MAX_CHARS)
-    changes = []
-    for pk, at, error, title, slug, length in rows:
-        problems = publish_problems(title=title, slug=slug, body_length=length, max_chars=max_chars)
+    read = []
+    for pk, at, error, length, *page in rows:
+        shown = _page(pk, *page)
+        problems = publish_problems(
+            title=shown.title, slug=shown.slug, body_length=length, max_chars=max_chars
+        )
         why = error or held.get(pk) or " ".join(problems)
-        changes.append(
-            Change(at, ORDER["publish"], pk, PUBLISH, "its scheduled publish", why_not=why)
-        )
-    return changes
+        change = Change(at, ORDER["publish"], pk, PUBLISH, "its scheduled publish", why_not=why)
+        read.append((change, shown))
+    return read
 
 
-def _takedowns(moment: datetime, **narrow) -> list[Change]:
-    rows = narrowed(
-        _due_takedowns(moment).values_list("pk", "unpublish_at"),
-        at="unpublish_at",
-        post="pk",
-        moment=moment,
-        **narrow,
-    )
-    return [Change(at, ORDER["unpublish"], pk, UNPUBLISH, "its unpublish time") for pk, at in rows]
+def _takedowns(moment: datetime, **narrow) -> list[tuple[Change, Page]]:
+    rows = _rows(TAKEDOWN_ROWS, moment, **narrow)
+    return [
+        (Change(at, ORDER["unpublish"], pk, UNPUBLISH, "its unpublish time"), _page(pk, *page))
+        for pk, at, *page in rows
+    ]
 
 
-def _revisions(moment: datetime, **narrow) -> list[Change]:
-    rows = list(
-        narrowed(
-            _due_revisions(moment).values_list(
-                "pk", "post_id", "number", "publish_at", "title", "excerpt"
-            ),
-            at="publish_at",
-            post="post_id",
-            moment=moment,
-            **narrow,
-        )
-    )
+def _revisions(moment: datetime, **narrow) -> list[tuple[Change, Page]]:
+    rows = _rows(REVISION_ROWS, moment, **narrow)
     held = go_live.why_not(go_live.REVISION, [pk for pk, *_ in rows])
     return [
-        Change(
-            at,
-            ORDER["revision"],
-            post_id,
-            NEW_TEXT,
-            f"revision {number}",
-            title=title,
-            excerpt=excerpt,
-            revision=pk,
-            why_not=held.get(pk, ""),
+        (
+            Change(
+                at,
+                ORDER["revision"],
+                post_id,
+                NEW_TEXT,
+                f"revision {number}",
+                title=title,
+                excerpt=excerpt,
+                revision=pk,
+                why_not=held.get(pk, ""),
+            ),
+            _page(post_id, *page),
         )
-        for pk, post_id, number, at, title, excerpt in rows
+        for pk, post_id, number, at, title, excerpt, *page in rows
     ]
 
 
 def pages_of(post_ids) -> dict[int, Page]:
     """Return the posts ``post_ids`` as they are now, without their bodies (:func:`body_of`)."""
-    rows = (
-        Post.objects.filter(pk__in=list(post_ids))
-        .order_by()
-        .values_list("pk", "title", "slug", "status", "published_at", "excerpt")
-    )
-    return {
-        pk: Page(pk, title, slug, status == S.PUBLISHED, published_at, excerpt=excerpt)
-        for pk, title, slug, status, published_at, excerpt in rows
-    }
+    rows = Post.objects.filter(pk__in=list(post_ids)).order_by().values_list("pk", *_page_columns())
+    return {pk: _page(pk, *page) for pk, *page in rows}
 
 
 def body_of(page: Page, *, own: str | None = None) -> str:
@@ -274,10 +334,15 @@ def live_then(pages: dict[int, Page]) -> QuerySet[Post]:
     )
 
 
-def post_by_slug(slug: str) -> tuple[int, str] | None:
-    """Return the id and own HTML body of the post whose address is ``slug`` now (None:
-    none), in one read: the page shows the body unless a revision's replaces it by then."""
-    return Post.objects.filter(Q(slug=slug)).values_list("pk", "body_html").first()
+def post_by_slug(slug: str) -> tuple[Page, str] | None:
+    """Return the post whose address is ``slug`` now, as it is now, with its own HTML body
+    (None: none has it), in one read: the page shows the body unless a revision's replaces
+    it by then."""
+    row = Post.objects.filter(slug=slug).values_list("pk", *_page_columns(), "body_html").first()
+    if row is None:
+        return None
+    pk, *page, body = row
+    return _page(pk, *page), body
 
 
 def bodies_of(pages: list[Page]) -> dict[int, str]:

@@ -38,6 +38,7 @@ from publishing.site_at_facts import (
     live_now,
     pages_of,
     post_by_slug,
+    read_changes,
 )
 
 #: How many index pages the moment's index goes back (each reads the live posts up to it).
@@ -106,11 +107,12 @@ def read_plan(
     Other apps' changes are ``others``, and how many changes there are by then ``count``,
     when the page has read them already."""
     others = other_changes(at) if others is None else others
-    changes = changes_by(at, posts=posts, with_first=BANNER_MOST, others=others)
+    changes, touched = read_changes(at, posts=posts, with_first=BANNER_MOST, others=others)
     first = earliest(changes, BANNER_MOST)
-    known = {pk: page for pk, page in (known or {}).items() if pk in posts}
     read = posts | {change.post_id for change in first}
-    pages, outcomes = apply(known | pages_of(read - set(known)), changes, at)
+    known = {pk: page for pk, page in (touched | (known or {})).items() if pk in read}
+    unknown = read - set(known)
+    pages, outcomes = apply(known | (pages_of(unknown) if unknown else {}), changes, at)
     count = due_count(at, others) if count is None else count
     return Plan(pages, outcomes, frozenset(first), count)
 
@@ -234,8 +236,9 @@ def post_context(
     found = post_by_slug(slug)
     if found is None:
         raise Http404(_("No post has this address."))
-    post_id, own_body = found
-    plan = read_plan(at, {post_id}, others=others, count=count)
+    page, own_body = found
+    post_id = page.post_id
+    plan = read_plan(at, {post_id}, known={post_id: page}, others=others, count=count)
     shown = plan.pages[post_id]
     return {
         **_banner(at, note, plan, links),

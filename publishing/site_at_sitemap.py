@@ -15,7 +15,7 @@ from django.template.response import TemplateResponse
 
 from publishing.previews import PREVIEW_HEADERS
 from publishing.site_at import apply
-from publishing.site_at_facts import changes_by, live_then, pages_of
+from publishing.site_at_facts import live_then, pages_of, read_changes
 from publishing.site_at_pages import Links
 from publishing.sitemaps import IndexSitemap, PostSitemap
 
@@ -57,8 +57,9 @@ class PostsAtSitemap(PostSitemap):
 
 def sitemaps_at(at, links: Links) -> dict:
     """Return the sitemap's sections at ``at``, by name, as the public sitemap names them."""
-    changes = changes_by(at)
-    pages, _outcomes = apply(pages_of({change.post_id for change in changes}), changes, at)
+    changes, touched = read_changes(at)
+    unread = {change.post_id for change in changes} - set(touched)
+    pages, _outcomes = apply(touched | (pages_of(unread) if unread else {}), changes, at)
     return {"pages": IndexAtSitemap(links), "posts": PostsAtSitemap(live_then(pages), links)}
 
 
