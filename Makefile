@@ -4,6 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+# The engine's tests on Django 6.1, which needs Python 3.12: a venv of their own.
+VENV61 := .venv-django61
+STAMP61 := $(VENV61)/.installed
 
 .PHONY: run test lint format bench ha-demo chaos clean system-packages lock
 
@@ -24,6 +27,16 @@ $(DEV_STAMP): requirements-dev.txt requirements-mysql.txt $(STAMP)
 	else echo "NOTICE: MySQL client headers not found; MariaDB tests will be skipped (apt-get install libmariadb-dev pkg-config)."; fi
 	touch $@
 
+# Made with a Python 3.12 found on PATH or in pyenv's versions (devtools/newest_django.py).
+# Without one: a notice, no venv, and the test runner skips that run (a failure under CI=true).
+$(STAMP61): requirements-django61.txt
+	@python=$$($(PYTHON) -m devtools.newest_django) || exit 0; \
+	set -ex; \
+	$$python -m venv $(VENV61); \
+	$(VENV61)/bin/python -m pip install --quiet --upgrade pip; \
+	$(VENV61)/bin/python -m pip install --quiet --require-hashes -r requirements-django61.txt; \
+	touch $@
+
 run: $(STAMP)
 	$(PY) -m devtools.run_local
 
@@ -33,7 +46,7 @@ system-packages:
 	@devtools/system-packages
 
 # System packages first: the MySQL driver is only built when the MariaDB headers are there.
-test: system-packages
+test: system-packages $(STAMP61)
 	$(MAKE) lint
 	$(PY) -m devtools.testsuite $(PYTEST_ARGS)
 
@@ -53,16 +66,20 @@ bench: $(DEV_STAMP)
 ha-demo: $(STAMP)
 	$(PY) -m devtools.ha_demo
 
-# Re-lock the dependencies after editing a requirements*.in file: pins and hashes for Python 3.11.
-LOCK := $(VENV)/bin/uv pip compile --quiet --generate-hashes --python-version 3.11 \
-	--custom-compile-command "make lock"
+# Re-lock the dependencies after editing a requirements*.in file: pins and hashes for Python 3.11,
+# and for 3.12 the Django 6.1 run's (the site's pins with requirements-django61.overrides' Django).
+LOCK_FOR := $(VENV)/bin/uv pip compile --quiet --generate-hashes \
+	--custom-compile-command "make lock" --python-version
+LOCK := $(LOCK_FOR) 3.11
 lock: $(DEV_STAMP)
 	$(LOCK) requirements.in -o requirements.txt
 	$(LOCK) requirements-dev.in -o requirements-dev.txt
 	$(LOCK) requirements-mysql.in -o requirements-mysql.txt
+	$(LOCK_FOR) 3.12 requirements-django61.in --overrides requirements-django61.overrides \
+		-o requirements-django61.txt
 
 clean:
-	rm -rf $(VENV) var staticfiles
+	rm -rf $(VENV) $(VENV61) var staticfiles
 
 # Fault-injection soak: CHAOS_DURATION seconds (default 180), reproducible from CHAOS_SEED, on
 # CHAOS_VENDOR (default: a PostgreSQL primary with a synchronous standby, so failovers are faults

@@ -1,17 +1,23 @@
-"""Run the whole pytest suite once per database vendor: SQLite, MariaDB, PostgreSQL.
+"""Run the whole pytest suite once per database vendor: SQLite, MariaDB, PostgreSQL; and the
+engine's tests once more, on SQLite under the newest Django (6.1, devtools/newest_django.py).
 
 ``make test`` calls this. Each server run gets a throwaway server that is removed afterwards,
-even when tests fail. Missing server binaries skip that run with a loud notice, except that
-with ``CI=true`` a skipped PostgreSQL or MariaDB run is a failure.
+even when tests fail. Missing server binaries skip that run with a loud notice, and so does a
+missing Django 6.1 venv (no Python 3.12 to make it with), except that with ``CI=true`` a
+skipped run is a failure. ``INSTATIC_TEST_VENDORS`` picks runs (``sqlite,mysql,postgresql,
+django61``, all of them unless set).
 
-The three runs go on at once, each beside its own server: SQLite and MariaDB in the
+The three vendors' runs go on at once, each beside its own server: SQLite and MariaDB in the
 background, their output kept in a file each (``var/test-logs/<vendor>-<run id>.log``) and
 printed whole once the foreground run, PostgreSQL's (the longest), has ended and printed as it
 went. Most of a run is waiting (for a lease to pass, a process to start, a page to load), so
 three at once take much less than one after the other; and every test must hold on a busy
-machine anyway. Each run's output ends with its slowest tests (pytest's ``--durations``; a
-``--durations`` of the caller's wins), so where a run's time goes shows in CI's log. A summary
-of the runs, each with its own wall time, and the whole suite's ends the output.
+machine anyway. At most three runs go on at once (:func:`start_plan`): the Django 6.1 run, the
+shortest, starts in the background when the first of the others ends, so the machine is never
+busier than with the three. Each run's output ends with its slowest tests (pytest's
+``--durations``; a ``--durations`` of the caller's wins), so where a run's time goes shows in
+CI's log. A summary of the runs, each with its own wall time, and the whole suite's ends the
+output.
 
 Nothing a run starts outlives it. Every process of a vendor's run carries a marker of that run
 in its environment (``INSTATIC_TEST_RUN=<run id>``, inherited by pytest and everything the
@@ -40,11 +46,12 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from coordination.parent_death import die_with_parent
-from devtools import coverage_report, mariadb, pgcluster
+from devtools import coverage_report, mariadb, newest_django, pgcluster
 from devtools.servers import RUN_MARKER, exited, stop_pid
 
 BANNER = "=" * 78
@@ -55,6 +62,8 @@ SETTLE_SECONDS = 5.0
 SLOWEST_SHOWN = 30
 #: How long the runner's last look for processes of its runs goes on while it finds some.
 SWEEP_SECONDS = 60.0
+#: How often the runner, waiting for a run to end, looks whether a waiting run can start.
+POLL_SECONDS = 0.5
 
 
 def notice(message: str) -> None:
@@ -63,9 +72,11 @@ def notice(message: str) -> None:
 
 @dataclass
 class VendorRun:
-    """One vendor's pytest run: its marker, its leak report, its process and where it prints."""
+    """One pytest run (a vendor's, or the engine's on Django 6.1): its marker, its leak report,
+    its process and where it prints."""
 
     label: str
+    python: str = sys.executable  # the interpreter of the run's venv
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     log: Path | None = None
     process: subprocess.Popen | None = None
@@ -96,7 +107,7 @@ class VendorRun:
             out = self.log.open("wb")
         # Under coverage; the processes the tests start are measured too ([tool.coverage.run]).
         # The caller's arguments come after ours: pytest keeps the last --durations given.
-        command = [sys.executable, "-m", "coverage", "run", "-m", "pytest"]
+        command = [self.python, "-m", "coverage", "run", "-m", "pytest"]
         command += [f"--durations={SLOWEST_SHOWN}", *args]
         self.started = time.monotonic()
         try:
@@ -123,10 +134,15 @@ class VendorRun:
         """Seconds from pytest's start to its end (or to now, while it runs)."""
         return (self.ended or time.monotonic()) - self.started
 
-    def wait(self) -> int:
-        """Wait for pytest to end; on Ctrl-C or any other exception stop it first."""
+    def wait(self, meanwhile: Callable[[], None] | None = None) -> int:
+        """Wait for pytest to end, calling ``meanwhile`` every ``POLL_SECONDS`` until it does;
+        on Ctrl-C or any other exception stop it first."""
         try:
-            return self.process.wait()
+            while True:
+                try:
+                    return self.process.wait(None if meanwhile is None else POLL_SECONDS)
+                except subprocess.TimeoutExpired:
+                    meanwhile()
         except KeyboardInterrupt:  # Ctrl-C in a terminal reaches pytest too: let it finish first
             _interrupt(self.process, grace=10)
             raise
@@ -358,84 +374,145 @@ def collection_order(count: int) -> list[int]:
     return [count - 1, *range(count - 1)] if count else []
 
 
-#: The vendors' runs in the order they start; the last one (PostgreSQL, the longest) prints
-#: in the foreground.
-VENDORS = ("sqlite", "mysql", "postgresql")
+#: The runs (``INSTATIC_TEST_VENDORS`` names), the longest first: the longest of those that
+#: start at once prints in the foreground, and the shortest are the ones that wait.
+RUNS = ("postgresql", "mysql", "sqlite", "django61")
+#: At most this many runs go on at once (the vendors' three): a run beyond them starts when
+#: one of them ends, so the machine is never busier than with the three.
+AT_ONCE = 3
+#: The summary's order of its lines.
+SUMMARY_ORDER = ("SQLite", "MariaDB", "PostgreSQL", "Django 6.1", "cleanup")
 
 
-def server_of(vendor: str):
-    """Return ``(label, installed, make_server, what to do when missing)`` for ``vendor``."""
-    if vendor == "sqlite":
-        return "SQLite", True, None, ""
-    if vendor == "mysql":
-        return (
+def start_plan(names: list[str], *, at_once: int = AT_ONCE) -> tuple[list[str], list[str]]:
+    """Return the runs of ``names`` that start at once, in the order they start (the longest
+    last, in the foreground), and those that wait, in the order they start as others end."""
+    longest_first = [name for name in RUNS if name in names]
+    return longest_first[:at_once][::-1], longest_first[at_once:]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a run needs before it starts, and what it hands pytest."""
+
+    label: str
+    installed: bool
+    missing: str = ""  # the notice when it is not installed: why, and what to do
+    make_server: Callable | None = None
+    python: str = sys.executable
+    arguments: Callable[[list[str]], list[str]] = list  # pytest's, from the caller's
+
+    @property
+    def log_name(self) -> str:
+        """The name its background log starts with: ``sqlite``, ``mariadb``, ``django61``."""
+        return re.sub(r"[^a-z0-9]", "", self.label.lower())
+
+
+def kind_of(name: str) -> Kind:
+    """Return the run ``name`` (one of ``RUNS``)."""
+    if name == "sqlite":
+        return Kind("SQLite", True)
+    if name == "mysql":
+        return Kind(
             "MariaDB",
-            mariadb.find_server() and mariadb.client_library_available(),
-            mariadb.MariaDBServer,
+            bool(mariadb.find_server() and mariadb.client_library_available()),
             "SKIPPED: MariaDB tests (mariadbd or the mysqlclient library is not installed).\n"
             "Install Debian's mariadb-server and libmariadb-dev, then `make test` again.",
+            mariadb.MariaDBServer,
         )
-    return (
-        "PostgreSQL",
-        pgcluster.find_bindir(),
-        pgcluster.PostgresCluster,
-        "SKIPPED: PostgreSQL tests (initdb/pg_ctl not found).\n"
-        "Install Debian's postgresql package, then `make test` again.",
+    if name == "postgresql":
+        return Kind(
+            "PostgreSQL",
+            bool(pgcluster.find_bindir()),
+            "SKIPPED: PostgreSQL tests (initdb/pg_ctl not found).\n"
+            "Install Debian's postgresql package, then `make test` again.",
+            pgcluster.PostgresCluster,
+        )
+    installed = newest_django.installed()
+    return Kind(
+        "Django 6.1",
+        installed,
+        "" if installed else newest_django.missing(),
+        python=str(newest_django.PYTHON),
+        arguments=newest_django.pytest_arguments,
     )
 
 
 def run_all(argv: list[str], runs: list[VendorRun]) -> int:
-    """Run each vendor's pytest, all at once, each beside its own server; return the exit
-    status."""
+    """Run each vendor's pytest, at most ``AT_ONCE`` at a time, each beside its own server;
+    return the exit status."""
     in_ci = os.environ.get("CI", "").lower() == "true"
-    only = os.environ.get("INSTATIC_TEST_VENDORS", ",".join(VENDORS)).split(",")
+    only = os.environ.get("INSTATIC_TEST_VENDORS", ",".join(RUNS)).split(",")
     outcomes: dict[str, str] = {}
     left_behind: list[str] = []
     coverage_report.erase()
     suite_started = time.monotonic()
 
-    to_start = []
-    for vendor in (vendor for vendor in VENDORS if vendor in only):
-        label, installed, make_server, missing = server_of(vendor)
-        if installed:
-            to_start.append((label, make_server))
+    kinds: dict[str, Kind] = {}
+    for name in (name for name in RUNS if name in only):
+        kind = kind_of(name)
+        if kind.installed:
+            kinds[name] = kind
         else:
-            notice(missing)
+            notice(kind.missing)
             if in_ci:
-                outcomes[label] = "FAILED (skipped under CI=true)"
+                outcomes[kind.label] = "FAILED (skipped under CI=true)"
+    at_once, waiting = start_plan(list(kinds), at_once=AT_ONCE)
 
     with contextlib.ExitStack() as every_server:
         servers: list[contextlib.ExitStack] = []
+
+        def start(name: str, background: bool) -> None:
+            kind = kinds[name]
+            run = VendorRun(kind.label, python=kind.python)
+            if background:
+                run.log = BACKGROUND_LOGS / f"{kind.log_name}-{run.run_id}.log"
+            servers.append(every_server.enter_context(contextlib.ExitStack()))
+            make_server = kind.make_server
+            server = None if make_server is None else servers[-1].enter_context(make_server())
+            runs.append(run)
+            url = None if server is None else server.url("instatic")
+            run.start(url, kind.arguments(argv), server)
+
+        def start_waiting() -> None:
+            """Start the waiting runs while fewer than ``AT_ONCE`` runs go on. Called by the
+            runner's main thread only: a pytest's parent-death signal comes when the thread
+            that started it ends, not the runner."""
+            while waiting and sum(run.ended is None for run in runs) < AT_ONCE:
+                start(waiting.pop(0), background=True)
+
+        def collect(index: int) -> None:
+            run = runs[index]
+            status = run.wait(meanwhile=start_waiting)
+            servers[index].close()  # each server goes as soon as its run is collected
+            outcome = "passed" if status == 0 else f"FAILED (pytest exit {status})"
+            outcomes[run.label] = f"{outcome} in {took_text(run.took)}"
+            left_behind.extend(check_left_behind(run))
+            run.print_log()
+
         try:
-            for (label, make_server), background in zip(
-                to_start, in_background(len(to_start)), strict=True
-            ):
-                run = VendorRun(label)
-                if background:
-                    run.log = BACKGROUND_LOGS / f"{label.lower()}-{run.run_id}.log"
-                servers.append(every_server.enter_context(contextlib.ExitStack()))
-                server = None if make_server is None else servers[-1].enter_context(make_server())
-                runs.append(run)
-                run.start(None if server is None else server.url("instatic"), argv, server)
-            for index in collection_order(len(runs)):
-                run = runs[index]
-                status = run.wait()
-                servers[index].close()  # each server goes as soon as its run is collected
-                outcome = "passed" if status == 0 else f"FAILED (pytest exit {status})"
-                outcomes[run.label] = f"{outcome} in {took_text(run.took)}"
-                left_behind.extend(check_left_behind(run))
-                run.print_log()
+            for name, background in zip(at_once, in_background(len(at_once)), strict=True):
+                start(name, background)
+            for index in collection_order(len(at_once)):
+                collect(index)
+            # Then the runs that waited, in the order they started (every earlier run has
+            # ended by now, so those still waiting start).
+            index = len(at_once)
+            while index < len(runs) or waiting:
+                start_waiting()
+                collect(index)
+                index += 1
         except BaseException:  # stopped: every run's pytest goes before any server does
             for run in runs:
                 run.stop()
             raise
 
-    coverage_report.report()
+    if runs:  # none when every run was skipped: no data to report
+        coverage_report.report()
     if left_behind:
         notice("LEFT BEHIND by the test run (now stopped):\n" + "\n".join(left_behind))
         outcomes["cleanup"] = "FAILED (left processes or database sessions behind)"
-    order = ["SQLite", "MariaDB", "PostgreSQL", "cleanup"]
-    summary = sorted(outcomes.items(), key=lambda item: order.index(item[0]))
+    summary = sorted(outcomes.items(), key=lambda item: SUMMARY_ORDER.index(item[0]))
     summary.append(("all", f"{took_text(time.monotonic() - suite_started)} from start to end"))
     notice("\n".join(f"{label:<12}{outcome}" for label, outcome in summary))
     failures = [label for label, outcome in outcomes.items() if not outcome.startswith("passed")]

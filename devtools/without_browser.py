@@ -1,0 +1,14 @@
+"""A pytest plugin that deselects the tests that drive a browser (the ``browser`` fixture).
+
+The engine's run on Django 6.1 loads it (``-p devtools.without_browser``): its venv has no
+Playwright, and the admin's pages those tests read are tested by the runs on 5.2 LTS. Pytest's
+summary counts them as deselected, not skipped, as it counts the tests that run on one vendor
+only (tests/conftest.py).
+"""
+
+
+def pytest_collection_modifyitems(config, items):
+    browsing = [item for item in items if "browser" in getattr(item, "fixturenames", ())]
+    if browsing:
+        config.hook.pytest_deselected(items=browsing)
+        items[:] = [item for item in items if "browser" not in getattr(item, "fixturenames", ())]
