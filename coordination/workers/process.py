@@ -420,6 +420,7 @@ class WorkerProcess:
         """
         logger.info("[%s] waiting for runs (%d thread(s))", self.host.log_prefix, self.thread_count)
         waiter = WorkWaiter(self)
+        self.threads.start_all(connection.ensure_connection)
         try:
             backoff = Backoff()
             while not self.stop.is_set():

@@ -68,3 +68,29 @@ def test_a_run_submitted_after_shutdown_runs_then_its_thread_closes_its_connecti
     wait_until(
         lambda: not any(t.name.startswith("late-") and t.is_alive() for t in threading.enumerate())
     )
+
+
+def test_threads_started_all_at_once_open_their_connections_before_the_first_run():
+    """A worker process starts its threads with their connections before work comes: the
+    runs of a burst then find every thread connected, and no thread is started for them."""
+    threads = JobThreads("warm", max_threads=3)
+    opened = []
+    lock = threading.Lock()
+
+    def connect():
+        connection.ensure_connection()
+        with lock:
+            opened.append((threading.current_thread().name, session_id()))
+
+    try:
+        threads.start_all(connect)
+        wait_until(lambda: len(opened) == 3, timeout=10)
+        assert len({name for name, _ in opened}) == 3
+        ran = [threads.submit(lambda: None) for _ in range(9)]
+        assert all(done.wait(10) for done in ran)
+        names = {thread.name for thread in threading.enumerate() if thread.name.startswith("warm")}
+        assert names == {name for name, _ in opened}, "the runs found the started threads"
+        sessions = run(threads, session_id)
+        assert sessions[0] in {session for _, session in opened}, "a run uses its thread's session"
+    finally:
+        threads.shutdown()
