@@ -48,35 +48,9 @@ class ChangesRead(NamedTuple):
     pages: dict[int, Page]
 
 
-def changes_by(
-    moment: datetime,
-    *,
-    posts: Collection[int] | None = None,
-    with_first: int | None = None,
-    only: str | None = None,
-    first: int | None = None,
-    last: int | None = None,
-    others: list[Change] | None = None,
-) -> list[Change]:
-    """Return the changes scheduled to happen by ``moment``, each with why not if it won't;
-    ``posts``, ``only``, ``first`` and ``last`` as for :func:`publishing.site_at.wanted`, and
-    with the posts' changes, at least the ``with_first`` earliest changes of any post (the
-    banner's, in the same reads).
-
-    A page reads the changes it shows, not every change by then: the publish job's own (of
-    which there can be thousands) narrowed by the database, a small query a kind; other
-    apps' are ``others`` (:func:`publishing.site_at.other_changes`, read once a page:
-    releases are few) or read here.
-    """
-    return read_changes(
-        moment,
-        posts=posts,
-        with_first=with_first,
-        only=only,
-        first=first,
-        last=last,
-        others=others,
-    ).changes
+def changes_by(moment: datetime, **narrow) -> list[Change]:
+    """Return the changes :func:`read_changes` reads (the same arguments), without their posts."""
+    return read_changes(moment, **narrow).changes
 
 
 def read_changes(
@@ -89,8 +63,17 @@ def read_changes(
     last: int | None = None,
     others: list[Change] | None = None,
 ) -> ChangesRead:
-    """Return :func:`changes_by`'s changes (the same arguments) with the posts the publish
-    job's own touch, as they are now."""
+    """Return the changes scheduled to happen by ``moment``, each with why not if it won't,
+    and the posts the publish job's own touch as they are now; ``posts``, ``only``,
+    ``first`` and ``last`` as for :func:`publishing.site_at.wanted`, and with the posts'
+    changes, at least the ``with_first`` earliest changes of any post (the banner's, in the
+    same reads).
+
+    A page reads the changes it shows, not every change by then: the publish job's own (of
+    which there can be thousands) narrowed by the database, a small query a kind; other
+    apps' are ``others`` (:func:`publishing.site_at.other_changes`, read once a page:
+    releases are few) or read here.
+    """
     others = other_changes(moment) if others is None else others
     narrow = {"posts": posts, "only": only, "first": first, "last": last}
     own, pages = _own_changes(moment, with_first=with_first, **narrow)
@@ -104,7 +87,7 @@ def read_changes(
 
 def due_count(moment: datetime, others: list[Change] | None = None) -> int:
     """Return how many changes are due by ``moment``, counted by the database without reading
-    them; ``others`` as for :func:`changes_by`."""
+    them; ``others`` as for :func:`read_changes`."""
     others = other_changes(moment) if others is None else others
     return _due_posts(moment, each_change=True).count() + len(others)
 
@@ -121,7 +104,7 @@ def touched(moment: datetime, others: list[Change] | None = None) -> Touched:
     """Return the posts the changes due by ``moment`` touch, with their preview generations,
     and how many changes there are: the publish job's own changes in one read (a row each,
     however many), other apps' posts in a second read only when they touch posts the first
-    did not; ``others`` as for :func:`changes_by`."""
+    did not; ``others`` as for :func:`read_changes`."""
     others = other_changes(moment) if others is None else others
     rows = TOUCHED_ROWS.rows(moment=moment)
     generations = set(rows)
@@ -175,7 +158,7 @@ def narrowed(
 ) -> QuerySet:
     """Return ``rows`` (changes due by ``moment`` at their field ``at``, of the post in their
     field ``post``) of the posts ``posts`` only (with at least their ``with_first`` earliest,
-    of any post), and the ``first`` or ``last`` so many of them (as for :func:`changes_by`):
+    of any post), and the ``first`` or ``last`` so many of them (as for :func:`read_changes`):
     the database orders and cuts each kind's changes."""
     if posts is not None:
         keep = Q(**{f"{post}__in": list(posts)})
@@ -193,7 +176,7 @@ def narrowed(
 
 
 def _own_changes(moment: datetime, *, only, **narrow) -> tuple[list[Change], dict[int, Page]]:
-    """Return the publish job's own changes due by ``moment``, narrowed as :func:`changes_by`
+    """Return the publish job's own changes due by ``moment``, narrowed as :func:`read_changes`
     says, and the posts they touch as they are now: a small query a kind (one union would
     read fewer times, but Django takes longer to build it than the database to answer
     three), each reading its changes' posts with them."""
