@@ -12,11 +12,11 @@ way, at the failed run's insert (the gate's ``status="failed"``). Both through a
 in transaction pooling mode and straight to PostgreSQL.
 """
 
-import contextlib
 import re
 import signal
 from collections import Counter
 
+import psycopg
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.test import override_settings
@@ -53,27 +53,61 @@ def scheduler_url(request):
         yield server.url()
 
 
-@contextlib.contextmanager
-def gate(status: str):
-    """Make the write of a JOB run with ``status`` wait while the test holds ``GATE_KEY``."""
-    with connection.cursor() as cursor:
+class Gate:
+    """The commit gate on JOB's runs with ``status``, installed and held on a connection of
+    its own (autocommit), so that nothing the test does with Django's connection (a
+    transaction left open, a connection replaced) can leave the trigger unseen by the
+    scheduler or take the lock away from the gate."""
+
+    def __init__(self, status: str):
+        self.conn = psycopg.connect(database_url(), autocommit=True)
         for statement in commit_gate_sql.install_sql(job=JOB, key=GATE_KEY, status=status):
-            cursor.execute(statement)
-        cursor.execute("SELECT pg_advisory_lock(%s)", (GATE_KEY,))
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock_all()")
+            self.conn.execute(statement)
+        self.conn.execute("SELECT pg_advisory_lock(%s)", (GATE_KEY,))
+
+    def waiting(self) -> int | None:
+        """The session of a run waiting at the gate, if any."""
+        row = self.conn.execute(commit_gate_sql.WAITING_SQL, (GATE_KEY,)).fetchone()
+        return row[0] if row else None
+
+    def open(self) -> None:
+        assert self.conn.execute("SELECT pg_advisory_unlock(%s)", (GATE_KEY,)).fetchone()[0]
+
+    def passed(self, pid: int) -> bool:
+        """Whether the session ``pid``, let through, has finished its write, uncommitted."""
+        row = self.conn.execute(commit_gate_sql.STATE_SQL, (pid,)).fetchone()
+        return commit_gate_sql.write_finished_uncommitted(row[0] if row else None)
+
+    def describe(self, pid: int) -> str:
+        """What the session ``pid`` is doing and who holds it up, for a failure's message."""
+        row = self.conn.execute(
+            "SELECT state, wait_event_type, wait_event, pg_blocking_pids(pid), query"
+            " FROM pg_stat_activity WHERE pid = %s",
+            (pid,),
+        ).fetchone()
+        return f"session {pid}: {row}"
+
+    def close(self) -> None:
+        with self.conn:
+            self.conn.execute("SELECT pg_advisory_unlock_all()")
             for statement in commit_gate_sql.drop_sql():
-                cursor.execute(statement)
+                self.conn.execute(statement)
+
+
+def passed_the_gate(gate: Gate, pid: int, old) -> None:
+    """Wait until the frozen leader's gated write has finished on the server, uncommitted."""
+    passed = wait_until(lambda: gate.passed(pid), timeout=10, fail=False)
+    assert passed, f"{gate.describe(pid)}\n{old.log()[-3000:]}"
 
 
 @pytest.fixture
 def commit_gate():
     """Make a run's "succeeded" update of JOB wait while the test holds ``GATE_KEY``."""
-    with gate("succeeded"):
-        yield
+    gate = Gate("succeeded")
+    try:
+        yield gate
+    finally:
+        gate.close()
 
 
 @pytest.fixture
@@ -91,32 +125,14 @@ def failure_gate():
             f" WHEN (NEW.job = '{JOB}' AND NEW.node = '{OLD_NODE}')"
             " EXECUTE FUNCTION instatic_failing_node()"
         )
+    gate = Gate("failed")
     try:
-        with gate("failed"):
-            yield
+        yield gate
     finally:
+        gate.close()
         with connection.cursor() as cursor:
             cursor.execute(f"DROP TRIGGER IF EXISTS instatic_failing_node ON {table}")
             cursor.execute("DROP FUNCTION IF EXISTS instatic_failing_node()")
-
-
-def open_gate() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s)", (GATE_KEY,))
-
-
-def session_waiting_at_gate() -> int | None:
-    with connection.cursor() as cursor:
-        cursor.execute(commit_gate_sql.WAITING_SQL, (GATE_KEY,))
-        row = cursor.fetchone()
-    return row[0] if row else None
-
-
-def write_finished_uncommitted(pid: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(commit_gate_sql.STATE_SQL, (pid,))
-        row = cursor.fetchone()
-    return commit_gate_sql.write_finished_uncommitted(row[0] if row else None)
 
 
 @pytest.mark.multiprocess
@@ -134,12 +150,12 @@ def test_a_leader_frozen_before_its_commit_cannot_commit_after_its_lease_passed(
     new = None
     try:
         # The leader's first run has passed its pre-commit check and waits at the gate.
-        waiting = wait_until(session_waiting_at_gate, timeout=30, message=old.log()[-3000:])
+        waiting = wait_until(commit_gate.waiting, timeout=30, message=old.log()[-3000:])
         assert Leadership.objects.get(group=GROUP).node == "fence-old"
         old.signal(signal.SIGSTOP)
-        open_gate()
+        commit_gate.open()
         # The update has finished on the server; the frozen client will not send COMMIT.
-        wait_until(lambda: write_finished_uncommitted(waiting), timeout=10)
+        passed_the_gate(commit_gate, waiting, old)
         slot = JobState.objects.get(name=JOB).next_due
         new = start_scheduler("fence-new", GROUP, env=process_env(**common, INSTATIC_LEASE=60))
 
@@ -192,11 +208,11 @@ def test_a_leader_frozen_recording_a_failure_cannot_record_it_after_its_lease_pa
     old = start_scheduler(OLD_NODE, GROUP, env=process_env(**common, INSTATIC_LEASE=LEASE))
     new = None
     try:
-        waiting = wait_until(session_waiting_at_gate, timeout=30, message=old.log()[-3000:])
+        waiting = wait_until(failure_gate.waiting, timeout=30, message=old.log()[-3000:])
         old.signal(signal.SIGSTOP)
         slot = JobState.objects.get(name=JOB).next_due
-        open_gate()
-        wait_until(lambda: write_finished_uncommitted(waiting), timeout=10)
+        failure_gate.open()
+        passed_the_gate(failure_gate, waiting, old)
         new = start_scheduler("fence-new", GROUP, env=process_env(**common, INSTATIC_LEASE=60))
 
         took_over = wait_until(
