@@ -91,7 +91,11 @@ def test_the_calendar_makes_late_and_failed_posts_stand_out(live_server, editor,
         late_item = page.locator("#calendar li.late, #overdue li.late").filter(has_text=late.title)
         assert late_item.count() == 1
         assert "LATE" in late_item.inner_text().upper()
-        background = late_item.evaluate("el => getComputedStyle(el).backgroundColor")
+        # Highlighted on its day, or with the overdue box it sits in when it fell due before
+        # the calendar's first week (a test run in the first minutes of a week).
+        background = late_item.evaluate(
+            "el => getComputedStyle(el.closest('#overdue') || el).backgroundColor"
+        )
         assert background == "rgb(255, 248, 197)", "late items are highlighted"
         failed_item = page.locator("#calendar li.failed").filter(has_text="Failed: gallery")
         assert "the body is longer" in failed_item.inner_text()
