@@ -550,6 +550,9 @@ class GroupLoop(threading.Thread):
                 ledger.record_timed_out(run, instance=self.node.instance)
             self.scheduler.metrics_run(job, "timed_out", None)
 
+    def function_ended(self, seconds: float) -> None:
+        """The leader's threads take no work ahead: nothing paces them."""
+
     def finish_run(self, run: JobRun, job: Job, outcome: ledger.RunOutcome) -> bool | None:
         """Record a claim-first run's outcome: one statement on the run's own job thread."""
         return ledger.finish_with_state(run, job, outcome, instance=self.node.instance)

@@ -66,6 +66,9 @@ class RunHost(Protocol):
     def request_maintenance(self) -> None:
         """Ask for the next tick to look for runs waiting for a retry."""
 
+    def function_ended(self, seconds: float) -> None:
+        """A run's job function returned after ``seconds``, before its outcome is written."""
+
     def finish_run(self, run, job: Job, outcome) -> bool | None:
         """Record a claim-first run's outcome (``ledger.RunOutcome``) and its job's state, both
         or neither, while the run is still this node's attempt; return whether that paused the

@@ -300,8 +300,10 @@ class Worker:
     def _outcome(
         self, status: str, *, duration, lateness, error: str, next_due, retry_at=None
     ) -> ledger.RunOutcome:
-        """Return this run's outcome as the ledger records it (the run's row, the job's state)."""
+        """Return this run's outcome as the ledger records it (the run's row, the job's state);
+        its job function has returned, which the host hears at once."""
         self.duration = duration
+        self.host.function_ended(duration)
         return ledger.RunOutcome(
             slot=self.slot,
             status=status,

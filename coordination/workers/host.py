@@ -60,6 +60,8 @@ class WorkerHost:
         self._journal = NoJournal()
         self._grace_deadline: float | None = None
         self._finishes = Finishes(instance=node.instance)
+        #: Told each run's job function's time as it returns (the process's pace).
+        self.paced: Callable[[float], None] = lambda seconds: None
         #: Set when something this process saw suggests it was fenced (a refused outcome, a
         #: lost database): its next look for work first checks its own row.
         self.in_doubt = False
@@ -132,6 +134,12 @@ class WorkerHost:
 
     def request_maintenance(self) -> None:
         """The leader's maintenance finds a failed run's retry by itself (every few seconds)."""
+
+    def function_ended(self, seconds: float) -> None:
+        """Count the run's job function in the process's pace at once, before its outcome is
+        written: a burst's first outcomes meet the burst's other writes, and a process that
+        learnt its pace only from them took its second batch late."""
+        self.paced(seconds)
 
     def finish_run(self, run, job: Job, outcome) -> bool | None:
         """Record a run's outcome together with those the process's other threads finish

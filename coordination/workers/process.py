@@ -149,8 +149,10 @@ class WorkerProcess:
         self._ended: list[tuple[uuid.UUID, str]] = []
         self._failed: list[tuple[uuid.UUID, str, str]] = []
         #: Set whenever a run ends (the loop may take more work or write the tasks' ends),
-        #: and when work is announced (``WorkWaiter``): what the loop waits on.
+        #: a run's job function returns (the pace changed) and work is announced
+        #: (``WorkWaiter``): what the loop waits on.
         self.changed = threading.Event()
+        self.host.paced = self._ran_for
 
     def _fenced(self) -> None:
         if not self.stop.is_set():
@@ -194,15 +196,17 @@ class WorkerProcess:
         return take_ahead(self.thread_count, self.run_seconds)
 
     def _ran_for(self, seconds: float) -> None:
-        """Count one run's time in the recent pace (a moving average): its job function's own
-        time, not the writes around it. Those grow when the database is busy, and counting
-        them would have the process take fewer runs a claim just when each claim costs most
-        (more claims, a busier database)."""
+        """Count one run's time in the recent pace (a moving average) as its job function
+        returns (``WorkerHost.function_ended``), and look again: its job function's own time,
+        not the writes around it. Those grow when the database is busy, and counting them
+        would have the process take fewer runs a claim just when each claim costs most (more
+        claims, a busier database); waiting for them would have it take its next batch late."""
         with self._lock:
             if self.run_seconds is None:
                 self.run_seconds = seconds
             else:
                 self.run_seconds += (seconds - self.run_seconds) / 8
+        self.changed.set()
 
     @property
     def in_flight(self) -> int:
@@ -345,8 +349,6 @@ class WorkerProcess:
                 failure = (task.id, f"{type(exc).__module__}.{type(exc).__qualname__}", str(exc))
             finally:
                 self.watch.ended(queued)
-                if worker is not None and worker.duration is not None:
-                    self._ran_for(worker.duration)
                 self.idle()
                 with self._lock:
                     if ended is not None:

@@ -89,6 +89,9 @@ class BareHost:
     def request_maintenance(self) -> None:
         pass
 
+    def function_ended(self, seconds: float) -> None:
+        pass
+
     def finish_run(self, run, job, outcome) -> bool | None:
         return ledger.finish_with_state(run, job, outcome, instance=self.node.instance)
 

@@ -349,3 +349,39 @@ def test_the_pace_of_runs_counts_their_job_functions_not_the_writes_around_them(
     assert set(JobRun.objects.values_list("status", flat=True)) == {JobRun.Status.SUCCEEDED}
     assert process.run_seconds is not None and process.run_seconds < 0.1
     assert process.capacity > 2 * process.thread_count, "quick runs are taken well ahead"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_process_knows_its_pace_before_its_first_outcome_is_written(monkeypatch):
+    """A burst's first outcomes meet the burst's other writes: the process learns its pace
+    as the job function returns, and looks for more work then, not after the write."""
+    reg, jobs = _declare_many(1, lambda ctx: None)
+    make_due(jobs[0], ago=timedelta(0))
+    tick(reg)
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    writing, written = threading.Event(), threading.Event()
+    record = process.host.finish_run
+
+    def held_record(run, job, outcome):
+        writing.set()
+        written.wait(10)
+        return record(run, job, outcome)
+
+    def work():
+        try:
+            process.work()
+        finally:
+            connection.close()
+
+    monkeypatch.setattr(process.host, "finish_run", held_record)
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        assert writing.wait(10)
+        assert process.run_seconds is not None, "paced as its job function returned"
+        assert process.capacity > 2 * process.thread_count
+    finally:
+        written.set()
+        worker.join(10)
+        process.close()
+    assert JobRun.objects.get().status == JobRun.Status.SUCCEEDED
