@@ -87,8 +87,6 @@ class Worker:
         self._ended = threading.Event()
         #: Set once the job's function has returned (its outcome may still be on its way).
         self.function_returned = False
-        #: How long the job's function ran (seconds), once its outcome is made.
-        self.duration: float | None = None
         self.plan = plan
         self.job = plan.job
         self.slot = plan.slot
@@ -302,7 +300,6 @@ class Worker:
     ) -> ledger.RunOutcome:
         """Return this run's outcome as the ledger records it (the run's row, the job's state);
         its job function has returned, which the host hears at once."""
-        self.duration = duration
         self.host.function_ended(duration)
         return ledger.RunOutcome(
             slot=self.slot,

@@ -8,7 +8,9 @@ only (tests/conftest.py).
 
 
 def pytest_collection_modifyitems(config, items):
-    browsing = [item for item in items if "browser" in getattr(item, "fixturenames", ())]
+    kept, browsing = [], []
+    for item in items:
+        (browsing if "browser" in getattr(item, "fixturenames", ()) else kept).append(item)
     if browsing:
         config.hook.pytest_deselected(items=browsing)
-        items[:] = [item for item in items if "browser" not in getattr(item, "fixturenames", ())]
+        items[:] = kept

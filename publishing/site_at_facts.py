@@ -190,8 +190,8 @@ def _own_changes(moment: datetime, *, only, **narrow) -> tuple[list[Change], dic
     return changes, pages
 
 
-#: The columns of a post's :class:`Page`, from the post's row (``prefix``: through a relation).
 def _page_columns(prefix: str = "") -> tuple[str, ...]:
+    """Return the columns of a post's :class:`Page` (``prefix``: read through a relation)."""
     return tuple(
         f"{prefix}{name}" for name in ("title", "slug", "status", "published_at", "excerpt")
     )

@@ -334,7 +334,6 @@ class WorkerProcess:
         self.busy(beat=False)  # the take just wrote the heartbeat
 
         def run() -> None:
-            worker: Worker | None = None
             ended: tuple[uuid.UUID, str] | None = None
             failure = (task.id, "", "the run ended without an outcome")
             try:
