@@ -10,9 +10,11 @@ transaction, after its fence and before its commit. When the caller does not hol
 the gate costs nothing. For the lease fence test and ``bench/lease_takeover.py`` (PostgreSQL).
 """
 
-#: The ungranted advisory lock of a session waiting at the gate ``%s`` (a key under 2**32).
+#: The ungranted advisory lock of a session waiting at the gate ``%s`` (a key under 2**32), on
+#: this database (advisory locks are the database's own).
 WAITING_SQL = (
     "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND classid = 0 AND objid = %s AND objsubid = 1"
 )
 

@@ -16,7 +16,6 @@ import re
 import signal
 from collections import Counter
 
-import psycopg
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.test import override_settings
@@ -26,6 +25,7 @@ from coordination.models import JobRun, JobState, Leadership, LockLease
 from devtools import commit_gate as commit_gate_sql
 from tests.coordination.fencedcommitapp.jobs import GROUP
 from tests.jobsapp.models import Effect
+from tests.support.gates import AdvisoryGate
 from tests.support.pgbouncer import bouncer_for_test_database
 from tests.support.polling import wait_until
 from tests.support.processes import database_url, process_env, start_scheduler
@@ -53,57 +53,20 @@ def scheduler_url(request):
         yield server.url()
 
 
-class Gate:
-    """The commit gate on JOB's runs with ``status``, installed and held on a connection of
-    its own (autocommit), so that nothing the test does with Django's connection (a
-    transaction left open, a connection replaced) can leave the trigger unseen by the
-    scheduler or take the lock away from the gate."""
-
-    def __init__(self, status: str):
-        self.conn = psycopg.connect(database_url(), autocommit=True)
-        for statement in commit_gate_sql.install_sql(job=JOB, key=GATE_KEY, status=status):
-            self.conn.execute(statement)
-        self.conn.execute("SELECT pg_advisory_lock(%s)", (GATE_KEY,))
-
-    def waiting(self) -> int | None:
-        """The session of a run waiting at the gate, if any."""
-        row = self.conn.execute(commit_gate_sql.WAITING_SQL, (GATE_KEY,)).fetchone()
-        return row[0] if row else None
-
-    def open(self) -> None:
-        assert self.conn.execute("SELECT pg_advisory_unlock(%s)", (GATE_KEY,)).fetchone()[0]
-
-    def passed(self, pid: int) -> bool:
-        """Whether the session ``pid``, let through, has finished its write, uncommitted."""
-        row = self.conn.execute(commit_gate_sql.STATE_SQL, (pid,)).fetchone()
-        return commit_gate_sql.write_finished_uncommitted(row[0] if row else None)
-
-    def describe(self, pid: int) -> str:
-        """What the session ``pid`` is doing and who holds it up, for a failure's message."""
-        row = self.conn.execute(
-            "SELECT state, wait_event_type, wait_event, pg_blocking_pids(pid), query"
-            " FROM pg_stat_activity WHERE pid = %s",
-            (pid,),
-        ).fetchone()
-        return f"session {pid}: {row}"
-
-    def close(self) -> None:
-        with self.conn:
-            self.conn.execute("SELECT pg_advisory_unlock_all()")
-            for statement in commit_gate_sql.drop_sql():
-                self.conn.execute(statement)
-
-
-def passed_the_gate(gate: Gate, pid: int, old) -> None:
-    """Wait until the frozen leader's gated write has finished on the server, uncommitted."""
-    passed = wait_until(lambda: gate.passed(pid), timeout=10, fail=False)
-    assert passed, f"{gate.describe(pid)}\n{old.log()[-3000:]}"
+def gate_on_runs(status: str, *, install=(), drop=()) -> AdvisoryGate:
+    """The commit gate on JOB's runs with ``status`` (with statements of the test's own to
+    install and drop along with it)."""
+    return AdvisoryGate(
+        GATE_KEY,
+        install=[*install, *commit_gate_sql.install_sql(job=JOB, key=GATE_KEY, status=status)],
+        drop=[*commit_gate_sql.drop_sql(), *drop],
+    )
 
 
 @pytest.fixture
 def commit_gate():
     """Make a run's "succeeded" update of JOB wait while the test holds ``GATE_KEY``."""
-    gate = Gate("succeeded")
+    gate = gate_on_runs("succeeded")
     try:
         yield gate
     finally:
@@ -115,24 +78,24 @@ def failure_gate():
     """Make JOB's runs fail on OLD_NODE alone (its effect's insert raises), and the insert of
     such a failed run wait while the test holds ``GATE_KEY``."""
     table = Effect._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
+    gate = gate_on_runs(
+        "failed",
+        install=[
             "CREATE FUNCTION instatic_failing_node() RETURNS trigger LANGUAGE plpgsql AS"
-            " $$ BEGIN RAISE EXCEPTION 'this node fails the run'; END $$"
-        )
-        cursor.execute(
+            " $$ BEGIN RAISE EXCEPTION 'this node fails the run'; END $$",
             f"CREATE TRIGGER instatic_failing_node BEFORE INSERT ON {table} FOR EACH ROW"
             f" WHEN (NEW.job = '{JOB}' AND NEW.node = '{OLD_NODE}')"
-            " EXECUTE FUNCTION instatic_failing_node()"
-        )
-    gate = Gate("failed")
+            " EXECUTE FUNCTION instatic_failing_node()",
+        ],
+        drop=[
+            f"DROP TRIGGER IF EXISTS instatic_failing_node ON {table}",
+            "DROP FUNCTION IF EXISTS instatic_failing_node()",
+        ],
+    )
     try:
         yield gate
     finally:
         gate.close()
-        with connection.cursor() as cursor:
-            cursor.execute(f"DROP TRIGGER IF EXISTS instatic_failing_node ON {table}")
-            cursor.execute("DROP FUNCTION IF EXISTS instatic_failing_node()")
 
 
 @pytest.mark.multiprocess
@@ -155,7 +118,7 @@ def test_a_leader_frozen_before_its_commit_cannot_commit_after_its_lease_passed(
         old.signal(signal.SIGSTOP)
         commit_gate.open()
         # The update has finished on the server; the frozen client will not send COMMIT.
-        passed_the_gate(commit_gate, waiting, old)
+        commit_gate.wait_passed(waiting, old.log()[-3000:])
         slot = JobState.objects.get(name=JOB).next_due
         new = start_scheduler("fence-new", GROUP, env=process_env(**common, INSTATIC_LEASE=60))
 
@@ -212,7 +175,7 @@ def test_a_leader_frozen_recording_a_failure_cannot_record_it_after_its_lease_pa
         old.signal(signal.SIGSTOP)
         slot = JobState.objects.get(name=JOB).next_due
         failure_gate.open()
-        passed_the_gate(failure_gate, waiting, old)
+        failure_gate.wait_passed(waiting, old.log()[-3000:])
         new = start_scheduler("fence-new", GROUP, env=process_env(**common, INSTATIC_LEASE=60))
 
         took_over = wait_until(

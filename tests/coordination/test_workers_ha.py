@@ -21,10 +21,10 @@ from coordination.clock import database_now
 from coordination.ledger import VANISHED_REASON
 from coordination.models import JobRun, JobState, Node
 from coordination.workers.tasks import QUEUE_NAME
-from devtools import commit_gate
 from tests.coordination.test_worker_pool import children
 from tests.jobsapp.models import Effect
 from tests.support.databases import suite_server
+from tests.support.gates import AdvisoryGate
 from tests.support.polling import wait_until
 from tests.support.processes import ManagedProcess
 
@@ -319,37 +319,23 @@ def task_insert_gate():
     from django_tasks_db.models import DBTaskResult
 
     table = DBTaskResult._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
+    gate = AdvisoryGate(
+        GATE_KEY,
+        install=[
             "CREATE FUNCTION instatic_task_gate() RETURNS trigger LANGUAGE plpgsql AS"
-            f" $$ BEGIN PERFORM pg_advisory_xact_lock_shared({GATE_KEY}); RETURN NEW; END $$"
-        )
-        cursor.execute(
+            f" $$ BEGIN PERFORM pg_advisory_xact_lock_shared({GATE_KEY}); RETURN NEW; END $$",
             f"CREATE TRIGGER instatic_task_gate BEFORE INSERT ON {table} FOR EACH ROW"
-            f" WHEN (NEW.queue_name = '{QUEUE_NAME}') EXECUTE FUNCTION instatic_task_gate()"
-        )
-        cursor.execute("SELECT pg_advisory_lock(%s)", [GATE_KEY])
+            f" WHEN (NEW.queue_name = '{QUEUE_NAME}') EXECUTE FUNCTION instatic_task_gate()",
+        ],
+        drop=[
+            f"DROP TRIGGER IF EXISTS instatic_task_gate ON {table}",
+            "DROP FUNCTION IF EXISTS instatic_task_gate()",
+        ],
+    )
     try:
-        yield
+        yield gate
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock_all()")
-            cursor.execute(f"DROP TRIGGER IF EXISTS instatic_task_gate ON {table}")
-            cursor.execute("DROP FUNCTION IF EXISTS instatic_task_gate()")
-
-
-def session_waiting_at_gate() -> int | None:
-    with connection.cursor() as cursor:
-        cursor.execute(commit_gate.WAITING_SQL, [GATE_KEY])
-        row = cursor.fetchone()
-    return row[0] if row else None
-
-
-def session_state(pid: int) -> str | None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", [pid])
-        row = cursor.fetchone()
-    return row[0] if row else None
+        gate.close()
 
 
 @pytest.mark.postgresql
@@ -361,11 +347,10 @@ def test_a_leader_killed_at_the_commit_of_its_queueing_leaves_no_half_and_the_ne
     # The old leader's first queueing transaction has inserted its queued ledger rows and
     # waits at the insert of their task rows; once stopped there, the insert finishes and
     # the transaction sits open, at its commit.
-    waiting = wait_until(session_waiting_at_gate, timeout=30, message=old.log()[-3000:])
+    waiting = wait_until(task_insert_gate.waiting, timeout=30, message=old.log()[-3000:])
     old.signal(signal.SIGSTOP)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s)", [GATE_KEY])
-    wait_until(lambda: session_state(waiting) == "idle in transaction", timeout=10)
+    task_insert_gate.open()
+    task_insert_gate.wait_passed(waiting, old.log()[-3000:])
     assert torn_pairs() == []
     # Nothing of the open transaction shows. (A slot the slow start of a busy machine let
     # pass may be recorded missed, in a transaction of its own: that is no half of this one.)

@@ -10,7 +10,6 @@ and the follower that takes over sends the release out once.
 import signal
 from datetime import timedelta
 
-import psycopg
 import pytest
 from django.db import connection
 from django.db.models import Count
@@ -23,8 +22,8 @@ from publishing.models import Post, PublishEvent
 from releases import actions as releases
 from releases.models import ItemAction, Release
 from tests.publishing.conftest import live_post, make_post
+from tests.support.gates import AdvisoryGate
 from tests.support.polling import wait_until
-from tests.support.processes import database_url
 
 pytestmark = [
     pytest.mark.multiprocess,
@@ -57,15 +56,6 @@ def leader() -> str | None:
     return row.node if row else None
 
 
-def waiting_on_hold(conn) -> bool:
-    return bool(
-        conn.execute(
-            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted",
-            (HOLD,),
-        ).fetchone()
-    )
-
-
 def test_a_leader_killed_mid_release_changes_nothing_and_the_next_leader_sends_it_once(
     schedulers, editor
 ):
@@ -79,10 +69,8 @@ def test_a_leader_killed_mid_release_changes_nothing_and_the_next_leader_sends_i
     releases.schedule_release(
         release=release, release_at=database_now() + timedelta(hours=1), user=editor
     )
-    holder = psycopg.connect(database_url(), autocommit=True, application_name="test-holder")
+    hold = AdvisoryGate(HOLD, install=[TRIGGER], drop=[DROP])
     try:
-        holder.execute(TRIGGER)
-        holder.execute("SELECT pg_advisory_lock(%s)", (HOLD,))
         first = schedulers("rel-1", "publishing")
         wait_until(lambda: leader() == "rel-1", timeout=30, message="rel-1 never led")
         second = schedulers("rel-2", "publishing")
@@ -90,12 +78,12 @@ def test_a_leader_killed_mid_release_changes_nothing_and_the_next_leader_sends_i
 
         Release.objects.filter(pk=release.pk).update(release_at=database_now())
         request_wakeup(PUBLISH_JOB, at=database_now())
-        wait_until(lambda: waiting_on_hold(holder), timeout=30, message="the release never ran")
+        wait_until(hold.waiting, timeout=30, message="the release never ran")
         # Inside the release: every post changed, none of it visible.
         assert not Post.objects.filter(pk__in=[p.pk for p in drafts], status=S.PUBLISHED)
         first.signal(signal.SIGKILL)
         first.process.wait(10)
-        holder.execute("SELECT pg_advisory_unlock(%s)", (HOLD,))
+        hold.open()
 
         wait_until(
             lambda: Release.objects.get(pk=release.pk).status == Release.Status.RELEASED,
@@ -103,8 +91,7 @@ def test_a_leader_killed_mid_release_changes_nothing_and_the_next_leader_sends_i
             message="the next leader never sent the release out",
         )
     finally:
-        holder.execute(DROP)
-        holder.close()
+        hold.close()
     connection.close()
 
     ids = [p.pk for p in drafts + old]
