@@ -287,11 +287,20 @@ class GroupLoop(threading.Thread):
                     "[%s] own heartbeat is stale; not starting work until it is written",
                     self.group.log_prefix,
                 )
+                self._keep_retries(runs)
                 return 0.5
             if not self.lock.still_held():
+                self._keep_retries(runs)
                 return 0.0
             runs = self._start(plan, runs)
         return plan.sleep_for(runs, elapsed=time.monotonic() - read_at)
+
+    def _keep_retries(self, runs: list[RunPlan]) -> None:
+        """Keep the retries among ``runs``, which this tick planned but does not start, waiting
+        for the next tick: the retries are read from the ledger again only by maintenance (every
+        few minutes) and the sweep of runs on workers."""
+        kept = [plan.retry_run for plan in runs if plan.retry_run is not None]
+        self.last_tick.retries = [*self.last_tick.retries, *kept]
 
     def _start(self, plan: TickPlan, runs: list[RunPlan]) -> list[RunPlan]:
         """Start ``runs`` (the plan's runs that its writes left) as ``plan`` routes them once

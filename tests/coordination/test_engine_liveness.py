@@ -2,6 +2,7 @@
 
 import json
 import threading
+import time
 from datetime import timedelta
 from io import StringIO
 
@@ -14,6 +15,7 @@ from django.test import override_settings
 from coordination import services
 from coordination.checks import check_lock_mode
 from coordination.clock import database_now
+from coordination.conf import settings
 from coordination.models import JobRun, JobState
 from coordination.registry import Missed
 from coordination.scheduler import Scheduler
@@ -245,6 +247,44 @@ def test_a_run_that_finishes_while_the_tick_reads_state_is_not_planned_again(mon
         assert len(recorder.slots) == 1
     finally:
         release.set()
+        scheduler.stop()
+        loop.supervision.shut_down()
+        scheduler.finish()
+
+
+def test_a_retry_planned_while_the_leaders_own_heartbeat_is_stale_starts_at_the_next_tick():
+    """A tick whose node's own heartbeat is stale starts nothing, and the retry it planned is
+    still waiting at the next tick: not forgotten until maintenance next reads the retries,
+    minutes on."""
+    recorder = Recorder()
+    reg, job = declare(recorder, retries=1)
+    make_due(job, ago=timedelta(0))
+    JobState.objects.filter(name=job.name).update(next_due=database_now() + timedelta(hours=1))
+    retry_at = database_now() + timedelta(seconds=1)
+    failed = JobRun.objects.create(
+        job=job.name, slot=database_now(), status=JobRun.Status.FAILED, retry_at=retry_at
+    )
+    scheduler = Scheduler(groups=[GROUP], node_name="stale-node", registry=reg)
+    (loop,) = scheduler.loops
+    scheduler.register()
+    assert loop.supervision.try_lead(wait=0)
+    try:
+        loop.tick()  # maintenance reads the failed run: its retry waits for its time
+        loop.tick()  # and the sweep a new leader makes at once reads it again
+        assert recorder.slots == [] and loop.maintenance.sweep_at is None
+        wait_until(lambda: database_now() > retry_at, timeout=5)
+        # The tick that plans the retry finds its node's heartbeat written a lease ago.
+        scheduler.heartbeat.last_ok = time.monotonic() - float(settings.LEASE)
+        loop.tick()
+        assert recorder.slots == []
+        scheduler.heartbeat.last_ok = time.monotonic()
+        loop.tick()
+        for worker in list(loop.workers.values()):
+            worker.join(timeout=5)
+        run = JobRun.objects.get(pk=failed.pk)
+        assert (run.trigger, run.attempt, run.status) == ("retry", 2, "succeeded")
+        assert recorder.slots == [failed.slot]
+    finally:
         scheduler.stop()
         loop.supervision.shut_down()
         scheduler.finish()
