@@ -212,6 +212,8 @@ def deliver_batch(subscriber: Subscriber, ctx: JobContext) -> datetime | None:
     A transactional subscriber's batch must run inside the run's transaction. While posts
     are going out no batch starts (``outbox.yielding``): the run takes nothing and asks to
     look again ``YIELD_FOR`` later (a lane, which holds its endpoint, waits before calling).
+    A batch under way ends early, keeping what it delivered, once posts fall due
+    (``yielding.Lookout``).
     """
     now = database_now()
     if not subscriber.owns_rows and yielding.steps_aside(subscriber.priority):
@@ -226,12 +228,16 @@ def deliver_batch(subscriber: Subscriber, ctx: JobContext) -> datetime | None:
     take = choice.take
     if take and not subscriber.transactional:
         take = _claim(take, None if subscriber.owns_rows else _run_id(ctx))
-    delivered, failed = _deliver(subscriber, ctx, take, now=now)
+    lookout = yielding.Lookout(subscriber.priority)
+    delivered, failed = _deliver(subscriber, ctx, take, now=now, aside=lookout)
     retries += failed
     if delivered or failed:
         ctx.logger.info(
             "%s: delivered %d event(s), %d failed", subscriber.name, len(delivered), len(failed)
         )
+    if lookout.stepped_aside:
+        ctx.logger.debug("%s: posts are going out; the batch stops here", subscriber.name)
+        return now + timedelta(seconds=YIELD_FOR)
     if len(rows) == BATCH_SIZE and take:
         return now
     if subscriber.transactional:
@@ -267,9 +273,17 @@ def _claim(rows: list[Open], run_id: int | None) -> list[Open]:
     return [row for row in rows if row.pk in claimed]
 
 
-def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: datetime):
+def _deliver(
+    subscriber: Subscriber,
+    ctx: JobContext,
+    rows: list[Open],
+    *,
+    now: datetime,
+    aside: Callable[[], bool] = lambda: False,
+):
     """Call the handler for each row in order; record outcomes; return the rows delivered
-    and the failed ones' retry times (None: given up)."""
+    and the failed ones' retry times (None: given up). No attempt starts once ``aside()``
+    (asked in this thread between outcomes) has said the batch steps aside."""
     events = _events(rows)
     delivery_ids = dict(
         Delivery.objects.filter(pk__in=[row.pk for row in rows]).values_list("pk", "delivery_id")
@@ -286,7 +300,7 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
     if subscriber.prepare is not None and rows:
         subscriber.prepare(list(batch.values()))
     if subscriber.transactional and subscriber.savepoint and rows:
-        delivered = _deliver_in_one_savepoint(subscriber, ctx, rows, event_of)
+        delivered = _deliver_in_one_savepoint(subscriber, ctx, rows, event_of, aside)
         if delivered is not None:
             _record_success(delivered, now=now, counted=False)
             return delivered, []
@@ -318,6 +332,8 @@ def _deliver(subscriber: Subscriber, ctx: JobContext, rows: list[Open], *, now: 
             attempted.add(row.pk)
             if subscriber.heartbeat is not None:
                 subscriber.heartbeat()
+            if aside():
+                halt.set()
             if exc is not None:
                 in_a_row += 1
                 if in_a_row == subscriber.stop_after_failures:
@@ -450,7 +466,9 @@ def _side_by_side(subscriber, ctx, rows: list[Open], event_of, stop) -> Iterator
                 yield item
 
 
-def _deliver_in_one_savepoint(subscriber, ctx, rows: list[Open], event_of) -> list[int] | None:
+def _deliver_in_one_savepoint(
+    subscriber, ctx, rows: list[Open], event_of, aside: Callable[[], bool]
+) -> list[int] | None:
     """Deliver a transactional batch in one savepoint; return the rows delivered, or None
     if an event failed (the savepoint rolled back: the batch is then delivered one savepoint
     per event, which finds and records the failing one and undoes only its writes).
@@ -461,7 +479,7 @@ def _deliver_in_one_savepoint(subscriber, ctx, rows: list[Open], event_of) -> li
     try:
         with transaction.atomic():
             for row in rows:
-                if ctx.should_stop():
+                if ctx.should_stop() or aside():
                     break
                 subscriber.handler(event_of(row), ctx)
                 delivered.append(row.pk)

@@ -2,15 +2,22 @@
 
 Its jobs drain backlogs of deliveries; while the publishing group's runs are due or going,
 a batch is not started: a subscriber's run ends with its deliveries untouched and looks
-again ``YIELD_FOR`` later, a webhook lane waits holding its endpoint. Nothing is lost (the
+again ``YIELD_FOR`` later, a webhook lane waits holding its endpoint. A batch under way looks
+again every ``LOOK_EVERY`` seconds (:class:`Lookout`) and ends early when posts fall due, so
+a post does not wait for the end of a batch of a thousand deliveries. Nothing is lost (the
 deliveries stay open) and the drain goes on at full speed once publishing is done.
 """
 
 import threading
+import time
 from collections.abc import Callable
 
 from coordination.priorities import PUBLISHING_GROUP, YIELD_FOR, Priority, yields
 from coordination.selectors import group_busy
+
+#: How often (seconds) a batch under way looks whether posts are going out: one query each
+#: time, and about how long a post that falls due waits for a batch to step aside.
+LOOK_EVERY = 0.05
 
 
 def steps_aside(mine: Priority) -> bool:
@@ -30,3 +37,35 @@ def wait_while_publishing(
         keep()
         pause.wait(YIELD_FOR)
     return waited
+
+
+class Lookout:
+    """Whether a batch of tier ``mine`` under way steps aside now.
+
+    Called between deliveries; it asks the database (:func:`steps_aside`) at most every
+    ``every`` seconds of ``clock`` and answers False in between. Once it has said True it
+    says True from then on: the batch ends, and the next run waits as any run does.
+    """
+
+    def __init__(
+        self,
+        mine: Priority,
+        *,
+        every: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.mine = mine
+        self.every = LOOK_EVERY if every is None else every
+        self.clock = clock
+        self._next = clock() + self.every
+        self.stepped_aside = False
+
+    def __call__(self) -> bool:
+        if self.stepped_aside or self.mine >= Priority.PUBLISHING:
+            return self.stepped_aside
+        now = self.clock()
+        if now < self._next:
+            return False
+        self._next = now + self.every
+        self.stepped_aside = steps_aside(self.mine)
+        return self.stepped_aside

@@ -11,7 +11,7 @@ from coordination.clock import database_now
 from coordination.models import Alert, JobRun, JobState
 from coordination.registry import JobRegistry
 from coordination.registry import registry as default_registry
-from outbox import delivering
+from outbox import delivering, yielding
 from outbox.models import Delivery
 from plugins.sdk import on_post_event
 from plugins.testing import context_for, deliver_events, make_due, run_tick
@@ -188,3 +188,46 @@ def test_a_subscriber_steps_aside_while_posts_are_going_out_and_delivers_after()
     going_out.save()
     assert deliver_events(index_post) == 1
     assert seen == [("published", post.pk, "node-a")]
+
+
+@on_post_event("published", plugin="demo", transactional=True, registry=registry)
+def busy_midway(event, ctx):
+    """Records the event; the second one's delivery finds posts falling due."""
+    seen.append(("busy", event.post_id))
+    if len(seen) == 2:
+        publishing_falls_due()
+
+
+@on_post_event("published", plugin="demo", registry=registry)
+def busy_midway_claim_first(event, ctx):
+    """The same, claim first."""
+    seen.append(("busy", event.post_id))
+    if len(seen) == 2:
+        publishing_falls_due()
+
+
+def publishing_falls_due() -> None:
+    JobState.objects.update_or_create(
+        name="publishing.publish_due",
+        defaults={"group": "publishing", "wake_at": database_now()},
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("subscriber", [busy_midway, busy_midway_claim_first])
+def test_a_batch_under_way_steps_aside_once_posts_fall_due_and_keeps_what_it_delivered(
+    subscriber, monkeypatch
+):
+    monkeypatch.setattr(yielding, "LOOK_EVERY", 0.0)  # look between every two deliveries
+    posts = [make_post(status="published") for _ in range(5)]
+    for post in posts:
+        publish_event(post)
+
+    assert deliver_events(subscriber) == 2
+    assert seen == [("busy", post.pk) for post in posts[:2]]
+    rows = list(Delivery.objects.order_by("event_id").values_list("status", "attempts"))
+    assert rows == [("succeeded", 1)] * 2 + [("pending", 0)] * 3  # waiting, not lost
+
+    JobState.objects.filter(name="publishing.publish_due").update(wake_at=None)
+    assert deliver_events(subscriber) == 3
+    assert seen == [("busy", post.pk) for post in posts]
