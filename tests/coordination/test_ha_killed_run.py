@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True),
 
 GROUP = "hatest_killed"
 EVERY = "killed.every2s"  # every 2 s, no retry: its next slot is due behind the killed run
-RETRIED = "killed.retried"  # hourly, run on request, retry_abandoned=True
+RETRIED = "killed.retried"  # run on request, retry_abandoned=True
 ENV = {"INSTATIC_TEST_EXTRA_APPS": "tests.coordination.killedrunapp"}
 #: The target: the jobs' next runs start within this long after the kill (database clock).
 BOUND = 1.0

@@ -19,7 +19,7 @@ from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
-MANUAL = "hatest.manual"  # hourly: it runs only when asked to
+MANUAL = "hatest.manual"  # it runs only when asked to
 GROUP = "hatest_cli"
 
 

@@ -34,7 +34,7 @@ GROUP = "hatest_workers"
 ENV = {"INSTATIC_TEST_EXTRA_APPS": "tests.coordination.workersapp", "HATEST_SLOW_SECONDS": "0.2"}
 SLOW = "workers.slow"  # transactional, every 2 s, works HATEST_SLOW_SECONDS, missed="all"
 CLAIMED = "workers.claimed"  # claim first, every 2 s, works HATEST_SLOW_SECONDS, retried
-RETRIED = "workers.retried"  # claim first, hourly (run on request), retried
+RETRIED = "workers.retried"  # claim first, run on request, retried
 JOBS = ("workers.tick", SLOW, CLAIMED, RETRIED)
 TRANSACTIONAL = ("workers.tick", SLOW)
 #: Statuses a run ends in, and the ones that must say why.

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from coordination.registry import job
 from coordination.schedules import every
+from tests.support.schedules import ON_REQUEST_ONLY
 
 GROUP = "hatest_killed"
 
@@ -31,11 +32,11 @@ def every2s(ctx):
 @job(
     name="killed.retried",
     group=GROUP,
-    schedule=every(timedelta(hours=1)),
+    schedule=ON_REQUEST_ONLY,
     retry_abandoned=True,
 )
 def retried(ctx):
-    """Hourly (so it runs when asked), claim first, retried when abandoned."""
+    """Run when asked, claim first, retried when abandoned."""
     _until_stopped(ctx)
 
 

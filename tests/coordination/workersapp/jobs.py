@@ -13,6 +13,7 @@ from django.conf import settings
 from coordination.registry import job
 from coordination.schedules import every
 from tests.jobsapp.models import Effect
+from tests.support.schedules import ON_REQUEST_ONLY
 
 GROUP = "hatest_workers"
 
@@ -71,12 +72,12 @@ def claimed(ctx):
 @job(
     name="workers.retried",
     group=GROUP,
-    schedule=every(timedelta(hours=1)),
+    schedule=ON_REQUEST_ONLY,
     run_on="workers",
     retry_abandoned=True,
 )
 def retried(ctx):
-    """Hourly (so run on request), claim first, retried when abandoned: nothing else of its
+    """Run on request, claim first, retried when abandoned: nothing else of its
     keeps it busy, so a retry is planned as soon as its abandoned run is found."""
     Effect.objects.create(job=ctx.job.name, slot=ctx.slot, node=ctx.node)
     _work(ctx, float(settings.HATEST_SLOW_SECONDS))
