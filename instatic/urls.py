@@ -1,5 +1,7 @@
-"""Top-level URL configuration: the admin, health endpoints, images and the public site."""
+"""Top-level URL configuration: the admin, health endpoints, images and the public site (and
+the optional apps' pages, when they are installed)."""
 
+from django.apps import apps
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
@@ -9,11 +11,22 @@ from coordination.views import metrics_view
 from editors.views import my_notifications, my_time_zone
 from instatic import health
 from instatic.view_on_site import view_on_site
-from outbox.watching import watch_post
 from publishing.live_preview import live_preview
 
 # The admin's header and page titles name the site (INSTATIC_SITE_NAME), read when shown.
 admin.site.site_header = admin.site.site_title = lazy(lambda: settings.INSTATIC_SITE_NAME, str)()
+
+
+def optional_pages() -> list:
+    """The admin pages of the optional apps installed (the outbox's "watch this post")."""
+    if not apps.is_installed("outbox"):
+        return []
+    from outbox.watching import watch_post
+
+    return [
+        path("admin/watch/<int:post_id>/", admin.site.admin_view(watch_post), name="watch_post")
+    ]
+
 
 urlpatterns = [
     # Ahead of the admin's own "view on site" URL, which checks no permission.
@@ -27,7 +40,7 @@ urlpatterns = [
         admin.site.admin_view(my_notifications),
         name="my_notifications",
     ),
-    path("admin/watch/<int:post_id>/", admin.site.admin_view(watch_post), name="watch_post"),
+    *optional_pages(),
     path(
         "admin/live-preview/",
         admin.site.admin_view(live_preview),

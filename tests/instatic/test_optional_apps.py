@@ -1,8 +1,8 @@
 """Publishing works with its optional apps left out of ``INSTALLED_APPS``.
 
-Reviews and releases attach to publishing only through the extension points publishing
-defines, so a site without them migrates, publishes, edits, deletes and shows its admin as
-before. Releases build on reviews: leaving reviews out means leaving releases out too. Publishing's
+Reviews, releases and the outbox attach to publishing only through the extension points
+publishing defines, so a site without them migrates, publishes, edits, deletes and shows its
+admin as before. Releases build on reviews: leaving reviews out means leaving releases out too. Publishing's
 own tests of those paths run again in a process whose settings leave the app out.
 """
 
@@ -25,7 +25,7 @@ CORE_TESTS = [
 ]
 
 
-@pytest.mark.parametrize("left_out", ["releases", "releases,reviews"])
+@pytest.mark.parametrize("left_out", ["releases", "releases,reviews", "outbox"])
 def test_publishing_passes_its_own_tests_without_an_optional_app(left_out, tmp_path):
     if connection.vendor != "sqlite":
         pytest.skip("one vendor shows it: the apps' wiring is the same on every database")
