@@ -24,3 +24,6 @@ BENCH_PING = os.environ.get("BENCH_PING", "") == "1"
 BENCH_SUBSCRIBER = os.environ.get("BENCH_SUBSCRIBER", "") == "1"
 if BENCH_SUBSCRIBER:
     INSTALLED_APPS = [*INSTALLED_APPS, "bench._subscriberapp"]
+#: ``1``: the site without the outbox app (bench/steady_publishing.py's baseline).
+if os.environ.get("BENCH_WITHOUT_OUTBOX", "") == "1":
+    INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "outbox"]
