@@ -23,9 +23,10 @@ Figures:
 2. The deliveries' drain rate: the burst's deliveries to the subscriber succeeded per second,
    from the first to the last ``outbox_delivery.finished_at``: target >= 1,000/s; the
    webhook's drain rate beside it (one HTTP request each).
-3. On-time lateness p99 (``published_at - publish_at``) with the subscriber: target <= 50 ms;
-   the baseline phase's p99 beside it; each phase's split into the posts that fell due while a
-   backlog batch ran and the others (what the burst costs them, apart from the deliveries).
+3. On-time lateness p99 (``published_at - publish_at``) with the subscriber: target <= 1.2x
+   the baseline phase's p99, in the same run; each phase's split into the posts that fell
+   due while a backlog batch ran and the others (what the burst costs them, apart from the
+   deliveries).
 
 Checked: every published event of the subscriber phase has exactly one delivery to the
 subscriber, succeeded, and exactly one ``bench_outbox_effect`` row; one webhook delivery,
@@ -67,7 +68,8 @@ from tests.support.webhook_receiver import Behaviour, WebhookReceiver
 
 TARGET_PUBLISH_RATIO = 1.2
 TARGET_DRAIN_PER_SECOND = 1000.0
-TARGET_P99_MS = 50.0
+#: On-time lateness p99 with the subscriber, to the same-run phase without one.
+TARGET_P99_RATIO = 1.2
 #: The healthy endpoints' delivery p99 beside slow-loris endpoints, to the run without.
 TARGET_SLOW_RATIO = 2.0
 #: How long ago the burst fell due (seconds), as in bench/publishing.py.
@@ -454,9 +456,9 @@ def main() -> None:
         ),
         (
             "on-time lateness p99, subscriber",
-            f"{sub_p99:.0f} ms",
-            f"<= {TARGET_P99_MS:.0f} ms",
-            sub_p99 <= TARGET_P99_MS,
+            f"{sub_p99:.0f} ms, {sub_p99 / base_p99:.2f}x",
+            f"<= {TARGET_P99_RATIO}x the baseline",
+            sub_p99 <= TARGET_P99_RATIO * base_p99,
         ),
         ("on-time lateness max, subscriber", f"{sub_max:.0f} ms", "-", True),
         (
