@@ -2,8 +2,9 @@
 
 Reviews, releases and the outbox attach to publishing only through the extension points
 publishing defines, so a site without them migrates, publishes, edits, deletes and shows its
-admin as before. Releases build on reviews: leaving reviews out means leaving releases out too. Publishing's
-own tests of those paths run again in a process whose settings leave the app out.
+admin as before. Releases build on reviews: leaving reviews out means leaving releases out
+too. Publishing's own tests of those paths run again in a process whose settings leave the
+app out.
 """
 
 import os
