@@ -214,7 +214,7 @@ class LockHolderProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_ready(self, timeout: float = 20.0) -> str:
+    def wait_ready(self, timeout: float = 60.0) -> str:
         """Wait for ``READY`` and return the rest of that line (the initial acquire's answer)."""
         if self.ready_line is None:
             line = self.read(timeout)

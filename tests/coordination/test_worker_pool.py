@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from django.core.management import CommandError, call_command
 from coordination.registry import registry
 from coordination.workers.pool import RESTART_INTERVAL, Restart, describe_exit, plan_restart
 from tests.support.polling import wait_until
-from tests.support.processes import ManagedProcess, process_env
+from tests.support.processes import ManagedProcess, logged_at, process_env
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
@@ -156,11 +155,6 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
-
-
-def logged_at(stamp: str) -> float:
-    """Return the seconds of a log line's ``%(asctime)s`` (``2026-01-02 03:04:05,678``)."""
-    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 def wait_for_children(proc: ManagedProcess, count: int, *, timeout: float = 15.0) -> list[int]:

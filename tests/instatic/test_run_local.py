@@ -13,17 +13,24 @@ import pytest
 
 from devtools.servers import free_port
 from tests.support.polling import wait_until
+from tests.support.processes import start_tracked
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.sqlite]
+
+#: How long ``make run`` may take to stop its web server and scheduler after Ctrl-C: seconds
+#: when the machine is quiet, but a busy one may still be starting a scheduler it restarted.
+STOP_WITHIN = 60
 
 
 def launch(var_dir: str, port: int) -> tuple[subprocess.Popen, Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL"))}
     env.update({"INSTATIC_VAR_DIR": var_dir, "INSTATIC_RUN_ADDRESS": f"127.0.0.1:{port}"})
     log = Path(var_dir) / f"run-{port}.log"
-    process = subprocess.Popen(
+    # Tracked, so the end of the test session stops it and its children should the test fail
+    # before it has stopped them.
+    process = start_tracked(
         [sys.executable, "-m", "devtools.run_local"],
         cwd=BASE_DIR,
         env=env,
@@ -49,7 +56,7 @@ def run_once(var_dir: str) -> str:
         wait_until(lambda: "acquired advisory lock" in log.read_text(), timeout=30)
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(30) == 0
+        assert process.wait(STOP_WITHIN) == 0
     return log.read_text()
 
 

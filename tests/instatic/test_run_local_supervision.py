@@ -9,7 +9,7 @@ import pytest
 
 from devtools import run_local
 from devtools.servers import free_port
-from tests.instatic.test_run_local import launch, login_page_status
+from tests.instatic.test_run_local import STOP_WITHIN, launch, login_page_status
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.sqlite]
@@ -81,7 +81,7 @@ def test_a_killed_scheduler_is_reported_and_started_again_while_the_web_keeps_se
         assert process.poll() is None
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(30) == 0
+        assert process.wait(STOP_WITHIN) == 0
     text = log.read_text()
     lines = [line for line in text.splitlines() if "The scheduler stopped" in line]
     assert lines == [
@@ -100,7 +100,7 @@ def test_the_site_stops_with_a_line_when_its_web_server_exits():
         (scheduler,) = wait_until(lambda: scheduler_pids(process.pid), timeout=30)
         (web,) = children(process.pid, b"runserver")
         os.kill(web, signal.SIGKILL)
-        assert process.wait(30) == 1
+        assert process.wait(STOP_WITHIN) == 1
     finally:
         if process.poll() is None:
             process.kill()

@@ -38,9 +38,33 @@ def chromium() -> Iterator:
             ],
         )
         try:
-            yield browser
+            yield with_default_timeout(browser, PAGE_TIMEOUT_MS)
         finally:
             browser.close()
+
+
+#: How long a page waits for an element, a navigation or a response (Playwright's default is
+#: 30 s): a busy machine serves the live server slowly, and a passing test never waits it out.
+PAGE_TIMEOUT_MS = 60_000
+
+
+def with_default_timeout(browser, milliseconds: int):
+    """Make every context (and page) ``browser`` opens wait ``milliseconds`` by default."""
+    new_context, new_page = browser.new_context, browser.new_page
+
+    def context_with_timeout(**options):
+        context = new_context(**options)
+        context.set_default_timeout(milliseconds)
+        return context
+
+    def page_with_timeout(**options):
+        page = new_page(**options)
+        page.set_default_timeout(milliseconds)
+        return page
+
+    browser.new_context = context_with_timeout
+    browser.new_page = page_with_timeout
+    return browser
 
 
 def screenshot(page, name: str) -> Path:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
@@ -157,6 +158,11 @@ def process_env(**extra: str) -> dict:
     return env
 
 
+def logged_at(stamp: str) -> float:
+    """Return the seconds of a log line's ``%(asctime)s`` (``2026-01-02 03:04:05,678``)."""
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
 class ManagedProcess:
     """A ``manage.py`` subprocess with its output in a log file."""
 
@@ -180,13 +186,21 @@ class ManagedProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_for_log(self, pattern: str, *, timeout: float = 15.0, count: int = 1) -> str:
+    def wait_for_log(self, pattern: str, *, timeout: float = 60.0, count: int = 1) -> str:
         regex = re.compile(pattern)
         return wait_until(
             lambda: len(regex.findall(self.log())) >= count,
             timeout=timeout,
             message=f"{self.name}: {pattern!r} not logged within {timeout}s:\n{self.log()[-3000:]}",
         )
+
+    def logged_at(self, pattern: str) -> float:
+        """Return when the first log line matching ``pattern`` was written (its ``asctime``,
+        seconds since the epoch, as ``time.time()`` counts)."""
+        for line in self.log().splitlines():
+            if re.search(pattern, line):
+                return logged_at(line[:23])
+        raise AssertionError(f"{self.name}: {pattern!r} not logged:\n{self.log()[-3000:]}")
 
     def signal(self, sig: int) -> None:
         if self.process.poll() is None:
