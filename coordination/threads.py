@@ -86,6 +86,7 @@ class JobThreads:
         self._waiting = 0
         self._count = 0
         self._closed = False
+        self._threads: list[threading.Thread] = []
 
     def submit(self, func: Callable[[], None]) -> threading.Event:
         """Run ``func`` on an idle thread (or a new one); return an event set when it is done.
@@ -108,7 +109,7 @@ class JobThreads:
                 name = f"{self.prefix}-{self._count}"
         self._tasks.put((func, done))
         if spawn:
-            threading.Thread(target=self._work, name=name, daemon=True).start()
+            self._start(threading.Thread(target=self._work, name=name, daemon=True))
         return done
 
     def start_all(self, prepare: Callable[[], None]) -> None:
@@ -122,7 +123,13 @@ class JobThreads:
             first, self._count = self._count, self.max_threads
         for number in range(first + 1, self.max_threads + 1):
             name = f"{self.prefix}-{number}"
-            threading.Thread(target=self._work, args=(prepare,), name=name, daemon=True).start()
+            thread = threading.Thread(target=self._work, args=(prepare,), name=name, daemon=True)
+            self._start(thread)
+
+    def _start(self, thread: threading.Thread) -> None:
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
 
     def _work(self, prepare: Callable[[], None] | None = None) -> None:
         if prepare is not None:
@@ -164,10 +171,15 @@ class JobThreads:
         except Exception:
             logger.exception("%s: a job run failed outside its own error handling", self.prefix)
 
-    def shutdown(self) -> None:
-        """Let idle threads close their connections and end; busy ones end after their run."""
+    def shutdown(self, *, wait: bool = False) -> None:
+        """Let idle threads close their connections and end; busy ones end after their run.
+        With ``wait``, return once every thread has ended (its connection closed)."""
         with self._lock:
             self._closed = True
             count = self._count
+            threads = list(self._threads)
         for _ in range(count):
             self._tasks.put((None, None))
+        if wait:
+            for thread in threads:
+                thread.join()

@@ -407,8 +407,10 @@ class WorkerProcess:
         self.wait_for_runs()
         self.flush()
         # A batch on its own (a test, a one-off caller) leaves no thread, and so no database
-        # session, behind it; serve() keeps its threads and their connections between looks.
-        self.threads.shutdown()
+        # session, behind it once this returns (a session seen ending later would make the
+        # leader's watch take this live process for a killed one); serve() keeps its threads
+        # and their connections between looks.
+        self.threads.shutdown(wait=True)
         self.threads = JobThreads(self.threads.prefix, max_threads=self.thread_count)
         return bool(taken)
 
