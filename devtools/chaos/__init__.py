@@ -42,7 +42,11 @@ pair whose host end carries a private address the database listens on; a partiti
 link down, so the replica's packets are silently dropped (no FIN, no RST) until it comes back.
 Traffic only ever goes to loopback or to those namespaces. Without root (or ``ip netns``) the
 partition fault is left out and reported as such. Soaks at once on one machine (``make test``'s
-MariaDB and PostgreSQL runs) each take a private network of their own, ``10.<octet>.0.0/16``.
+MariaDB and PostgreSQL runs) each take a private network of their own, ``10.<octet>.0.0/16``,
+and first remove the links a killed soak left in it (they would take the replicas' answers).
+Processes that do not all lead or serve within two minutes stop the soak with what is missing
+and the end of each one's log; SIGTERM stops it as an error does, after printing where it was,
+so everything it started goes with it.
 
 Afterwards it checks the invariants (``devtools/chaos/invariants.py``, one function each, from
 the database, the logs and the faults' records; for the workers: every queued slot settled, no

@@ -1,6 +1,8 @@
 """The replicas' network namespaces (see ``devtools.chaos``): a partition takes a link down."""
 
+import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -53,6 +55,7 @@ class Network:
     def create(self) -> None:
         if not self.available:
             return
+        self.clear_stale()
         try:
             # Left behind by a soak that was killed, the address is there already: fine.
             self._ip("addr", "add", f"{self.service}/32", "dev", "lo", check=False)
@@ -73,6 +76,20 @@ class Network:
             self.destroy()
             self.available = False
 
+    def clear_stale(self) -> None:
+        """Remove the links and namespaces a killed soak left in this network.
+
+        The caller holds the network's lock (see ``devtools.chaos.run.take_network``), so any
+        link that carries one of its addresses is stale; left there, it shares a route with the
+        new link of the same replica, and the host answers that replica through the dead link
+        (its connections never open).
+        """
+        shown = subprocess.run(["ip", "-j", "addr", "show"], capture_output=True, text=True)
+        for link in stale_links(json.loads(shown.stdout or "[]"), self.octet):
+            log(f"removing {link}, left in 10.{self.octet}.0.0/16 by a soak that was killed")
+            self._ip("link", "del", link, check=False)  # its namespace's end goes with it
+            self._ip("netns", "del", namespace_of(link), check=False)
+
     def prefix(self, index: int) -> list[str]:
         return ["ip", "netns", "exec", self.ns(index)] if self.available else []
 
@@ -89,3 +106,27 @@ class Network:
             self._ip("link", "del", self.host_link(i), check=False)
             self._ip("netns", "del", self.ns(i), check=False)
         self.created = []
+
+
+#: A replica's host link (``ic<tag><index>h``) and the namespace it joins (``ichaos<tag><index>``).
+HOST_LINK = re.compile(r"ic(\d+)h")
+
+
+def stale_links(links: list[dict], octet: int) -> list[str]:
+    """Return the host links (from ``ip -j addr show``) that carry an address of the network
+    ``10.<octet>.0.0/16``: replicas' links, never loopback (which holds the soak's service
+    address, added again by each soak)."""
+    return [
+        link["ifname"]
+        for link in links
+        if HOST_LINK.fullmatch(link.get("ifname", ""))
+        and any(
+            address.get("family") == "inet" and address.get("local", "").startswith(f"10.{octet}.")
+            for address in link.get("addr_info", [])
+        )
+    ]
+
+
+def namespace_of(host_link: str) -> str:
+    """Return the namespace a replica's host link joins."""
+    return "ichaos" + HOST_LINK.fullmatch(host_link).group(1)

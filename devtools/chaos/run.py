@@ -1,6 +1,7 @@
 """The soak's command line and phases: start, inject faults, settle, check, report, stop."""
 
 import argparse
+import faulthandler
 import fcntl
 import os
 import random
@@ -61,15 +62,53 @@ def setup_django(env: dict) -> str:
     return PUBLISH_JOB
 
 
-def wait_for_leaders(soak: Soak) -> None:
-    """Wait until every group leads and every worker process serves (its node registered)."""
-    for group in (*soak.session_groups, LEASE_GROUP):
-        while soak.leader(group) is None:
-            time.sleep(0.1)
+#: How long the soak's processes may take to lead every group and serve every worker process
+#: (seconds, generous for a busy machine): past it, the soak stops and says what is missing.
+READY_WITHIN = 120.0
+
+
+def wait_for_leaders(soak: Soak, within: float = READY_WITHIN) -> None:
+    """Wait until every group leads and every worker process serves (its node registered).
+
+    Raises :class:`NotReady`, naming what is missing, with each process's state and the end of
+    its log, when that takes longer than ``within`` seconds: a soak whose replicas never start
+    must end with the reason, not hang until its caller kills it (and leaves its processes
+    behind).
+    """
+    deadline = time.monotonic() + within
+    groups = (*soak.session_groups, LEASE_GROUP)
     expected = sum(r.workers for r in soak.replicas.values())
-    while len(soak.worker_targets()) < expected:
+    while (missing := not_ready(soak, groups, expected)) and time.monotonic() < deadline:
         time.sleep(0.1)
+    if missing:
+        accounts = [
+            f"--- {r.name}, {'running' if r.alive() else f'exited ({r.process.returncode})'};"
+            f" its log ends:\n{log_tail(r)}"
+            for r in soak.replicas.values()
+        ]
+        raise NotReady(
+            "\n".join([f"not ready after {within:.0f} s: {'; '.join(missing)}", *accounts])
+        )
     soak.ready_wall = time.time()
+
+
+def log_tail(replica, lines: int = 15) -> str:
+    """The last ``lines`` lines of ``replica``'s log."""
+    text = replica.log_path.read_text(errors="replace") if replica.log_path.exists() else ""
+    return "\n".join(line[:300] for line in text.splitlines()[-lines:])
+
+
+class NotReady(Exception):
+    """The soak's processes did not all lead or serve in time."""
+
+
+def not_ready(soak: Soak, groups: tuple[str, ...], expected: int) -> list[str]:
+    """Return what is not ready yet: groups without a leader, worker processes not serving."""
+    missing = [f"no leader in group {group!r}" for group in groups if soak.leader(group) is None]
+    serving = len(soak.worker_targets())
+    if serving < expected:
+        missing.append(f"{serving} of {expected} worker processes serving")
+    return missing
 
 
 def inject_faults(soak: Soak, started: float) -> None:
@@ -297,4 +336,15 @@ def main(argv=None) -> int:
         args.faults = parse_fault_selection(args.faults, databases.DATABASES[args.vendor])
     except ValueError as exc:
         parser.error(str(exc))
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     return 0 if run(args) else 1
+
+
+def stop_on_sigterm(signum, frame) -> None:
+    """Stop the soak on SIGTERM as on an error: say where it was (every thread's stack), then
+    stop its processes and its server and remove its namespaces; a second SIGTERM is ignored,
+    so that stopping is never cut short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    log("SIGTERM: stopping the soak; where it was:")
+    faulthandler.dump_traceback(file=sys.stdout, all_threads=True)
+    raise SystemExit(128 + signum)
