@@ -188,8 +188,17 @@ def burst(run_on: str, jobs: int) -> dict:
             rows = conn.execute(
                 "SELECT job, node, status, extract(epoch FROM started_at - slot),"
                 " extract(epoch FROM queued_at - slot), extract(epoch FROM started_at - queued_at),"
-                " extract(epoch FROM finished_at - started_at), extract(epoch FROM started_at)"
+                " extract(epoch FROM finished_at - started_at)"
                 " FROM coordination_jobrun WHERE slot = %s AND job LIKE 'benchjobs.job_%%'",
+                (slot,),
+            ).fetchall()
+            # The task rows' own times: enqueued (the leader's insert) and taken by a worker.
+            tasks = conn.execute(
+                "SELECT extract(epoch FROM t.enqueued_at - r.slot),"
+                " extract(epoch FROM t.started_at - r.slot)"
+                " FROM django_tasks_database_dbtaskresult t JOIN coordination_jobrun r"
+                " ON r.id = (t.args_kwargs->'args'->>0)::bigint"
+                " WHERE r.slot = %s AND r.job LIKE 'benchjobs.job_%%'",
                 (slot,),
             ).fetchall()
             ledger_dupes = conn.execute(
@@ -204,10 +213,10 @@ def burst(run_on: str, jobs: int) -> dict:
     shutil.rmtree(effects, ignore_errors=True)
     seen = Counter((job, slot) for job, slot, _, _ in lines)
     ms = lambda values: [v * 1000 for v in values if v is not None]  # noqa: E731
-    by_worker: dict[str, list[float]] = {}
+    by_worker: dict[str, list[float]] = {}  # each run's start, seconds after its slot
     for row in rows:
-        if row[7] is not None:
-            by_worker.setdefault(row[1], []).append(float(row[7]))
+        if row[3] is not None:
+            by_worker.setdefault(row[1], []).append(float(row[3]))
     return {
         "run_on": run_on,
         "jobs": jobs,
@@ -216,6 +225,8 @@ def burst(run_on: str, jobs: int) -> dict:
         "lateness_ms": ms(float(r[3]) for r in rows if r[3] is not None),
         "queueing_ms": ms(float(r[4]) if r[4] is not None else None for r in rows),
         "queue_wait_ms": ms(float(r[5]) if r[5] is not None else None for r in rows),
+        "enqueued_ms": ms(float(t[0]) if t[0] is not None else None for t in tasks),
+        "task_taken_ms": ms(float(t[1]) if t[1] is not None else None for t in tasks),
         "run_ms": ms(float(r[6]) if r[6] is not None else None for r in rows),
         "duplicates": sum(n - 1 for n in seen.values() if n > 1) + ledger_dupes,
         # When each run's function began, as the job itself saw it (wall clock of the
@@ -330,6 +341,8 @@ def explain_burst(r: dict) -> None:
     print(f"\n  where the time goes, {r['jobs']} jobs run_on={r['run_on']}:")
     for label, key in (
         ("slot -> queued (leader plans, claims, queues)", "queueing_ms"),
+        ("slot -> task rows inserted (the queueing's last statement)", "enqueued_ms"),
+        ("slot -> task taken (a worker's claim of the task rows)", "task_taken_ms"),
         ("queued -> started (wait in the queue)", "queue_wait_ms"),
         ("started -> finished (the run)", "run_ms"),
     ):
@@ -347,9 +360,11 @@ def explain_burst(r: dict) -> None:
             f" {len(starts) / span if span else float('inf'):.0f} starts/s in all"
         )
         for node, ts in sorted(r["by_worker"].items()):
-            s = max(ts) - min(ts)
-            per = s / (len(ts) - 1) * 1000 if len(ts) > 1 else float("nan")
-            print(f"      {node}: {len(ts)} runs, one every {per:.1f} ms")
+            # The runs of one claim share their start (the claim's statement time).
+            claims = sorted(Counter(round(t * 1000) for t in ts).items())
+            shown = ", ".join(f"+{at} ms x{n}" for at, n in claims[:8])
+            more = f" and {len(claims) - 8} more" if len(claims) > 8 else ""
+            print(f"      {node}: {len(ts)} runs in {len(claims)} claim(s): {shown}{more}")
     runs = max(1, r["runs"])
     sessions = Counter()
     for app, n in r["statements"].items():

@@ -38,6 +38,7 @@ from coordination.runner import Worker
 from coordination.threads import JobThreads, discard_broken_connection
 from coordination.workers.claiming import (
     TakenTask,
+    count_ready_tasks,
     decide_batch,
     fail_tasks,
     finish_tasks,
@@ -90,6 +91,23 @@ def take_ahead(threads: int, run_seconds: float | None) -> int:
         return min(MAX_HELD, 2 * threads)
     ahead = math.ceil(threads * TAKE_AHEAD / max(run_seconds, 1e-4))
     return max(threads + 1, min(MAX_HELD, threads + ahead))
+
+
+#: The most ready tasks a worker process that does not know its pace yet counts to find its
+#: share (:func:`first_share`): enough for every process to take ``MAX_HELD``.
+READY_COUNTED = 64 * MAX_HELD
+
+
+def first_share(threads: int, ready: int, workers: int) -> int:
+    """Return how many runs a worker process takes before it knows the pace of its runs: its
+    share of the ``ready`` tasks among the ``workers`` worker processes (itself included), at
+    least one ahead per thread (:func:`take_ahead`), at most ``MAX_HELD``.
+
+    A burst of a thousand trivial runs is then taken in one claim per process as soon as it
+    is queued, not sixteen at a time until each process's first run has ended; slow runs are
+    shared out evenly, never gathered by the first process to look.
+    """
+    return min(MAX_HELD, max(take_ahead(threads, None), math.ceil(ready / max(1, workers))))
 
 
 def worker_threads(configured: int, vendor: str) -> int:
@@ -223,15 +241,28 @@ class WorkerProcess:
         finally:
             self.idle()
 
-    def take_tasks(self, limit: int) -> list[TakenTask]:
-        """Take up to ``limit`` ready tasks of Instatic's queue for this process.
+    def take_tasks(self, limit: int, *, share: bool = True) -> list[TakenTask]:
+        """Take up to ``limit`` ready tasks of Instatic's queue for this process; with
+        ``share``, before it knows the pace of its runs, its share of the ready tasks if that
+        is more (:func:`first_share`; the processes counted are the worker nodes not stopped,
+        a killed one among them until the sweep marks it, which only makes the share smaller).
 
         The heartbeat is written in the same transaction as the take: a task row is never
         ``RUNNING`` under a worker whose heartbeat looks stale (the sweep would fence it).
         A look that finds nothing costs one ``SELECT`` and no transaction.
         """
         names = {"queue_name": QUEUE_NAME, "backend": BACKEND_ALIAS}
-        if limit < 1 or not has_ready_tasks(**names):
+        if limit < 1:
+            return []
+        if share and self.run_seconds is None:
+            ready = count_ready_tasks(**names, most=READY_COUNTED)
+            if ready > limit:
+                workers = Node.objects.filter(role=Node.Role.WORKER, stopped_at__isnull=True)
+                share = first_share(self.thread_count, ready, workers.count())
+                limit = max(limit, share - self.in_flight)
+        else:
+            ready = has_ready_tasks(**names)
+        if not ready:
             return []  # an idle look: one SELECT, no transaction
         with transaction.atomic():
             tasks = lock_ready_tasks(**names, limit=limit)
@@ -242,7 +273,7 @@ class WorkerProcess:
 
     def take_task(self) -> TakenTask | None:
         """Take the next ready task, or ``None`` (a batch of one)."""
-        tasks = self.take_tasks(1)
+        tasks = self.take_tasks(1, share=False)
         return tasks[0] if tasks else None
 
     def dispatch(self, tasks: list[TakenTask]) -> int:

@@ -23,6 +23,7 @@ from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, RUN_TASK_PAT
 from coordination.workers.process import (
     MAX_HELD,
     WorkerProcess,
+    first_share,
     refill,
     take_ahead,
     worker_threads,
@@ -304,6 +305,40 @@ def test_retention_deletes_the_task_rows_of_the_runs_it_deletes():
 )
 def test_take_ahead_follows_the_pace_of_the_recent_runs(threads, run_seconds, held):
     assert take_ahead(threads, run_seconds) == held
+
+
+@pytest.mark.parametrize(
+    ("threads", "ready", "workers", "share"),
+    [
+        (8, 1000, 6, 167),  # a burst: a sixth each, in one claim
+        (8, 10, 6, 16),  # little ready: one ahead per thread, as without a share
+        (8, 60, 2, 30),  # slow runs too are shared out evenly
+        (8, 5000, 2, MAX_HELD),
+        (8, 1000, 0, MAX_HELD),  # no worker node found (its row not yet written): itself
+        (1, 3, 1, 3),
+    ],
+)
+def test_a_worker_that_does_not_know_its_pace_takes_its_share_of_what_is_ready(
+    threads, ready, workers, share
+):
+    assert first_share(threads, ready, workers) == share
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_burst_is_shared_out_among_the_worker_processes_in_their_first_claims():
+    reg, jobs = _declare_many(40, Recorder())
+    for job in jobs:
+        make_due(job, ago=timedelta(0))
+    tick(reg)
+    first = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=2)
+    second = WorkerProcess("b/worker-2", stop=threading.Event(), registry=reg, threads=2)
+    assert first.capacity == 2 * first.thread_count  # no run has ended here yet
+
+    assert len(first.take_tasks(first.capacity)) == 20  # half of the 40 ready
+    assert len(second.take_tasks(second.capacity)) == 10  # half of the 20 left
+    assert DBTaskResult.objects.filter(status="READY").count() == 10
+    for process in (first, second):
+        process.close()
 
 
 @pytest.mark.django_db
