@@ -56,12 +56,14 @@ def stop_recording() -> None:
     connection_created.disconnect(dispatch_uid="instatic-node-sessions")
 
 
-def record_raw(conn, *, role: str) -> None:
-    """Record a DB-API connection opened outside Django (the lock connection)."""
-    if _identity is None:
+def record_raw(conn, *, role: str, identity=None) -> None:
+    """Record a DB-API connection opened outside Django (the lock connection) as this
+    process's, or as ``identity``'s when given."""
+    identity = identity or _identity
+    if identity is None:
         return
     with conn.cursor() as cursor:
-        cursor.execute(_RECORD_SQL, (_identity.name, _identity.instance, role))
+        cursor.execute(_RECORD_SQL, (identity.name, identity.instance, role))
 
 
 def _on_connection_created(sender, connection, **kwargs) -> None:

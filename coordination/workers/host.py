@@ -249,12 +249,15 @@ class RunHeartbeat:
 
     def _run(self) -> None:
         interval = float(settings.HEARTBEAT_INTERVAL)
-        while not self._stop.is_set():
-            self._busy.wait()
-            if self._stop.wait(interval) or not self._busy.is_set():
-                continue
-            try:
-                self.beat()
-            except Exception as exc:  # noqa: BLE001 - a lost beat is retried next interval
-                logger.warning("worker %s: heartbeat failed: %s", self.node.name, exc)
-                connection.close()
+        try:
+            while not self._stop.is_set():
+                self._busy.wait()
+                if self._stop.wait(interval) or not self._busy.is_set():
+                    continue
+                try:
+                    self.beat()
+                except Exception as exc:  # noqa: BLE001 - a lost beat is retried next interval
+                    logger.warning("worker %s: heartbeat failed: %s", self.node.name, exc)
+                    connection.close()
+        finally:
+            connection.close()  # this thread's own session ends with it

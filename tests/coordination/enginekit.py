@@ -12,6 +12,8 @@ import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
+from django.db import connection
+
 from coordination.clock import database_now
 from coordination.models import JobRun, JobState
 from coordination.registry import JobRegistry, make_job
@@ -159,3 +161,29 @@ def ledger_slots(job, status: str | None = None) -> list[datetime]:
     if status is not None:
         runs = runs.filter(status=status)
     return list(runs.values_list("slot", flat=True))
+
+
+def keep_a_session(process):
+    """Open a database session that counts as worker ``process``'s own (named after it on
+    PostgreSQL, recorded for it on MySQL) and return it, open, for the caller to close.
+
+    A worker process that serves keeps its threads' sessions (and its listening one) open;
+    the leader's watch takes a live worker whose sessions it saw and now sees none of for a
+    killed one. A worker in the test process has none of its own between batches (a tick's
+    scheduler closes this thread's connection, which the worker's registering recorded as
+    its own), so a test that ticks between its batches keeps this one open instead.
+    """
+    from coordination import nodesessions
+    from coordination.liveness.sessions import listen_application_name
+    from coordination.models import NodeSession
+
+    params = connection.get_connection_params()
+    if connection.vendor == "postgresql":
+        params["application_name"] = listen_application_name(process.node.name)
+        return connection.get_new_connection(params)
+    if connection.vendor == "mysql":
+        session = connection.get_new_connection(params)
+        session.autocommit(True)
+        nodesessions.record_raw(session, role=NodeSession.Role.WORK, identity=process.node)
+        return session
+    return None  # SQLite: no sessions to look at

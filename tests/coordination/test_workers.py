@@ -37,6 +37,7 @@ from tests.coordination.enginekit import (
     Recorder,
     centered_every,
     declare,
+    keep_a_session,
     make_due,
     tick,
 )
@@ -57,8 +58,27 @@ def registry_of(reg):
         process.install(None)
 
 
+#: The in-process workers of the running test, each with the session it keeps open
+#: (``keep_a_session``): closed when the test ends.
+_workers: list = []
+
+
+@pytest.fixture(autouse=True)
+def _close_workers():
+    yield
+    while _workers:
+        process, session = _workers.pop()
+        process.close()
+        if session is not None:
+            session.close()
+
+
 def worker(reg, name="engine-node/worker-1") -> WorkerProcess:
-    return WorkerProcess(name, stop=threading.Event(), registry=reg)
+    """A worker process in this process that keeps a session of its own open, as a serving
+    one does, so that the ticks between its batches never take it for a killed one."""
+    process = WorkerProcess(name, stop=threading.Event(), registry=reg)
+    _workers.append((process, keep_a_session(process)))
+    return process
 
 
 def queued_task_args() -> list[list[int]]:
