@@ -44,8 +44,9 @@ from devtools.chaos.queries import (
 )
 from devtools.chaos.releases import release_stream
 from devtools.chaos.report import print_trouble, report
-from devtools.chaos.soak import Soak
+from devtools.chaos.soak import Soak, child_pids
 from devtools.chaos.worker_checks import worker_pools_running
+from devtools.servers import exited, free_port, stop_pid
 
 
 def setup_django(env: dict) -> str:
@@ -244,8 +245,6 @@ def run_alone(args: argparse.Namespace, octet: int) -> bool:
         for i in LEASE_REPLICAS:
             soak.start_replica(i, lease=True)
         soak.start_worker_node()
-        from devtools.servers import free_port
-
         soak.web_port = free_port()
         soak.web = subprocess.Popen(
             [sys.executable, "manage.py", "runserver", f"127.0.0.1:{soak.web_port}", "--noreload"],
@@ -277,6 +276,7 @@ def run_alone(args: argparse.Namespace, octet: int) -> bool:
         if soak is not None:
             stop_everything(soak)
         db.stop()
+        stop_strays()
         network.destroy()
         if keep:
             if soak is not None:
@@ -284,6 +284,17 @@ def run_alone(args: argparse.Namespace, octet: int) -> bool:
             log(f"logs kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def stop_strays() -> None:
+    """Stop the soak's child processes still running once everything it knows of has been
+    stopped: one it started as SIGTERM came, before it kept a record of it."""
+    for pid in [pid for pid in child_pids(os.getpid()) if not exited(pid)]:
+        log(f"stopping process {pid}, started by the soak and not yet recorded")
+        try:
+            stop_pid(pid, timeout=20)
+        except TimeoutError as exc:
+            log(str(exc))
 
 
 def stop_everything(soak: Soak) -> None:
