@@ -175,13 +175,20 @@ def _declare_many(count: int, func, **options) -> tuple[JobRegistry, list]:
     return reg, jobs
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_batch_is_taken_in_one_claim_and_every_run_starts_once():
-    recorder = Recorder()
-    reg, jobs = _declare_many(5, recorder)
+def _queued_many(count: int, func, **options) -> tuple[JobRegistry, list]:
+    """Declare ``count`` jobs on workers (:func:`_declare_many`), each due now, and tick once:
+    one queued run each."""
+    reg, jobs = _declare_many(count, func, **options)
     for job in jobs:
         make_due(job, ago=timedelta(0))
     tick(reg)
+    return reg, jobs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_is_taken_in_one_claim_and_every_run_starts_once():
+    recorder = Recorder()
+    reg, jobs = _queued_many(5, recorder)
     # The same run delivered twice inside one batch: the ledger starts it once.
     first = JobRun.objects.order_by("pk").first()
     DBTaskResult.objects.create(
@@ -221,10 +228,7 @@ def test_the_runs_of_a_batch_run_side_by_side_on_the_process_threads():
     def meet(ctx):
         together.wait()  # raises BrokenBarrierError unless all three run at once
 
-    reg, jobs = _declare_many(3, meet)
-    for job in jobs:
-        make_due(job, ago=timedelta(0))
-    tick(reg)
+    reg, jobs = _queued_many(3, meet)
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=3)
     assert process.capacity == 6  # three running, three taken ahead
 
@@ -261,10 +265,7 @@ def test_a_scheduled_run_that_ends_as_planned_wakes_no_leader(monkeypatch):
     woken = []
     monkeypatch.setattr("coordination.workers.host.notify_group", woken.append)
     recorder = Recorder()
-    reg, jobs = _declare_many(2, recorder)
-    for job in jobs:
-        make_due(job, ago=timedelta(0))
-    tick(reg)  # queues both; their next slots are an hour on
+    reg, jobs = _queued_many(2, recorder)  # queues both; their next slots are an hour on
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=2)
 
     assert process.work()
@@ -278,10 +279,7 @@ def test_a_scheduled_run_that_ends_as_planned_wakes_no_leader(monkeypatch):
 def test_retention_deletes_the_task_rows_of_the_runs_it_deletes():
     from coordination import ledger
 
-    reg, jobs = _declare_many(2, Recorder())
-    for job in jobs:
-        make_due(job, ago=timedelta(0))
-    tick(reg)
+    reg, jobs = _queued_many(2, Recorder())
     WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg).work()
     gone, kept = JobRun.objects.order_by("pk")
     assert DBTaskResult.objects.count() == 2
@@ -326,10 +324,7 @@ def test_a_worker_that_does_not_know_its_pace_takes_its_share_of_what_is_ready(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_burst_is_shared_out_among_the_worker_processes_in_their_first_claims():
-    reg, jobs = _declare_many(40, Recorder())
-    for job in jobs:
-        make_due(job, ago=timedelta(0))
-    tick(reg)
+    reg, jobs = _queued_many(40, Recorder())
     first = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=2)
     second = WorkerProcess("b/worker-2", stop=threading.Event(), registry=reg, threads=2)
     assert first.capacity == 2 * first.thread_count  # no run has ended here yet
@@ -366,10 +361,7 @@ def test_task_rows_from_arrays_are_the_rows_bulk_create_writes():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_pace_of_runs_counts_their_job_functions_not_the_writes_around_them(monkeypatch):
-    reg, jobs = _declare_many(2, lambda ctx: None)
-    for job in jobs:
-        make_due(job, ago=timedelta(0))
-    tick(reg)
+    reg, jobs = _queued_many(2, lambda ctx: None)
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
     record = process.host.finish_run
 
@@ -390,9 +382,7 @@ def test_the_pace_of_runs_counts_their_job_functions_not_the_writes_around_them(
 def test_a_worker_process_knows_its_pace_before_its_first_outcome_is_written(monkeypatch):
     """A burst's first outcomes meet the burst's other writes: the process learns its pace
     as the job function returns, and looks for more work then, not after the write."""
-    reg, jobs = _declare_many(1, lambda ctx: None)
-    make_due(jobs[0], ago=timedelta(0))
-    tick(reg)
+    reg, jobs = _queued_many(1, lambda ctx: None)
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
     writing, written = threading.Event(), threading.Event()
     record = process.host.finish_run
