@@ -1,9 +1,13 @@
-"""The chaos soak's fault plan: which kinds apply to which database, and ``--faults``."""
+"""The chaos soak's fault plan: which kinds apply to which database, and ``--faults``; when
+a killed leader's run is timed from."""
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from devtools.chaos.databases import DATABASES
 from devtools.chaos.faults import FAULT_KINDS, fault_kinds, parse_fault_selection
+from devtools.chaos.faults.runs import timed_from
 
 PGBOUNCER = {"freeze-at-commit", "pgbouncer-restart"}
 
@@ -66,3 +70,23 @@ def test_a_fault_selection_names_kinds(vendor, text, selected):
 def test_a_bad_fault_selection_says_what_to_choose(vendor, text, message):
     with pytest.raises(ValueError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         parse_fault_selection(text, DATABASES[vendor])
+
+
+KILLED = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("followers", "leader_since", "start"),
+    [
+        (["chaos-2.1"], KILLED + timedelta(seconds=0.2), KILLED),  # taken over: from the kill
+        (["chaos-2.1"], None, KILLED),
+        # No replica was ready: from when the next one, started since, took the lock.
+        ([], KILLED + timedelta(seconds=4), KILLED + timedelta(seconds=4)),
+        ([], KILLED - timedelta(seconds=9), KILLED),  # the row still names the killed leader
+        ([], None, KILLED),
+    ],
+)
+def test_a_killed_leaders_run_is_timed_from_when_a_follower_could_take_over(
+    followers, leader_since, start
+):
+    assert timed_from(KILLED, followers, leader_since) == start

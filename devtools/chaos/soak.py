@@ -1,6 +1,7 @@
 """The soak's state and its hands: starting and stopping schedulers, and reading the database."""
 
 import argparse
+import json
 import os
 import random
 import subprocess
@@ -334,6 +335,28 @@ class Soak:
             ),
             since=since,
             timeout=timeout,
+        )
+
+    def ready_followers(self, group: str, besides: str) -> list[str]:
+        """Return the live scheduler nodes that run ``group``, other than ``besides``: those
+        that take its lock at once when its leader dies (a replica still starting is not
+        among them until it registers)."""
+        rows = self.query(
+            "SELECT name, groups FROM coordination_node WHERE role = 'scheduler'"
+            f" AND stopped_at IS NULL AND last_heartbeat >= {self.db.ago(LEASE)} AND name <> %s",
+            (besides,),
+        )
+        return sorted(
+            name
+            for name, groups in rows
+            if group in (json.loads(groups) if isinstance(groups, str) else groups)
+        )
+
+    def leader_since(self, group: str):
+        """Return when ``group``'s leader took its lock (database time), or None."""
+        return self.scalar(
+            f"SELECT since FROM coordination_leadership WHERE {self.db.q('group')} = %s",
+            (group,),
         )
 
     def db_now(self):

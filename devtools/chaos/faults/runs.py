@@ -139,6 +139,12 @@ def fault_killrun(soak: Soak) -> Fault:
     (not a lease later) and the job's next slot must start on time. The takeover is the time
     until the run's row is no longer ``running``; the bounds (the vendor's
     ``KILLED_RUN_BOUNDS``) are checked on the database's times.
+
+    They count from the kill when another replica was ready to lead the group then
+    (``Soak.ready_followers``). When none was (the replicas earlier faults killed still
+    starting, on a busy machine), they count from the moment the next leader took the lock;
+    that leader, started after the kill, finds the dead node's heartbeat stale, and abandons
+    the run for it at once just as rightly.
     """
     from coordination.ledger import VANISHED_REASON
 
@@ -152,6 +158,7 @@ def fault_killrun(soak: Soak) -> Fault:
         return fault
     time.sleep(pause)
     fault = new_fault(soak, "killrun", run.node, f"{SLOW_JOB} run {run.id}")
+    followers = soak.ready_followers("plugins", besides=run.node)
     killed_db = soak.db_now()
     soak.kill(replica)
     row_sql = "SELECT status, error, finished_at, slot FROM coordination_jobrun WHERE id = %s"
@@ -159,6 +166,7 @@ def fault_killrun(soak: Soak) -> Fault:
         lambda: soak.query(row_sql, (run.id,))[0][0] != "running", since=fault.at, timeout=15
     )
     status, error, finished_at, slot = soak.query(row_sql, (run.id,))[0]
+    start = timed_from(killed_db, followers, soak.leader_since("plugins"))
     if status != "abandoned" and finished_at is not None and finished_at <= killed_db:
         fault.note = f"run {run.id} ended ({status}) before the kill"
     elif status == "abandoned" and error != VANISHED_REASON and (why := left_to_lease(soak, run)):
@@ -168,11 +176,21 @@ def fault_killrun(soak: Soak) -> Fault:
         gap = (finished_at - killed_db).total_seconds()
         if gap > LEASE + 2 * HEARTBEAT + 1:
             fault.problem = f"run {run.id} abandoned {gap:.2f} s after the kill"
-    elif status != "abandoned" or error != VANISHED_REASON or finished_at is None:
+    elif status != "abandoned" or finished_at is None or (followers and error != VANISHED_REASON):
         fault.problem = f"run {run.id} {status} ({error or 'no error'}), not abandoned at once"
     else:
-        gap = (finished_at - killed_db).total_seconds()
-        if gap_after_kill(fault, gap, bound, what="abandoned", who=f"run {run.id}"):
+        gap = (finished_at - start).total_seconds()
+        within = gap_after_kill(fault, gap, bound, what="abandoned", who=f"run {run.id}")
+        if start != killed_db:
+            # No follower was ready: the next leader took the lock this long after the kill.
+            waited = (start - killed_db).total_seconds()
+            taken = (
+                f"{gap:.2f} s after the next leader took the lock ({waited:.2f} s after the kill)"
+            )
+            fault.note = f"no follower ready at the kill; abandoned {taken}"
+            if not within:
+                fault.problem = f"run {run.id} abandoned {taken}"
+        if within:
             next_sql = (
                 "SELECT slot, started_at FROM coordination_jobrun WHERE job = %s AND slot > %s"
                 " AND started_at IS NOT NULL ORDER BY slot LIMIT 1"
@@ -186,12 +204,20 @@ def fault_killrun(soak: Soak) -> Fault:
             if not rows:
                 fault.problem = f"{SLOW_JOB} did not run again"
             else:
-                late = (rows[0][1] - max(rows[0][0], killed_db)).total_seconds()
+                late = (rows[0][1] - max(rows[0][0], start)).total_seconds()
                 fault.note += f"; next run {late:.2f} s after its slot"
                 if late > bound:
                     fault.problem = f"{SLOW_JOB}'s next run started {late:.2f} s late"
     soak.restart(replica)
     return fault
+
+
+def timed_from(killed_at: datetime, followers: list[str], leader_since: datetime | None):
+    """Return when a killed leader's run's bounds start: at the kill when another replica was
+    ready to take the group's lock (``followers``), else when the next leader took it."""
+    if followers or leader_since is None:
+        return killed_at
+    return max(killed_at, leader_since)
 
 
 def left_to_lease(soak: Soak, run: SlowRun) -> str:
