@@ -18,6 +18,15 @@ WAITING_SQL = (
     " AND classid = 0 AND objid = %s AND objsubid = 1"
 )
 
+#: :data:`WAITING_SQL` for the sessions of one node only: named ``<node>/...`` (``%s``: the
+#: ``LIKE`` pattern), as a scheduler names its sessions when it connects directly.
+WAITING_OF_SQL = (
+    "SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+    " WHERE l.locktype = 'advisory' AND NOT l.granted"
+    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND l.classid = 0 AND l.objid = %s AND l.objsubid = 1 AND a.application_name LIKE %s"
+)
+
 #: The state of session ``%s`` (none once it has ended).
 STATE_SQL = "SELECT state FROM pg_stat_activity WHERE pid = %s"
 

@@ -347,7 +347,9 @@ def test_a_leader_killed_at_the_commit_of_its_queueing_leaves_no_half_and_the_ne
     # The old leader's first queueing transaction has inserted its queued ledger rows and
     # waits at the insert of their task rows; once stopped there, the insert finishes and
     # the transaction sits open, at its commit.
-    waiting = wait_until(task_insert_gate.waiting, timeout=30, message=old.log()[-3000:])
+    waiting = wait_until(
+        lambda: task_insert_gate.waiting(node="lq-old"), timeout=30, message=old.log()[-3000:]
+    )
     old.signal(signal.SIGSTOP)
     task_insert_gate.open()
     task_insert_gate.wait_passed(waiting, old.log()[-3000:])

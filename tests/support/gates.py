@@ -34,9 +34,15 @@ class AdvisoryGate:
             self.close()
             raise
 
-    def waiting(self) -> int | None:
-        """The session of a write waiting at the gate, if any."""
-        row = self.conn.execute(commit_gate.WAITING_SQL, (self.key,)).fetchone()
+    def waiting(self, node: str | None = None) -> int | None:
+        """The session of a write waiting at the gate, if any; with ``node``, only a session
+        of that node's (named after it: a scheduler connected directly), so that another
+        process's write meeting the gate is never taken for the one the test stops."""
+        if node is None:
+            row = self.conn.execute(commit_gate.WAITING_SQL, (self.key,)).fetchone()
+        else:
+            pattern = node.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+            row = self.conn.execute(commit_gate.WAITING_OF_SQL, (self.key, pattern)).fetchone()
         return row[0] if row else None
 
     def open(self) -> None:
@@ -58,8 +64,8 @@ class AdvisoryGate:
     def describe(self, pid: int) -> str:
         """What the session ``pid`` is doing and who holds it up, for a failure's message."""
         row = self.conn.execute(
-            "SELECT state, wait_event_type, wait_event, pg_blocking_pids(pid), query"
-            " FROM pg_stat_activity WHERE pid = %s",
+            "SELECT application_name, state, wait_event_type, wait_event,"
+            " pg_blocking_pids(pid), query FROM pg_stat_activity WHERE pid = %s",
             (pid,),
         ).fetchone()
         holders = self.conn.execute(
