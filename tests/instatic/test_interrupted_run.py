@@ -41,12 +41,23 @@ class MarkedRun:
     lines: list[str]
 
     def read_until(self, stage: str) -> list[str]:
-        """Return the fields of the ``stage <stage> ...`` line, once the process printed it."""
+        """Return the fields of the ``stage <stage> ...`` line, once the process printed it;
+        the process goes on past each earlier stage (a line on its stdin), and waits at this
+        one until it is interrupted or asked for a later one."""
+        if self.lines and self.lines[-1].startswith("stage "):
+            self.go_on()
         for line in self.process.stdout:
             self.lines.append(line)
             if line.startswith(f"stage {stage}"):
                 return line.split()[2:]
+            if line.startswith("stage "):
+                self.go_on()
         raise AssertionError(f"never reached stage {stage}:\n{''.join(self.lines)}")
+
+    def go_on(self) -> None:
+        """Let the process go on past the stage it waits at."""
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
 
     def interrupt(self, sig: int) -> str:
         """Send ``sig``; return the rest of the output once the process and its run are gone."""
@@ -80,6 +91,7 @@ def marked_run(*args: str, separate: bool = False):
         [sys.executable, *args],
         cwd=BASE_DIR,
         env=env,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -1,7 +1,7 @@
 """A test-suite run in miniature, for tests that interrupt it (test_interrupted_run.py).
 
 Run as ``python -m tests.support.interrupted_run``, it does what the suite's fixtures do, in order,
-printing ``stage <name>`` after each:
+printing ``stage <name>`` after each and waiting until the test lets it go on:
 
 - ``server``: the suite's PostgreSQL server (``devtools.pgcluster``), as ``devtools.testsuite``
   starts it;
@@ -84,7 +84,11 @@ RESTART = (
 
 
 def stage(name: str, *details) -> None:
+    """Say that stage ``name`` is done, then wait until the test lets the run go on (a line on
+    stdin): what the stage started is still as it was while the test looks at it (the next
+    stage restarts the server, whose port is then closed for a moment)."""
     print("stage", name, *details, flush=True)
+    sys.stdin.readline()
 
 
 def main() -> None:
