@@ -193,5 +193,6 @@ def calendar_view(model_admin, request):
         "next_url": page(weeks),
         "this_week_url": "?" + urlencode({"weeks": weeks}),
         "list_url": reverse("admin:publishing_post_changelist"),
+        "may_preview": may_preview,
     }
     return TemplateResponse(request, "admin/publishing/post/calendar.html", context)

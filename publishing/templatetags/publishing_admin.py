@@ -1,4 +1,5 @@
-"""Admin widgets: the "no scheduler is running" banner and the lineup of scheduled posts.
+"""Admin widgets: the "no scheduler is running" banner, the lineup of scheduled posts, and
+whether the editor may see the site at a moment (for the links to it).
 
 Template tags rather than a context processor, so that project settings need not know about
 this app: the project's admin ``base_site.html`` puts the banner on every admin page, and its
@@ -9,7 +10,7 @@ from django import template
 from django.utils import timezone
 
 from coordination.selectors import any_live_node
-from publishing import selectors
+from publishing import previews, selectors
 
 register = template.Library()
 
@@ -50,3 +51,11 @@ def publishing_lineup(context) -> dict:
         "posts": selectors.lineup(),
         "time_zone_name": timezone.get_current_timezone_name(),
     }
+
+
+@register.simple_tag(takes_context=True)
+def may_see_site_at(context) -> bool:
+    """Whether the signed-in editor may see the site at a moment (those who may preview
+    posts): the post list and the calendar offer "See the site at…" only to them."""
+    request = context.get("request")
+    return bool(request and previews.can_preview(request.user))

@@ -1,7 +1,8 @@
 """In Chromium: an editor opens "See the site at…" from the calendar, picks tomorrow morning in
 their zone, reads the front page as it will be then (a scheduled post on it, a post due to be
 taken down gone, a banner saying what changed), opens a post, and leaves; and a scheduled
-release's page opens the site as it will be when the release goes out.
+release's page opens the site as it will be when the release goes out; and from the post list
+an editor shares a moment with someone without an account, who opens the link and reads it.
 
 Screenshots go to ``test-artifacts/`` so a person can check that the pages read well.
 """
@@ -72,3 +73,40 @@ def test_a_release_page_opens_the_site_when_it_goes_out(live_server, editor, bro
     finally:
         page.close()
     assert Release.objects.get(pk=release.pk).status == Release.Status.SCHEDULED
+
+
+def test_an_editor_shares_a_moment_from_the_post_list(live_server, editor, browser):
+    now = database_now()
+    later = timezone.localtime(now + timedelta(days=2)).replace(hour=8, minute=0)
+    future_post(
+        seconds_ahead=(later - now).total_seconds() - 600,
+        title="Autumn menu",
+        body="Pumpkin soup, every day.",
+    )
+    page = signed_in(browser, live_server, "editor", "pw")
+    try:
+        page.goto(f"{live_server.url}/admin/publishing/post/")
+        page.click("#site-at-link")
+        page.fill("#site-at-day", later.strftime("%Y-%m-%d"))
+        page.fill("#site-at-time", "08:00")
+        page.click("#site-at-form button[type=submit]")
+        page.wait_for_selector("#site-at-banner")
+        page.fill("#id_hours", "2")
+        page.click("#site-at-make-link")
+        link = page.input_value("#site-at-shared-url")
+        assert "works for 2 hours" in page.inner_text("#site-at-share")
+        screenshot(page, "site-at-shared-link-made")
+    finally:
+        page.close()
+    guest = browser.new_context().new_page()
+    try:
+        guest.goto(link)
+        banner = guest.inner_text("#site-at-banner")
+        assert "A preview shared with you" in banner and "Autumn menu goes live" in banner
+        assert guest.locator("#site-at-leave").count() == 0
+        guest.click("main >> text=Autumn menu")
+        guest.wait_for_selector("article.post")
+        assert "Pumpkin soup, every day." in guest.inner_text("article.post")
+        screenshot(guest, "site-at-shared-link-opened")
+    finally:
+        guest.close()

@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -137,6 +137,18 @@ def test_only_editors_who_may_preview_see_it(client):
     User.objects.create_user("visitor", password="pw", is_staff=True)
     client.login(username="visitor", password="pw")
     assert client.get(SITE_AT, moment).status_code == 403
+
+
+def test_the_post_list_and_the_calendar_offer_it_to_editors_who_may_see_it(as_editor, client):
+    for page in ("admin:publishing_post_changelist", "admin:publishing_post_calendar"):
+        page = as_editor.get(reverse(page)).content.decode()
+        assert f'href="{SITE_AT}" id="site-at-link"' in page
+    reader = User.objects.create_user("reader", password="pw", is_staff=True)
+    reader.user_permissions.add(*Permission.objects.filter(codename="view_post"))
+    client.login(username="reader", password="pw")
+    for page in ("admin:publishing_post_changelist", "admin:publishing_post_calendar"):
+        response = client.get(reverse(page))
+        assert response.status_code == 200 and 'id="site-at-link"' not in response.content.decode()
 
 
 def test_it_is_not_on_the_public_site(client):
