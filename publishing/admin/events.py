@@ -1,4 +1,5 @@
-"""The whole publish history across posts, read-only: the events page.
+"""Publish history, read-only: the events page (the whole history across posts) and the
+post page's own history (:class:`PublishEventInline`).
 
 Times in the editor's zone; a page at a million events is one range scan of an index.
 """
@@ -83,3 +84,46 @@ class PublishEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if event.post is not None:
             return str(event.post)
         return _("%(title)s (deleted)") % {"title": event.post_title or "?"}
+
+
+class PublishEventInline(admin.TabularInline):
+    """The post's publish history, newest first; written by the actions only."""
+
+    model = PublishEvent
+    fields = ["when", "kind", "actor", "how_late", "details"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    verbose_name_plural = _("publish history")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("user").order_by("-at", "-id")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_view_permission(self, request, obj=None):
+        user = request.user
+        return user.has_perm("publishing.view_post") or user.has_perm("publishing.change_post")
+
+    @admin.display(description=with_zone("When"))
+    def when(self, event: PublishEvent) -> str:
+        return local_time(event.at)
+
+    @admin.display(description=_("By"))
+    def actor(self, event: PublishEvent) -> str:
+        return actor_name(event)
+
+    @admin.display(description=_("Lateness"))
+    def how_late(self, event: PublishEvent) -> str:
+        return lateness_text(event.lateness)
+
+    @admin.display(description=with_zone("Details"))
+    def details(self, event: PublishEvent) -> str:
+        return describe(event)

@@ -28,6 +28,7 @@ from publishing.admin import bulk as admin_bulk
 from publishing.admin.calendar import calendar_view
 from publishing.admin.columns import column_with_zone, with_zone, zone_name
 from publishing.admin.draft_versions import draft_versions_view
+from publishing.admin.events import PublishEventInline
 from publishing.admin.panel import (
     PostState,
     is_late,
@@ -59,7 +60,7 @@ from publishing.admin.site_at import (
 from publishing.admin.view_on_site import off_site_response
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.forms import ACTION_BUTTON, PostAdminForm
-from publishing.history import actor_name, describe, local_time
+from publishing.history import local_time
 from publishing.models import Post, PostRevision, PublishEvent
 
 S = Post.Status
@@ -126,49 +127,6 @@ def _column_cell(column: ListColumn):
 
     cell.__name__ = column.name
     return admin.display(description=column.label, empty_value="—")(cell)
-
-
-class PublishEventInline(admin.TabularInline):
-    """The post's publish history, newest first; written by the actions only."""
-
-    model = PublishEvent
-    fields = ["when", "kind", "actor", "how_late", "details"]
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    verbose_name_plural = _("publish history")
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("user").order_by("-at", "-id")
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def has_view_permission(self, request, obj=None):
-        user = request.user
-        return user.has_perm("publishing.view_post") or user.has_perm("publishing.change_post")
-
-    @admin.display(description=with_zone("When"))
-    def when(self, event: PublishEvent) -> str:
-        return local_time(event.at)
-
-    @admin.display(description=_("By"))
-    def actor(self, event: PublishEvent) -> str:
-        return actor_name(event)
-
-    @admin.display(description=_("Lateness"))
-    def how_late(self, event: PublishEvent) -> str:
-        return lateness_text(event.lateness)
-
-    @admin.display(description=with_zone("Details"))
-    def details(self, event: PublishEvent) -> str:
-        return describe(event)
 
 
 @admin.register(Post)
