@@ -42,8 +42,28 @@ class EventWindowFilter(admin.SimpleListFilter):
         return queryset.filter(at__gte=database_now() - window[1]) if window else queryset
 
 
+class EventCells:
+    """How an event reads in a row, on the events page and in a post's own history."""
+
+    @admin.display(description=with_zone("When"), ordering="at")
+    def when(self, event: PublishEvent) -> str:
+        return local_time(event.at)
+
+    @admin.display(description=_("Lateness"), ordering="lateness")
+    def how_late(self, event: PublishEvent) -> str:
+        return lateness_text(event.lateness)
+
+    @admin.display(description=with_zone("Details"))
+    def details(self, event: PublishEvent) -> str:
+        return describe(event)
+
+    @admin.display(description=_("By"))
+    def actor(self, event: PublishEvent) -> str:
+        return actor_name(event)
+
+
 @admin.register(PublishEvent)
-class PublishEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class PublishEventAdmin(EventCells, ReadOnlyAdminMixin, admin.ModelAdmin):
     """The whole publish history across posts, read-only (for audits and the failure count).
 
     A page at a million events is one range scan of an index matching its order: ``(-at,
@@ -63,22 +83,6 @@ class PublishEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         # The post's title is all a row shows of it: leave its body in the database.
         return super().get_queryset(request).defer("post__body", "post__body_html", "post__excerpt")
 
-    @admin.display(description=with_zone("When"), ordering="at")
-    def when(self, event: PublishEvent) -> str:
-        return local_time(event.at)
-
-    @admin.display(description=_("Lateness"), ordering="lateness")
-    def how_late(self, event: PublishEvent) -> str:
-        return lateness_text(event.lateness)
-
-    @admin.display(description=with_zone("Details"))
-    def details(self, event: PublishEvent) -> str:
-        return describe(event)
-
-    @admin.display(description=_("By"))
-    def actor(self, event: PublishEvent) -> str:
-        return actor_name(event)
-
     @admin.display(description=_("Post"), ordering="post__title")
     def post_name(self, event: PublishEvent) -> str:
         if event.post is not None:
@@ -86,7 +90,7 @@ class PublishEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return _("%(title)s (deleted)") % {"title": event.post_title or "?"}
 
 
-class PublishEventInline(admin.TabularInline):
+class PublishEventInline(EventCells, ReadOnlyAdminMixin, admin.TabularInline):
     """The post's publish history, newest first; written by the actions only."""
 
     model = PublishEvent
@@ -99,31 +103,6 @@ class PublishEventInline(admin.TabularInline):
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("user").order_by("-at", "-id")
 
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
     def has_view_permission(self, request, obj=None):
         user = request.user
         return user.has_perm("publishing.view_post") or user.has_perm("publishing.change_post")
-
-    @admin.display(description=with_zone("When"))
-    def when(self, event: PublishEvent) -> str:
-        return local_time(event.at)
-
-    @admin.display(description=_("By"))
-    def actor(self, event: PublishEvent) -> str:
-        return actor_name(event)
-
-    @admin.display(description=_("Lateness"))
-    def how_late(self, event: PublishEvent) -> str:
-        return lateness_text(event.lateness)
-
-    @admin.display(description=with_zone("Details"))
-    def details(self, event: PublishEvent) -> str:
-        return describe(event)

@@ -18,24 +18,32 @@ from tests.publishing.conftest import future_post, live_post, make_post
 from tests.support.browser import screenshot, signed_in
 
 
+def due_ten_minutes_before(moment, *, title: str, body: str):
+    """A post scheduled to go live ten minutes before ``moment``."""
+    now = database_now()
+    return future_post(seconds_ahead=(moment - now).total_seconds() - 600, title=title, body=body)
+
+
+def see_the_site_at(page, start_url: str, moment) -> None:
+    """From ``start_url`` open "See the site at…", pick ``moment``'s day and time (in the
+    editor's zone) and wait for the banner."""
+    page.goto(start_url)
+    page.click("#site-at-link")
+    page.fill("#site-at-day", moment.strftime("%Y-%m-%d"))
+    page.fill("#site-at-time", moment.strftime("%H:%M"))
+    page.click("#site-at-form button[type=submit]")
+    page.wait_for_selector("#site-at-banner")
+
+
 def test_an_editor_sees_the_site_as_it_will_be_tomorrow_morning(live_server, editor, browser):
     now = database_now()
     tomorrow = timezone.localtime(now + timedelta(days=1)).replace(hour=9, minute=30)
     live_post(title="Opening hours", body="We open at nine.")
     live_post(title="Winter sale", body="Ends tonight.", unpublish_at=now + timedelta(hours=1))
-    future_post(
-        seconds_ahead=(tomorrow - now).total_seconds() - 600,
-        title="Spring menu",
-        body="Our **spring** menu is here.",
-    )
+    due_ten_minutes_before(tomorrow, title="Spring menu", body="Our **spring** menu is here.")
     page = signed_in(browser, live_server, "editor", "pw")
     try:
-        page.goto(f"{live_server.url}/admin/publishing/post/calendar/")
-        page.click("#site-at-link")
-        page.fill("#site-at-day", tomorrow.strftime("%Y-%m-%d"))
-        page.fill("#site-at-time", "09:30")
-        page.click("#site-at-form button[type=submit]")
-        page.wait_for_selector("#site-at-banner")
+        see_the_site_at(page, f"{live_server.url}/admin/publishing/post/calendar/", tomorrow)
         banner = page.inner_text("#site-at-banner")
         assert "The site as it will be at" in banner and "09:30" in banner
         assert "Spring menu goes live" in banner and "Winter sale is taken down" in banner
@@ -76,21 +84,11 @@ def test_a_release_page_opens_the_site_when_it_goes_out(live_server, editor, bro
 
 
 def test_an_editor_shares_a_moment_from_the_post_list(live_server, editor, browser):
-    now = database_now()
-    later = timezone.localtime(now + timedelta(days=2)).replace(hour=8, minute=0)
-    future_post(
-        seconds_ahead=(later - now).total_seconds() - 600,
-        title="Autumn menu",
-        body="Pumpkin soup, every day.",
-    )
+    later = timezone.localtime(database_now() + timedelta(days=2)).replace(hour=8, minute=0)
+    due_ten_minutes_before(later, title="Autumn menu", body="Pumpkin soup, every day.")
     page = signed_in(browser, live_server, "editor", "pw")
     try:
-        page.goto(f"{live_server.url}/admin/publishing/post/")
-        page.click("#site-at-link")
-        page.fill("#site-at-day", later.strftime("%Y-%m-%d"))
-        page.fill("#site-at-time", "08:00")
-        page.click("#site-at-form button[type=submit]")
-        page.wait_for_selector("#site-at-banner")
+        see_the_site_at(page, f"{live_server.url}/admin/publishing/post/", later)
         page.fill("#id_hours", "2")
         page.click("#site-at-make-link")
         link = page.input_value("#site-at-shared-url")
