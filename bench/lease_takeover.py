@@ -25,6 +25,7 @@ import psycopg
 from bench import _report
 from bench._harness import BASE_DIR, Replica, env_for, print_table, wait_for
 from devtools.commit_gate import WAITING_SQL, install_sql
+from devtools.freezing import freeze
 from devtools.pgbouncer import PgBouncer, find_binary
 from devtools.pgcluster import PostgresCluster
 
@@ -76,7 +77,7 @@ def freeze_once(conn, replicas: dict, *, at_commit: bool) -> tuple[float, float]
         " FROM coordination_locklease WHERE token = %s",
         (token,),
     ).fetchone()
-    os.kill(frozen.process.pid, signal.SIGSTOP)
+    freeze(frozen.process.pid)
     if at_commit:
         conn.execute("SELECT pg_advisory_unlock(%s)", (GATE,))
         wait_for(

@@ -40,6 +40,7 @@ from bench._harness import (
     print_table,
     wait_for,
 )
+from devtools import freezing
 from devtools.mariadb import MariaDBServer, client_library_available, find_server
 
 LEASE = 10.0
@@ -233,7 +234,7 @@ def idle_and_takeovers(idle_seconds: float) -> dict:
 
             def freeze(replica):
                 frozen["r"] = replica
-                os.kill(replica.process.pid, signal.SIGSTOP)
+                freezing.freeze(replica.process.pid)
 
             result["freeze"] = takeover(conn, replicas, freeze)
             os.kill(frozen["r"].process.pid, signal.SIGCONT)

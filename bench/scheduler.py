@@ -31,6 +31,7 @@ from bench._harness import (
     statements_while_idle,
     wait_for,
 )
+from devtools import freezing
 
 LEASE = 10.0
 
@@ -79,7 +80,7 @@ def main() -> None:
 
             def freeze(r):
                 freeze_victim["r"] = r
-                os.kill(r.process.pid, signal.SIGSTOP)
+                freezing.freeze(r.process.pid)
 
             freeze_time = measure_takeover(conn, replicas, freeze)
             os.kill(freeze_victim["r"].process.pid, signal.SIGCONT)

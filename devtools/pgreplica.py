@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 
+from devtools.freezing import freeze
 from devtools.pgcluster import PostgresCluster
 from devtools.servers import free_port, remove_tree, run_as, serve_until_stopped
 
@@ -182,7 +183,7 @@ class ReplicatedPair:
                 ).fetchone()
             if row is not None:
                 try:
-                    os.kill(row[0], signal.SIGSTOP)
+                    freeze(row[0])
                 except ProcessLookupError:
                     pass
                 else:

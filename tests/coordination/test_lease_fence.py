@@ -44,6 +44,12 @@ ROLLED_BACK = re.compile(
 )
 
 
+def runs_seen(runs) -> list[tuple]:
+    """The runs' slots, statuses and times, for a failure's message."""
+    fields = ("slot", "status", "node", "started_at", "finished_at")
+    return [tuple(str(value) for value in row) for row in runs.values_list(*fields)]
+
+
 @pytest.fixture(params=["pgbouncer", "direct"])
 def scheduler_url(request):
     if request.param == "direct":
@@ -145,7 +151,12 @@ def test_a_leader_frozen_before_its_commit_cannot_commit_after_its_lease_passed(
         effects = Counter(Effect.objects.filter(job=JOB).values_list("slot", "node"))
         assert effects[(slot, "fence-new")] == 1
         assert max(effects.values()) == 1 and (slot, "fence-old") not in effects
-        assert not JobRun.objects.filter(job=JOB, node="fence-old").exists()
+        stale = JobRun.objects.filter(job=JOB, node="fence-old")
+        others = JobRun.objects.filter(job=JOB).exclude(node="fence-old")
+        assert not stale.exists(), (
+            f"the frozen leader committed {runs_seen(stale)} (the test read slot {slot});"
+            f" the other runs: {runs_seen(others)}\n{old.log()[-3000:]}"
+        )
     finally:
         for proc in (old, new):
             if proc is not None:

@@ -17,6 +17,7 @@ from django.core.management import CommandError, call_command
 
 from coordination.registry import registry
 from coordination.workers.pool import RESTART_INTERVAL, Restart, describe_exit, plan_restart
+from devtools.freezing import freeze
 from tests.support.polling import wait_until
 from tests.support.processes import ManagedProcess, logged_at, process_env
 
@@ -275,7 +276,7 @@ def test_a_worker_that_does_not_stop_within_the_grace_is_killed(nodes):
     )
     [worker] = wait_for_children(proc, 1)
     proc.wait_for_log(SERVING.format(node="stuck"))
-    os.kill(worker, signal.SIGSTOP)  # a stopped process cannot act on SIGTERM
+    freeze(worker)  # a stopped process cannot act on SIGTERM
 
     proc.signal(signal.SIGTERM)
 

@@ -21,6 +21,7 @@ from coordination.clock import database_now
 from coordination.ledger import VANISHED_REASON
 from coordination.models import JobRun, JobState, Node
 from coordination.workers.tasks import QUEUE_NAME
+from devtools.freezing import freeze
 from tests.coordination.test_worker_pool import children
 from tests.jobsapp.models import Effect
 from tests.support.databases import suite_server
@@ -238,7 +239,7 @@ def test_a_frozen_worker_is_fenced_its_slot_runs_once_elsewhere_and_its_pool_res
     [frozen_pid] = wait_until(lambda: children(victim.pid), timeout=15)
     run = in_flight(victim, SLOW)
     frozen = Node.objects.get(name="wv/worker-1")
-    os.kill(frozen_pid, signal.SIGSTOP)
+    freeze(frozen_pid)
     try:
         other = workers("wo", env=KILL_ENV)
         done = run_becomes(run, status="succeeded")

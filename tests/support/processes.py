@@ -27,6 +27,7 @@ from urllib.parse import quote
 from django.db import connection
 
 from coordination.parent_death import die_with_parent
+from devtools.freezing import freeze
 from tests.support.polling import wait_until
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -203,8 +204,13 @@ class ManagedProcess:
         raise AssertionError(f"{self.name}: {pattern!r} not logged:\n{self.log()[-3000:]}")
 
     def signal(self, sig: int) -> None:
+        """Send ``sig``; SIGSTOP returns once every thread of the process has stopped
+        (``devtools.freezing.freeze``: a signal queued is not a process stopped)."""
         if self.process.poll() is None:
-            os.kill(self.pid, sig)
+            if sig == signal.SIGSTOP:
+                freeze(self.pid)
+            else:
+                os.kill(self.pid, sig)
         if sig == signal.SIGSTOP:
             self.paused = True
         elif sig == signal.SIGCONT:

@@ -21,6 +21,7 @@ from devtools.chaos.faults.targets import new_fault
 from devtools.chaos.records import Fault
 from devtools.chaos.soak import Soak
 from devtools.commit_gate import STATE_SQL, WAITING_SQL, write_finished_uncommitted
+from devtools.freezing import freeze
 
 #: How long a lease holder's run may take to reach the gate (LEASE_JOB runs every second).
 GATE_WAIT = LEASE + 3.0
@@ -78,7 +79,7 @@ def fault_freeze_at_commit(soak: Soak) -> Fault:
             " FROM coordination_locklease WHERE key = %s",
             (key,),
         ).fetchone()
-        replica.process.send_signal(signal.SIGSTOP)
+        freeze(replica.process.pid)
         stopped = True
         conn.execute("SELECT pg_advisory_unlock(%s)", (COMMIT_GATE_KEY,))
         idle = soak.wait_until(

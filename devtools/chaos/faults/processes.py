@@ -16,6 +16,7 @@ from devtools.chaos.config import (
 from devtools.chaos.faults.targets import gap_after_kill, leader_fault, new_fault, pick_leader
 from devtools.chaos.records import Fault, OnceRun, Replica
 from devtools.chaos.soak import Soak
+from devtools.freezing import freeze
 
 
 def fault_kill(soak: Soak) -> Fault:
@@ -40,7 +41,7 @@ def fault_term(soak: Soak) -> Fault:
 def fault_freeze(soak: Soak) -> Fault:
     frozen_for = soak.rng.uniform(0.5, 2.0)
     fault, group, leader = leader_fault(soak, "freeze")
-    leader.process.send_signal(signal.SIGSTOP)
+    freeze(leader.process.pid)
     fault.takeover = soak.wait_new_leader(group, leader.name, since=fault.at)
     time.sleep(frozen_for)
     leader.process.send_signal(signal.SIGCONT)
@@ -83,7 +84,7 @@ def fault_doublefault(soak: Soak) -> Fault:
     if leader.name != leader_name or waiter is None or waiter is leader or not waiter.alive():
         fault.skip(f"no leader of {group} with a waiting follower")
         return fault
-    waiter.process.send_signal(signal.SIGSTOP)
+    freeze(waiter.process.pid)
     killed_db = soak.db_now()
     soak.kill(leader)
 

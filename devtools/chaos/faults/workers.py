@@ -24,6 +24,7 @@ from devtools.chaos.config import (
 from devtools.chaos.faults.targets import new_fault
 from devtools.chaos.records import Fault, WorkerTarget
 from devtools.chaos.soak import Soak
+from devtools.freezing import freeze
 
 #: How long a fault waits for a worker with a run in hand before it takes an idle one.
 BUSY_WAIT = 4.0
@@ -179,7 +180,7 @@ def fault_workerfreeze(soak: Soak) -> Fault:
     )
     frozen_db = soak.db_now()
     try:
-        os.kill(target.pid, signal.SIGSTOP)
+        freeze(target.pid)
     except ProcessLookupError:
         fault.skip("the worker exited meanwhile")
         return fault
