@@ -141,6 +141,17 @@ def count_ready_tasks(*, queue_name: str, backend: str, most: int) -> int:
     return _task_rows(queue_name, backend)[:most].count()
 
 
+def count_taken_tasks(*, queue_name: str, backend: str, most: int) -> int:
+    """Return how many tasks of the queue worker processes hold (running), counting up to
+    ``most``: one ``SELECT``, no transaction."""
+    from django_tasks_db.models import DBTaskResult
+
+    taken = DBTaskResult.objects.filter(
+        queue_name=queue_name, backend_name=backend, status="RUNNING"
+    )
+    return taken[:most].count()
+
+
 def lock_ready_tasks(*, queue_name: str, backend: str, limit: int) -> list[TakenTask]:
     """Lock up to ``limit`` ready tasks for the caller's transaction, highest priority first,
     skipping rows other workers hold (one statement)."""

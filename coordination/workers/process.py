@@ -38,6 +38,7 @@ from coordination.threads import JobThreads, discard_broken_connection
 from coordination.workers.claiming import (
     TakenTask,
     count_ready_tasks,
+    count_taken_tasks,
     decide_batch,
     fail_tasks,
     finish_tasks,
@@ -97,16 +98,20 @@ def take_ahead(threads: int, run_seconds: float | None) -> int:
 READY_COUNTED = 64 * MAX_HELD
 
 
-def first_share(threads: int, ready: int, workers: int) -> int:
-    """Return how many runs a worker process takes before it knows the pace of its runs: its
-    share of the ``ready`` tasks among the ``workers`` worker processes (itself included), at
-    least one ahead per thread (:func:`take_ahead`), at most ``MAX_HELD``.
+def first_share(threads: int, outstanding: int, workers: int) -> int:
+    """Return how many runs a worker process holds before it knows the pace of its runs: its
+    share of the ``outstanding`` tasks (ready, and those taken by the processes that looked
+    first) among the ``workers`` worker processes (itself included), at least one ahead per
+    thread (:func:`take_ahead`), at most ``MAX_HELD``.
 
     A burst of a thousand trivial runs is then taken in one claim per process as soon as it
     is queued, not sixteen at a time until each process's first run has ended; slow runs are
-    shared out evenly, never gathered by the first process to look.
+    shared out evenly, never gathered by the first process to look. Counting what the
+    others took keeps the last process to look from a share of only what they left, and the
+    rest of the burst from waiting for its next look.
     """
-    return min(MAX_HELD, max(take_ahead(threads, None), math.ceil(ready / max(1, workers))))
+    share = math.ceil(outstanding / max(1, workers))
+    return min(MAX_HELD, max(take_ahead(threads, None), share))
 
 
 def worker_threads(configured: int, vendor: str) -> int:
@@ -242,8 +247,8 @@ class WorkerProcess:
 
     def take_tasks(self, limit: int, *, share: bool = True) -> list[TakenTask]:
         """Take up to ``limit`` ready tasks of Instatic's queue for this process; with
-        ``share``, before it knows the pace of its runs, its share of the ready tasks if that
-        is more (:func:`first_share`; the processes counted are the worker nodes not stopped,
+        ``share``, before it knows the pace of its runs, its share of the outstanding tasks if
+        that is more (:func:`first_share`; the processes counted are the worker nodes not stopped,
         a killed one among them until the sweep marks it, which only makes the share smaller).
 
         The heartbeat is written in the same transaction as the take: a task row is never
@@ -256,8 +261,9 @@ class WorkerProcess:
         if share and self.run_seconds is None:
             ready = count_ready_tasks(**names, most=READY_COUNTED)
             if ready > limit:
+                taken = count_taken_tasks(**names, most=READY_COUNTED)
                 workers = Node.objects.filter(role=Node.Role.WORKER, stopped_at__isnull=True)
-                share = first_share(self.thread_count, ready, workers.count())
+                share = first_share(self.thread_count, ready + taken, workers.count())
                 limit = max(limit, share - self.in_flight)
         else:
             ready = has_ready_tasks(**names)

@@ -306,9 +306,9 @@ def test_take_ahead_follows_the_pace_of_the_recent_runs(threads, run_seconds, he
 
 
 @pytest.mark.parametrize(
-    ("threads", "ready", "workers", "share"),
+    ("threads", "outstanding", "workers", "share"),
     [
-        (8, 1000, 6, 167),  # a burst: a sixth each, in one claim
+        (8, 1000, 6, 167),  # a burst: a sixth each, in one claim (the last looks at 167 ready)
         (8, 10, 6, 16),  # little ready: one ahead per thread, as without a share
         (8, 60, 2, 30),  # slow runs too are shared out evenly
         (8, 5000, 2, MAX_HELD),
@@ -316,10 +316,10 @@ def test_take_ahead_follows_the_pace_of_the_recent_runs(threads, run_seconds, he
         (1, 3, 1, 3),
     ],
 )
-def test_a_worker_that_does_not_know_its_pace_takes_its_share_of_what_is_ready(
-    threads, ready, workers, share
+def test_a_worker_that_does_not_know_its_pace_takes_its_share_of_what_is_outstanding(
+    threads, outstanding, workers, share
 ):
-    assert first_share(threads, ready, workers) == share
+    assert first_share(threads, outstanding, workers) == share
 
 
 @pytest.mark.django_db(transaction=True)
@@ -330,8 +330,9 @@ def test_a_burst_is_shared_out_among_the_worker_processes_in_their_first_claims(
     assert first.capacity == 2 * first.thread_count  # no run has ended here yet
 
     assert len(first.take_tasks(first.capacity)) == 20  # half of the 40 ready
-    assert len(second.take_tasks(second.capacity)) == 10  # half of the 20 left
-    assert DBTaskResult.objects.filter(status="READY").count() == 10
+    # Half of the 40 outstanding (20 ready, 20 taken by the first), not half of what is left.
+    assert len(second.take_tasks(second.capacity)) == 20
+    assert not DBTaskResult.objects.filter(status="READY").exists()
     for process in (first, second):
         process.close()
 
