@@ -32,12 +32,12 @@ from devtools.servers import (
 )
 from tests.support.processes import BASE_DIR, ManagedProcess, stop_children
 
-#: A TCP server that writes its pid file, as mariadbd does.
+#: A TCP server that writes its pid file, as mariadbd does, and serves until a signal ends it.
 SERVE = (
-    "import os, socket, sys, time; s = socket.socket(); "
+    "import os, signal, socket, sys; s = socket.socket(); "
     "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
     "s.bind(('127.0.0.1', int(sys.argv[2]))); s.listen(); "
-    "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(3600)"
+    "open(sys.argv[1], 'w').write(str(os.getpid())); signal.pause()"
 )
 
 
