@@ -149,7 +149,8 @@ def test_a_fenced_worker_takes_no_more_work_and_stops():
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_whose_outcome_was_refused_finds_out_it_was_fenced_and_stops_while_idle():
     block = threading.Event()
-    reg, job = declare(Recorder(block=block), run_on="workers")
+    recorder = Recorder(block=block)
+    reg, job = declare(recorder, run_on="workers")
     make_due(job, ago=timedelta(0))
     tick(reg)
     frozen = WorkerProcess("a/worker-1", stop=threading.Event(), registry=reg)
@@ -162,7 +163,9 @@ def test_a_worker_whose_outcome_was_refused_finds_out_it_was_fenced_and_stops_wh
 
     running = threading.Thread(target=work_then_close)
     running.start()
-    wait_until(lambda: JobRun.objects.filter(status=JobRun.Status.RUNNING).exists(), timeout=10)
+    # Its job function is running (the run row reads running a moment before that: a run
+    # abandoned in between is one the process never starts, and learns nothing from).
+    wait_until(lambda: recorder.slots, timeout=10)
     # Meanwhile the leader took it for dead: its run abandoned, the process fenced.
     JobRun.objects.filter(job=job.name).update(status=JobRun.Status.ABANDONED)
     liveness.mark_fenced(frozen.node.instance)
