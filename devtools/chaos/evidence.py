@@ -108,6 +108,11 @@ def lone_commits_near_probe_start(soak: Soak) -> int:
     return near
 
 
+def log_stamp(text: str) -> float:
+    """Return a log line's time stamp (``2026-12-07 15:47:56,852``, local time) as epoch seconds."""
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
 def claimed_elsewhere_lines(soak: Soak) -> list[float]:
     """Return the times of the schedulers' "already claimed elsewhere" lines (epoch seconds)."""
     stamps = []
@@ -115,8 +120,24 @@ def claimed_elsewhere_lines(soak: Soak) -> list[float]:
         for line in path.read_text(errors="replace").splitlines():
             match = LOG_STAMP.match(line)
             if match and CLAIMED_ELSEWHERE in line:
-                stamps.append(datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S,%f").timestamp())
+                stamps.append(log_stamp(match[1]))
     return sorted(stamps)
+
+
+def log_lines_between(soak: Soak, start: float, end: float, *, mentioning: tuple[str, ...]):
+    """Return the nodes' log lines stamped within ``[start, end]`` (epoch seconds) that mention
+    any of ``mentioning``, in time order, each led by its log's name: a fault's own account,
+    printed beside its problem, since a CI log keeps only the nodes' last warnings."""
+    found = []
+    for path in soak.workdir.glob("chaos-*.log"):
+        for line in path.read_text(errors="replace").splitlines():
+            match = LOG_STAMP.match(line)
+            if not match or not any(word in line for word in mentioning):
+                continue
+            stamp = log_stamp(match[1])
+            if start <= stamp <= end:
+                found.append((stamp, f"{path.stem}: {line[:240]}"))
+    return [line for _, line in sorted(found)]
 
 
 def kind_problems(soak: Soak, kind: str, noun: str = "stops") -> tuple[bool, str]:

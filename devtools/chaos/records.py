@@ -50,6 +50,7 @@ class Fault:
     expects_takeover: bool = True
     note: str = ""
     problem: str = ""  # what went wrong, shown first in the table
+    account: list[str] = field(default_factory=list)  # the nodes' log lines on a problem
     exit_code: int | None = None
     exit_seconds: float | None = None
     rate: float | None = None  # publish runs per second (rowlock)

@@ -82,7 +82,16 @@ def report(soak: Soak, results, duration: float) -> bool:
         print(f"\n  {takeovers_missing} fault(s) never saw work resume in time")
         ok = False
     print(f"\n  result: {'ALL INVARIANTS HELD' if ok else 'INVARIANT BROKEN'}")
+    print_accounts(soak.faults)
     return ok
+
+
+def print_accounts(faults: list[Fault], lines: int = 40) -> None:
+    """Print the nodes' log lines each fault with a problem gathered about itself."""
+    for fault in faults:
+        if fault.problem and fault.account:
+            print(f"--- the nodes' account of: {fault.problem}", flush=True)
+            print("\n".join(fault.account[:lines]), flush=True)
 
 
 def print_trouble(workdir: Path, lines: int = 12) -> None:

@@ -15,6 +15,7 @@ from devtools.chaos.config import (
     PLUGIN_JOBS,
     SLOW_JOB,
 )
+from devtools.chaos.evidence import log_lines_between
 from devtools.chaos.faults.targets import gap_after_kill, new_fault
 from devtools.chaos.records import Fault, SlowRun
 from devtools.chaos.soak import Soak
@@ -208,6 +209,14 @@ def fault_killrun(soak: Soak) -> Fault:
                 fault.note += f"; next run {late:.2f} s after its slot"
                 if late > bound:
                     fault.problem = f"{SLOW_JOB}'s next run started {late:.2f} s late"
+    if fault.problem:
+        waited = fault.takeover if fault.takeover is not None else 15.0
+        fault.account = log_lines_between(
+            soak,
+            fault.wall - 0.5,
+            fault.wall + waited + 0.5,
+            mentioning=(run.node, "running plugin jobs", "abandoned", " WARNING ", " ERROR "),
+        )
     soak.restart(replica)
     return fault
 
