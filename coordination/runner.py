@@ -80,8 +80,20 @@ def when_due_next(answer: object, fallback: datetime | None) -> datetime | None:
 class Worker:
     """One plan run on one of the group's job threads; a job never runs while its worker does."""
 
-    def __init__(self, host: RunHost, plan: RunPlan):
+    def __init__(
+        self,
+        host: RunHost,
+        plan: RunPlan,
+        *,
+        outcomes: Callable[[Callable[[], None]], None] | None = None,
+        on_end: Callable[[], None] | None = None,
+    ):
         self.host = host
+        #: Where a claim-first run's outcome is written once its function returns: the host's
+        #: ``submit`` unless the caller queues it elsewhere (a worker process's threads).
+        self._outcomes = outcomes or host.submit
+        #: Called once the worker is done (its outcome recorded), on the thread that ends it.
+        self._on_end = on_end
         self._started = False
         #: Set when the worker is done (its outcome recorded), just before it wakes the loop.
         self._ended = threading.Event()
@@ -159,6 +171,8 @@ class Worker:
             if not queued:
                 self._ended.set()
                 self.host.run_finished(self.job.name, as_planned=as_planned)
+                if self._on_end is not None:
+                    self._on_end()
 
     def _left_as_planned(self) -> bool:
         """Return True if this run leaves its job's next slot where the tick planned it, in the
@@ -534,7 +548,7 @@ class Worker:
             retry_at=self._retry_at(status, run.attempt),
         )
         self.host.journal.finished(job.name, self.slot, status)
-        self.host.submit(lambda: self._step(lambda: self._finish(run, outcome, error)))
+        self._outcomes(lambda: self._step(lambda: self._finish(run, outcome, error)))
         return True
 
     def _finish(self, run: JobRun, outcome: ledger.RunOutcome, error) -> bool:

@@ -1,10 +1,11 @@
 """The outcomes of a worker process's claim-first runs, written together (a group commit).
 
-Each thread of a worker process records its run's outcome before it takes the next run, and
-waits for the write (``Worker._finish``: the outcome is in the ledger before the run counts
-as ended). A run's outcome alone is a statement and a round trip of its own; when a burst of
-short runs ends on eight threads at once, those round trips, and the server's work on each,
-are most of what the burst costs. Here the first thread to arrive writes its outcome with
+A worker process's run queues its outcome on the process's threads once its job function
+returns, behind the runs taken with it, and a thread writes it and waits for the write
+(``Worker._finish``: the outcome is in the ledger before the run counts as ended). A run's
+outcome alone is a statement and a round trip of its own; when a burst of short runs ends on
+eight threads at once, those round trips, and the server's work on each, are most of what the
+burst costs. Here the first thread to arrive writes its outcome with
 every outcome waiting behind it in one statement (``ledger.finish_many``), while those that
 arrive during the write wait for the next one: a thread waits for at most two writes, and
 each write carries as many outcomes as the threads finished meanwhile.

@@ -129,7 +129,9 @@ class WorkerHost:
         pass
 
     def submit(self, task: Callable[[], None]) -> None:
-        """Run ``task`` (a claim-first run's outcome) at once: a worker runs one run at a time."""
+        """Run ``task`` (a claim-first run's outcome) at once: the run of a task another
+        django-tasks backend's worker delivers ends as its delivery returns. The process's own
+        runs queue theirs on its threads instead (``WorkerProcess._submit``)."""
         task()
 
     def request_maintenance(self) -> None:

@@ -368,32 +368,57 @@ class WorkerProcess:
         with self._lock:
             self._in_flight += 1
         self.busy(beat=False)  # the take just wrote the heartbeat
+        worker: Worker | None = None
+        counted = []  # the run's end is counted once, whoever sees it first
+
+        def ended(failure: tuple[uuid.UUID, str, str] | None = None) -> None:
+            with self._lock:
+                if counted:
+                    return
+                counted.append(True)
+            if failure is None:
+                taken_elsewhere = job.transactional and worker.current_run is None
+                self._run_ended(end=(task.id, Delivery.TAKEN if taken_elsewhere else Delivery.RAN))
+            else:
+                self._run_ended(failure=failure)
 
         def run() -> None:
-            ended: tuple[uuid.UUID, str] | None = None
-            failure = (task.id, "", "the run ended without an outcome")
+            nonlocal worker
             try:
-                worker = Worker(self.host, plan)
+                # The run's outcome waits on these threads behind the runs taken with it, as
+                # the leader's does on its job threads: a burst's job functions all begin
+                # before the threads turn to writing outcomes (a few, many to a statement).
+                worker = Worker(self.host, plan, outcomes=self.threads.submit, on_end=ended)
                 worker.mark_started()
                 self.watch.started(queued, job)
                 worker.run()
-                taken_elsewhere = job.transactional and worker.current_run is None
-                ended = (task.id, Delivery.TAKEN if taken_elsewhere else Delivery.RAN)
             except Exception as exc:
                 logger.exception("[%s] task %s failed", self.host.log_prefix, task.id)
-                failure = (task.id, f"{type(exc).__module__}.{type(exc).__qualname__}", str(exc))
+                name = f"{type(exc).__module__}.{type(exc).__qualname__}"
+                ended(failure=(task.id, name, str(exc)))
             finally:
+                # The job function has returned: the run's max duration no longer applies,
+                # though its outcome may still wait for a thread.
                 self.watch.ended(queued)
-                self.idle()
-                with self._lock:
-                    if ended is not None:
-                        self._ended.append(ended)
-                    else:
-                        self._failed.append(failure)
-                    self._in_flight -= 1
-                self.changed.set()
 
         self.threads.submit(run)
+
+    def _run_ended(
+        self,
+        *,
+        end: tuple[uuid.UUID, str] | None = None,
+        failure: tuple[uuid.UUID, str, str] | None = None,
+    ) -> None:
+        """Count a run of this process as ended, its outcome recorded (``end``) or not
+        (``failure``): its task's end is kept for :meth:`flush`, and the loop is woken."""
+        self.idle()
+        with self._lock:
+            if failure is None:
+                self._ended.append(end)
+            else:
+                self._failed.append(failure)
+            self._in_flight -= 1
+        self.changed.set()
 
     def flush(self) -> None:
         """Write the ends of the tasks whose runs ended (a few statements for all of them)."""

@@ -239,6 +239,29 @@ def test_the_runs_of_a_batch_run_side_by_side_on_the_process_threads():
 
 
 @pytest.mark.django_db(transaction=True)
+def test_every_job_function_of_a_batch_begins_before_the_threads_write_their_outcomes():
+    # As on the leader's job threads: a burst's runs all start before their bookkeeping,
+    # instead of each start waiting for the outcome writes of the runs before it.
+    written_at_start = []
+
+    def count_written(ctx):
+        written_at_start.append(JobRun.objects.filter(status=JobRun.Status.SUCCEEDED).count())
+
+    reg, jobs = _queued_many(4, count_written)
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+
+    assert process.work()
+    process.close()
+
+    assert written_at_start == [0, 0, 0, 0]
+    assert JobRun.objects.filter(status=JobRun.Status.SUCCEEDED).count() == 4
+    assert (
+        sorted(DBTaskResult.objects.values_list("status", "return_value"))
+        == [("SUCCESSFUL", Delivery.RAN)] * 4
+    )
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_foreign_task_row_is_failed_without_importing_its_path():
     sys.modules.pop("tests.coordination.foreigntask", None)
     DBTaskResult.objects.create(
