@@ -2,6 +2,7 @@
 written as SQL (arrays and ``RETURNING`` that Django's ORM does not write)."""
 
 from django.db import connection
+from django.db.models.sql import UpdateQuery
 
 
 def table(model) -> str:
@@ -12,3 +13,12 @@ def table(model) -> str:
 def column(model, field: str) -> str:
     """Return the column of ``model``'s ``field``, quoted."""
     return connection.ops.quote_name(model._meta.get_field(field).column)
+
+
+def update_sql(queryset, values: dict) -> tuple[str, tuple]:
+    """Return the SQL and parameters of ``queryset.update(**values)`` without running it, for
+    a statement that goes on from it (``RETURNING``, a ``WITH``)."""
+    query = queryset.query.chain(UpdateQuery)
+    query.add_update_values(values)
+    query.annotations = {}
+    return query.get_compiler(queryset.db).as_sql()

@@ -9,7 +9,6 @@ from datetime import datetime
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
-from django.db.models.sql import UpdateQuery
 
 from coordination import quoting
 from coordination.conf import settings
@@ -254,8 +253,10 @@ def finish_with_state(
                 return None
             JobState.objects.filter(name=job.name).update(**state_values)
             return _pause_after_failures(job, outcome)
-    run_sql, run_params = _update_sql(run_rows, run_values)
-    state_sql, state_params = _update_sql(JobState.objects.filter(name=job.name), state_values)
+    run_sql, run_params = quoting.update_sql(run_rows, run_values)
+    state_sql, state_params = quoting.update_sql(
+        JobState.objects.filter(name=job.name), state_values
+    )
     # A failure may pause the job in a second statement: then both go in one transaction.
     with nullcontext() if outcome.succeeded else transaction.atomic():
         with connection.cursor() as cursor:
@@ -269,14 +270,6 @@ def finish_with_state(
         if not finished:
             return None
         return _pause_after_failures(job, outcome)
-
-
-def _update_sql(queryset, values: dict) -> tuple[str, tuple]:
-    """Return the SQL and parameters of ``queryset.update(**values)`` without running it."""
-    query = queryset.query.chain(UpdateQuery)
-    query.add_update_values(values)
-    query.annotations = {}
-    return query.get_compiler(queryset.db).as_sql()
 
 
 def finishes_together(outcome: RunOutcome) -> bool:

@@ -37,15 +37,13 @@ from coordination.runner import Worker
 from coordination.threads import JobThreads, discard_broken_connection
 from coordination.workers.claiming import (
     TakenTask,
-    count_ready_tasks,
-    count_taken_tasks,
+    count_outstanding,
     decide_batch,
     fail_tasks,
     finish_tasks,
     has_ready_tasks,
-    lock_ready_tasks,
-    mark_tasks_running,
     read_runs,
+    take_ready_tasks,
 )
 from coordination.workers.execution import Delivery, execute
 from coordination.workers.host import RunHeartbeat, WorkerHost
@@ -259,22 +257,18 @@ class WorkerProcess:
         if limit < 1:
             return []
         if share and self.run_seconds is None:
-            ready = count_ready_tasks(**names, most=READY_COUNTED)
+            ready, taken, workers = count_outstanding(**names, most=READY_COUNTED)
             if ready > limit:
-                taken = count_taken_tasks(**names, most=READY_COUNTED)
-                workers = Node.objects.filter(role=Node.Role.WORKER, stopped_at__isnull=True)
-                share = first_share(self.thread_count, ready + taken, workers.count())
+                share = first_share(self.thread_count, ready + taken, workers)
                 limit = max(limit, share - self.in_flight)
         else:
             ready = has_ready_tasks(**names)
         if not ready:
             return []  # an idle look: one SELECT, no transaction
         with transaction.atomic():
-            tasks = lock_ready_tasks(**names, limit=limit)
-            if tasks and not self.beat_if_due():
-                return []  # fenced: the tasks stay ready for a live worker
-            mark_tasks_running(tasks, worker_id=self.node.instance)
-        return tasks
+            if not self.beat_if_due():
+                return []  # fenced (or stopping): the tasks stay ready for a live worker
+            return take_ready_tasks(**names, limit=limit, worker_id=self.node.instance)
 
     def take_task(self) -> TakenTask | None:
         """Take the next ready task, or ``None`` (a batch of one)."""

@@ -18,7 +18,7 @@ from coordination.priorities import (
 from coordination.registry import make_job, registry
 from coordination.schedules import every
 from coordination.selectors import group_busy
-from coordination.workers.claiming import lock_ready_tasks
+from coordination.workers.claiming import take_ready_tasks
 from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME
 from coordination.workers.queueing import enqueue
 
@@ -104,14 +104,14 @@ def test_a_workers_claim_takes_publishing_first_and_side_effects_last():
             Priority.JOBS,
             Priority.PUBLISHING,
         ]
+        names = {"queue_name": QUEUE_NAME, "backend": BACKEND_ALIAS, "worker_id": "w1"}
         with transaction.atomic():
-            taken = lock_ready_tasks(queue_name=QUEUE_NAME, backend=BACKEND_ALIAS, limit=3)
+            first = take_ready_tasks(**names, limit=2)
+        with transaction.atomic():
+            rest = take_ready_tasks(**names, limit=3)
     by_run = {run.pk: run.job for run in runs}
-    assert [by_run[task.run[0]] for task in taken] == [
-        "prio.publish",
-        "prio.plugin",
-        "prio.webhooks",
-    ]
+    assert [by_run[task.run[0]] for task in first] == ["prio.publish", "prio.plugin"]
+    assert [by_run[task.run[0]] for task in rest] == ["prio.webhooks"]
 
 
 @pytest.mark.django_db
