@@ -54,6 +54,9 @@ from coordination.ledger.claims import (
 from coordination.ledger.claims import (
     take_retry as take_retry,
 )
+from coordination.ledger.claims import (
+    take_startable_batch as take_startable_batch,
+)
 from coordination.ledger.missed import (
     MISSED_BATCH as MISSED_BATCH,
 )

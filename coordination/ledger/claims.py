@@ -154,6 +154,52 @@ def _take_queued_returning(runs: list[JobRun], *, node: str, instance: str) -> d
     return {run.pk: run for run in JobRun.objects.raw(sql, params)}
 
 
+def take_startable_batch(
+    pairs: list[tuple[int, int]], *, jobs: list[str], node: str, instance: str
+) -> dict[int, JobRun]:
+    """Start at once, in one PostgreSQL ``UPDATE ... RETURNING``, the runs of ``pairs`` (id,
+    attempt) that a worker's batch would start after reading them: queued for that attempt,
+    of one of ``jobs`` (the claim-first jobs this process declares), and not held back by a
+    pause (``workers.execution.skip_reason``: a paused job's runs wait, a run-now request
+    runs all the same). Return them by id, each with its job's ``next_due`` as the leader
+    queued it; the caller reads the runs not returned and decides on them as before.
+
+    A burst's runs start a read and a round trip sooner than by :func:`take_queued_batch`
+    after reading them; on a busy machine each round trip of a claim is a scheduling wait.
+    """
+    if not pairs or not jobs:
+        return {}
+
+    def column(model, name: str) -> str:
+        return quoting.column(model, name)
+
+    state_table = quoting.table(JobState)
+    state_of_run = f"s.{column(JobState, 'name')} = r.{column(JobRun, 'job')}"
+    sql = (
+        f"UPDATE {quoting.table(JobRun)} AS r SET {column(JobRun, 'status')} = %s,"
+        f" {column(JobRun, 'node')} = %s, {column(JobRun, 'node_instance')} = %s,"
+        f" {column(JobRun, 'started_at')} = STATEMENT_TIMESTAMP()"
+        " FROM unnest(%s::bigint[], %s::integer[]) AS t(id, attempt)"
+        f" WHERE r.{column(JobRun, 'id')} = t.id AND r.{column(JobRun, 'attempt')} = t.attempt"
+        f" AND r.{column(JobRun, 'status')} = %s AND r.{column(JobRun, 'job')} = ANY(%s::text[])"
+        f" AND (r.{column(JobRun, 'trigger')} = %s OR NOT EXISTS (SELECT 1 FROM {state_table} s"
+        f" WHERE {state_of_run} AND s.{column(JobState, 'paused')}))"
+        f" RETURNING r.*, (SELECT s.{column(JobState, 'next_due')} FROM {state_table} s"
+        f" WHERE {state_of_run}) AS next_due"
+    )
+    params = (
+        JobRun.Status.RUNNING,
+        node,
+        instance,
+        [run_id for run_id, _ in pairs],
+        [attempt for _, attempt in pairs],
+        JobRun.Status.QUEUED,
+        list(jobs),
+        JobRun.Trigger.MANUAL,
+    )
+    return {run.pk: run for run in JobRun.objects.raw(sql, params)}
+
+
 def skip_queued(run: JobRun, *, reason: str) -> bool:
     """Record a queued run that will not start (its job was paused meanwhile) as missed with
     ``reason``; return False if it was no longer queued."""

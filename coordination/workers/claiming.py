@@ -76,6 +76,18 @@ def parse_run(args_kwargs: object) -> tuple[int, int] | None:
     return run_id, attempt
 
 
+def first_deliveries(tasks: Iterable[TakenTask], *, expected_path: str) -> dict[int, TakenTask]:
+    """Return, by run id, the first task of ``tasks`` that delivers each run: the tasks whose
+    run may start without reading it first (``ledger.take_startable_batch``). A foreign task
+    path or arguments that are not a run's are left to :func:`decide_batch`, as is a second
+    delivery of a run (it finds the run no longer queued)."""
+    firsts: dict[int, TakenTask] = {}
+    for task in tasks:
+        if task.task_path == expected_path and task.run is not None:
+            firsts.setdefault(task.run[0], task)
+    return firsts
+
+
 def decide_batch(
     tasks: Iterable[TakenTask],
     runs: dict[int, JobRun],

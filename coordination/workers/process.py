@@ -41,6 +41,7 @@ from coordination.workers.claiming import (
     decide_batch,
     fail_tasks,
     finish_tasks,
+    first_deliveries,
     has_ready_tasks,
     read_runs,
     take_ready_tasks,
@@ -280,10 +281,14 @@ class WorkerProcess:
 
         What becomes of each task is :func:`claiming.decide_batch`; the claim-first runs move
         to running in one statement; tasks that end here (taken elsewhere, paused, refused)
-        have their ends written before this returns.
+        have their ends written before this returns. On PostgreSQL the runs that may start
+        start first, unread (:meth:`_start_unread`), and only the rest are read and decided.
         """
+        started = 0
+        if tasks and connection.vendor == "postgresql":
+            started, tasks = self._start_unread(tasks)
         if not tasks:
-            return 0
+            return started
         runs, states = read_runs(tasks)
         plan = decide_batch(
             tasks,
@@ -300,7 +305,6 @@ class WorkerProcess:
         taken = ledger.take_queued_batch(
             [run for _, run in plan.start], node=self.node.name, instance=self.node.instance
         )
-        started = 0
         for task, run in plan.start:
             if run.pk not in taken:
                 ended.append((task.id, Delivery.TAKEN))
@@ -314,6 +318,25 @@ class WorkerProcess:
         finish_tasks(ended)
         fail_tasks([(task.id, "", reason) for task, reason in plan.refused])
         return started
+
+    def _start_unread(self, tasks: list[TakenTask]) -> tuple[int, list[TakenTask]]:
+        """Start the claim-first runs of ``tasks`` that may start, in one statement without
+        reading them first (``ledger.take_startable_batch``); return how many started and
+        the tasks left to read and decide on (other jobs' runs, paused ones, runs taken
+        elsewhere, second deliveries, foreign tasks)."""
+        firsts = first_deliveries(tasks, expected_path=RUN_TASK_PATH)
+        claim_first = [job.name for job in self.registry.all() if not job.transactional]
+        moved = ledger.take_startable_batch(
+            [task.run for task in firsts.values()],
+            jobs=claim_first,
+            node=self.node.name,
+            instance=self.node.instance,
+        )
+        for run_id, run in moved.items():
+            self._submit(firsts[run_id], run, run, next_due=run.next_due)
+        rest = [task for task in tasks if task.run is None or firsts.get(task.run[0]) is not task]
+        rest += [firsts[run_id] for run_id in firsts if run_id not in moved]
+        return len(moved), rest
 
     def _transactional(self, job_name: str) -> bool | None:
         job = self.registry.get(job_name)

@@ -12,12 +12,21 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult, get_date_max
 
+from coordination import ledger
 from coordination.models import JobRun, JobState
 from coordination.registry import JobRegistry, make_job
 from coordination.workers import queueing
-from coordination.workers.claiming import FOREIGN_TASK, TakenTask, decide_batch, parse_run
+from coordination.workers.claiming import (
+    FOREIGN_TASK,
+    TakenTask,
+    decide_batch,
+    first_deliveries,
+    parse_run,
+    read_runs,
+)
 from coordination.workers.execution import Delivery
 from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, RUN_TASK_PATH
 from coordination.workers.process import (
@@ -183,6 +192,65 @@ def _queued_many(count: int, func, **options) -> tuple[JobRegistry, list]:
         make_due(job, ago=timedelta(0))
     tick(reg)
     return reg, jobs
+
+
+@pytest.mark.parametrize(
+    ("tasks", "firsts"),
+    [
+        ([_task(run=(1, 1))], {1: 0}),
+        ([_task(run=(1, 1)), _task(run=(1, 1))], {1: 0}),  # the second finds it taken
+        ([_task(run=(1, 1)), _task(run=(2, 1))], {1: 0, 2: 1}),
+        ([_task(run=(1, 1), path="os.system")], {}),
+        ([_task(run=None)], {}),
+    ],
+    ids=["one", "twice", "two", "foreign-path", "bad-args"],
+)
+def test_the_first_delivery_of_each_run_may_start_unread(tasks, firsts):
+    found = first_deliveries(tasks, expected_path=PATH)
+    assert {run_id: tasks.index(task) for run_id, task in found.items()} == firsts
+
+
+#: A run as a batch finds it: (job, status, trigger, its job paused, the task's attempt).
+STARTABLE_CASES = {
+    "queued": ("a", JobRun.Status.QUEUED, "schedule", False, 1),
+    "no-state": ("nostate", JobRun.Status.QUEUED, "schedule", None, 1),
+    "paused": ("a", JobRun.Status.QUEUED, "schedule", True, 1),
+    "paused-manual": ("a", JobRun.Status.QUEUED, "manual", True, 1),
+    "paused-retry": ("a", JobRun.Status.QUEUED, "retry", True, 1),
+    "transactional": ("t", JobRun.Status.QUEUED, "schedule", False, 1),
+    "undeclared": ("gone", JobRun.Status.QUEUED, "schedule", False, 1),
+    "running": ("a", JobRun.Status.RUNNING, "schedule", False, 1),
+    "other-attempt": ("a", JobRun.Status.QUEUED, "schedule", False, 2),
+}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("case", list(STARTABLE_CASES))
+def test_the_runs_started_unread_are_those_a_read_batch_would_start(case):
+    if connection.vendor != "postgresql":
+        pytest.skip("elsewhere every batch is read before its runs start")
+    job, status, trigger, paused, attempt = STARTABLE_CASES[case]
+    now = timezone.now()
+    if paused is not None:
+        JobState.objects.create(name=f"startable.{job}", group=GROUP, paused=paused, next_due=now)
+    run = JobRun.objects.create(job=f"startable.{job}", slot=now, status=status, trigger=trigger)
+    task = _task(run=(run.pk, attempt))
+    declared = {"startable.a": False, "startable.nostate": False, "startable.t": True}
+
+    runs, states = read_runs([task])
+    plan = decide_batch([task], runs, states, expected_path=PATH, transactional=declared.get)
+    moved = ledger.take_startable_batch(
+        [task.run],
+        jobs=[name for name, transactional in declared.items() if not transactional],
+        node="b/worker-1",
+        instance="i1",
+    )
+
+    assert set(moved) == {r.pk for _, r in plan.start}
+    if moved:
+        started = moved[run.pk]
+        assert (started.status, started.node_instance) == (JobRun.Status.RUNNING, "i1")
+        assert started.next_due == (now if paused is not None else None)
 
 
 @pytest.mark.django_db(transaction=True)
