@@ -3,7 +3,8 @@
 Maintenance makes the job states match what is declared (new jobs get a state, changed ones a
 new schedule), retires the jobs no live node declares, and marks the runs of dead nodes
 abandoned. It runs when asked (a new leader, an operator's command), at a recheck instant (once
-the previous leader's lease has run out), every ``MAINTENANCE_INTERVAL`` seconds, and whenever
+the previous leader's lease has run out, or, sooner, once a node whose runs it could not prove
+dead passes its lease: ``recheck_instant``), every ``MAINTENANCE_INTERVAL`` seconds, and whenever
 a tick's read finds the states and the declarations apart. The runs out on worker processes
 are swept every half lease while any is out (``workers.sweep``), and watched more often: a
 worker process the server shows gone has its runs released at the next tick's read, and while
@@ -23,7 +24,7 @@ from coordination import ledger
 from coordination.conf import settings
 from coordination.models import JobState
 from coordination.registry import Job
-from coordination.selectors import declared_by_live_nodes
+from coordination.selectors import declared_by_live_nodes, first_lease_end_with_runs
 from coordination.workers import sweep as workers_sweep
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,25 @@ WATCH_INTERVAL = 0.5
 #: The shortest (seconds) between two such looks: a leader that ticks often (a burst) looks at
 #: most this often; one that ticks for a slot looks just before planning it.
 WATCH_MIN = 0.2
+
+
+#: How long after a node's lease has run out its runs are looked at again (seconds): the
+#: database's clock and the loop's wake-up are each a little late or early.
+LEASE_END_MARGIN = 0.1
+
+
+def recheck_instant(
+    current: float | None, lease_end: datetime | None, now: datetime, *, monotonic: float
+) -> float | None:
+    """Return when maintenance is next due (monotonic): at ``current``, or sooner, just after
+    ``lease_end`` (database time, read at ``now``; ``monotonic`` is the same moment on this
+    process's clock). A node with runs out that could not be proven gone (its sessions still
+    there, or its heartbeat too old for their absence to prove a death) has them abandoned as
+    its lease runs out, however late its leader took over."""
+    if lease_end is None:
+        return current
+    at = monotonic + max(0.0, (lease_end - now).total_seconds()) + LEASE_END_MARGIN
+    return at if current is None else min(current, at)
 
 
 def sweep_interval() -> float:
@@ -128,6 +148,10 @@ class Maintenance:
             logger.warning(
                 "[%s] marked %d run(s) of dead nodes as abandoned", log_prefix, abandoned
             )
+        lease_end = first_lease_end_with_runs(list(declared), besides=self.instance)
+        self.maintenance_at = recheck_instant(
+            self.maintenance_at, lease_end, now, monotonic=time.monotonic()
+        )
         self.sweep_at = time.monotonic()  # a new leader looks after the runs on workers at once
 
     def runs_queued(self) -> None:

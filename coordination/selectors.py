@@ -2,7 +2,7 @@
 
 from datetime import datetime, timedelta
 
-from django.db.models import BooleanField, Count, ExpressionWrapper, Q
+from django.db.models import BooleanField, Count, ExpressionWrapper, Min, Q
 from django.db.models.functions import Now
 
 from coordination.clock import database_now
@@ -73,6 +73,24 @@ def live_schedulers_q(now: datetime | None = None) -> Q:
 def live_instances(now: datetime | None = None):
     """Return a subquery of the instance ids of live nodes."""
     return Node.objects.filter(live_nodes_q(now)).values("instance")
+
+
+def first_lease_end_with_runs(job_names: list[str], *, besides: str) -> datetime | None:
+    """Return when the first live scheduler node other than ``besides`` with a run of
+    ``job_names`` in progress passes its lease (its last heartbeat plus the lease, the
+    database's clock), or ``None``: a leader that could not prove such a node gone looks
+    again then, not a fixed while after it took over."""
+    oldest = (
+        Node.objects.filter(live_schedulers_q())
+        .exclude(instance=besides)
+        .filter(
+            instance__in=JobRun.objects.filter(JobRun.in_progress(), job__in=job_names).values(
+                "node_instance"
+            )
+        )
+        .aggregate(oldest=Min("last_heartbeat"))["oldest"]
+    )
+    return None if oldest is None else oldest + timedelta(seconds=float(settings.LEASE))
 
 
 def any_live_node() -> bool:

@@ -13,7 +13,8 @@ import pytest
 from coordination import services
 from coordination.clock import database_now
 from coordination.ledger import VANISHED_REASON
-from coordination.models import JobRun, JobState
+from coordination.models import JobRun, JobState, Node
+from tests.conftest import FAST
 from tests.support.polling import wait_until
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True), pytest.mark.server]
@@ -80,3 +81,41 @@ def test_a_killed_leaders_claim_first_runs_are_abandoned_at_once_and_their_jobs_
     assert resumed <= BOUND, f"{EVERY}'s next run started {resumed:.2f}s after the kill"
     assert retried <= BOUND, f"{RETRIED}'s retry started {retried:.2f}s after the kill"
     assert retry.attempt == 2
+
+
+def test_a_killed_leaders_run_its_late_successor_cannot_prove_gone_ends_with_its_lease(
+    schedulers,
+):
+    """The followers were held up (frozen here; starved on a busy machine) past half a lease
+    after the kill, so the absence of the killed node's sessions proves nothing by then (a
+    partition ends sessions that late too): its run waits for its lease. It is abandoned as
+    that lease runs out, not a fixed while after the late successor took over."""
+    lease = float(FAST["INSTATIC_LEASE"])
+    procs = [schedulers(f"krl-{i}", GROUP, env=ENV) for i in range(3)]
+    every_run = wait_until(lambda: running(EVERY), timeout=30)
+    victim = next(p for p in procs if p.name == every_run.node)
+    followers = [p for p in procs if p is not victim]
+    for follower in followers:
+        follower.signal(signal.SIGSTOP)
+    victim.signal(signal.SIGKILL)
+    wait_until(
+        lambda: (
+            (database_now() - Node.objects.get(name=victim.name).last_heartbeat).total_seconds()
+            >= 0.6 * lease
+        ),
+        timeout=30,
+    )
+    for follower in followers:
+        follower.signal(signal.SIGCONT)
+
+    wait_until(
+        lambda: JobRun.objects.filter(pk=every_run.pk, finished_at__isnull=False).exists(),
+        timeout=30,
+    )
+    every_run.refresh_from_db()
+    last_beat = Node.objects.get(name=victim.name).last_heartbeat
+    held = (every_run.finished_at - last_beat).total_seconds()
+    print(f"abandoned {held:.2f}s after the killed node's last heartbeat (lease {lease:g}s)")
+    assert every_run.status == JobRun.Status.ABANDONED
+    assert every_run.error != VANISHED_REASON, "proven gone at once: the scenario did not happen"
+    assert held <= 1.5 * lease, f"abandoned {held:.2f}s after its last heartbeat"
