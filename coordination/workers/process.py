@@ -438,14 +438,26 @@ class WorkerProcess:
         self.changed.set()
 
     def flush(self) -> None:
-        """Write the ends of the tasks whose runs ended (a few statements for all of them)."""
+        """Write the ends of the tasks whose runs ended (a few statements for all of them).
+
+        Ends that a database error kept from being written are kept for the next flush (both
+        writes touch only tasks still running, so writing one twice changes nothing): a task
+        left ``RUNNING`` under a live worker is one that nobody ever looks at again, and its
+        run, back in the queue, would wait for ever.
+        """
         with self._lock:
             ended, self._ended = self._ended, []
             failed, self._failed = self._failed, []
-        if ended:
-            finish_tasks(ended)
-        if failed:
-            fail_tasks(failed)
+        try:
+            if ended:
+                finish_tasks(ended)
+            if failed:
+                fail_tasks(failed)
+        except BaseException:
+            with self._lock:
+                self._ended[:0] = ended
+                self._failed[:0] = failed
+            raise
 
     def wait_for_runs(self, timeout: float | None = None) -> bool:
         """Wait until no run is in flight (``timeout``: at most that long); return whether

@@ -10,7 +10,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult, get_date_max
@@ -504,3 +504,31 @@ def test_a_worker_process_knows_its_pace_before_its_first_outcome_is_written(mon
         worker.join(10)
         process.close()
     assert JobRun.objects.get().status == JobRun.Status.SUCCEEDED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_task_ends_a_lost_session_kept_from_being_written_are_written_at_the_next_flush():
+    if connection.vendor != "postgresql":
+        pytest.skip("ends the process's own session from another, as the leader's fence does")
+    reg, jobs = _queued_many(1, Recorder())
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    process.dispatch(process.take_tasks(1))
+    assert process.wait_for_runs(10)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    other = connection.get_new_connection(connection.get_connection_params())
+    try:
+        other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    finally:
+        other.close()
+
+    with pytest.raises(OperationalError):
+        process.flush()
+    connection.close()
+    process.flush()
+    process.close()
+
+    assert list(DBTaskResult.objects.values_list("status", "return_value")) == [
+        ("SUCCESSFUL", Delivery.RAN)
+    ]
