@@ -167,6 +167,8 @@ class WorkerProcess:
         self._lock = threading.Lock()
         self._busy = 0
         self._in_flight = 0
+        #: The tasks of the batch being dispatched whose runs have not started yet.
+        self._undispatched: set[uuid.UUID] = set()
         self._ended: list[tuple[uuid.UUID, str]] = []
         self._failed: list[tuple[uuid.UUID, str, str]] = []
         #: Set whenever a run ends (the loop may take more work or write the tasks' ends),
@@ -284,6 +286,20 @@ class WorkerProcess:
         have their ends written before this returns. On PostgreSQL the runs that may start
         start first, unread (:meth:`_start_unread`), and only the rest are read and decided.
         """
+        self._undispatched = {task.id for task in tasks}
+        try:
+            return self._dispatch(tasks)
+        except BaseException:
+            # A database error before a task's run started: its end is kept for the next
+            # flush ("taken"), so the leader's sweep queues its run again, instead of the task
+            # staying RUNNING under this live process, which nobody would look at again.
+            with self._lock:
+                self._ended.extend((task_id, Delivery.TAKEN) for task_id in self._undispatched)
+            raise
+        finally:
+            self._undispatched = set()
+
+    def _dispatch(self, tasks: list[TakenTask]) -> int:
         started = 0
         if tasks and connection.vendor == "postgresql":
             started, tasks = self._start_unread(tasks)
@@ -317,6 +333,7 @@ class WorkerProcess:
             started += 1
         finish_tasks(ended)
         fail_tasks([(task.id, "", reason) for task, reason in plan.refused])
+        self._undispatched = set()
         return started
 
     def _start_unread(self, tasks: list[TakenTask]) -> tuple[int, list[TakenTask]]:
@@ -382,6 +399,7 @@ class WorkerProcess:
             claimed_run=claimed,
             next_due=next_due if claimed is not None else None,
         )
+        self._undispatched.discard(task.id)
         with self._lock:
             self._in_flight += 1
         self.busy(beat=False)  # the take just wrote the heartbeat

@@ -506,14 +506,8 @@ def test_a_worker_process_knows_its_pace_before_its_first_outcome_is_written(mon
     assert JobRun.objects.get().status == JobRun.Status.SUCCEEDED
 
 
-@pytest.mark.django_db(transaction=True)
-def test_task_ends_a_lost_session_kept_from_being_written_are_written_at_the_next_flush():
-    if connection.vendor != "postgresql":
-        pytest.skip("ends the process's own session from another, as the leader's fence does")
-    reg, jobs = _queued_many(1, Recorder())
-    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
-    process.dispatch(process.take_tasks(1))
-    assert process.wait_for_runs(10)
+def _end_own_session() -> None:
+    """End this thread's database session from another, as the leader's fence does."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         (pid,) = cursor.fetchone()
@@ -523,6 +517,17 @@ def test_task_ends_a_lost_session_kept_from_being_written_are_written_at_the_nex
     finally:
         other.close()
 
+
+@pytest.mark.django_db(transaction=True)
+def test_task_ends_a_lost_session_kept_from_being_written_are_written_at_the_next_flush():
+    if connection.vendor != "postgresql":
+        pytest.skip("ends the process's own session from another, as the leader's fence does")
+    reg, jobs = _queued_many(1, Recorder())
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    process.dispatch(process.take_tasks(1))
+    assert process.wait_for_runs(10)
+    _end_own_session()
+
     with pytest.raises(OperationalError):
         process.flush()
     connection.close()
@@ -531,4 +536,28 @@ def test_task_ends_a_lost_session_kept_from_being_written_are_written_at_the_nex
 
     assert list(DBTaskResult.objects.values_list("status", "return_value")) == [
         ("SUCCESSFUL", Delivery.RAN)
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tasks_taken_whose_runs_a_lost_session_kept_from_starting_are_ended_for_the_sweep():
+    if connection.vendor != "postgresql":
+        pytest.skip("ends the process's own session from another, as the leader's fence does")
+    recorder = Recorder()
+    reg, jobs = _queued_many(1, recorder)
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    tasks = process.take_tasks(1)
+    _end_own_session()
+
+    with pytest.raises(OperationalError):
+        process.dispatch(tasks)
+    connection.close()
+    process.flush()
+    process.close()
+
+    # The run is still queued and its task ended: the leader's sweep queues it again.
+    assert recorder.slots == []
+    assert JobRun.objects.get().status == JobRun.Status.QUEUED
+    assert list(DBTaskResult.objects.values_list("status", "return_value")) == [
+        ("SUCCESSFUL", Delivery.TAKEN)
     ]
