@@ -333,7 +333,6 @@ class WorkerProcess:
             started += 1
         finish_tasks(ended)
         fail_tasks([(task.id, "", reason) for task, reason in plan.refused])
-        self._undispatched = set()
         return started
 
     def _start_unread(self, tasks: list[TakenTask]) -> tuple[int, list[TakenTask]]:
