@@ -124,34 +124,14 @@ def take_queued_batch(runs: list[JobRun], *, node: str, instance: str) -> dict[i
 
 
 def _take_queued_returning(runs: list[JobRun], *, node: str, instance: str) -> dict[int, JobRun]:
-    """:func:`take_queued_batch` as one PostgreSQL statement: the (id, attempt) pairs as two
-    arrays, the rows moved returned by the ``UPDATE`` itself.
+    """:func:`take_queued_batch` as one PostgreSQL statement (:func:`_start_queued_pairs`).
 
     A condition of one ``Q(pk=..., attempt=...)`` per run costs Django milliseconds to build
     and compile for a batch of a hundred runs, twice (the update and the read back), on the
     thread that takes the next batch; two arrays cost it nothing.
     """
-
-    def column(name: str) -> str:
-        return quoting.column(JobRun, name)
-
-    sql = (
-        f"UPDATE {quoting.table(JobRun)} AS r SET {column('status')} = %s,"
-        f" {column('node')} = %s, {column('node_instance')} = %s,"
-        f" {column('started_at')} = STATEMENT_TIMESTAMP()"  # Now(), as take_queued writes it
-        " FROM unnest(%s::bigint[], %s::integer[]) AS t(id, attempt)"
-        f" WHERE r.{column('id')} = t.id AND r.{column('attempt')} = t.attempt"
-        f" AND r.{column('status')} = %s RETURNING r.*"
-    )
-    params = (
-        JobRun.Status.RUNNING,
-        node,
-        instance,
-        [run.pk for run in runs],
-        [run.attempt for run in runs],
-        JobRun.Status.QUEUED,
-    )
-    return {run.pk: run for run in JobRun.objects.raw(sql, params)}
+    pairs = [(run.pk, run.attempt) for run in runs]
+    return _start_queued_pairs(pairs, node=node, instance=instance)
 
 
 def take_startable_batch(
@@ -169,23 +149,53 @@ def take_startable_batch(
     """
     if not pairs or not jobs:
         return {}
-
-    def column(model, name: str) -> str:
-        return quoting.column(model, name)
-
     state_table = quoting.table(JobState)
-    state_of_run = f"s.{column(JobState, 'name')} = r.{column(JobRun, 'job')}"
-    sql = (
-        f"UPDATE {quoting.table(JobRun)} AS r SET {column(JobRun, 'status')} = %s,"
-        f" {column(JobRun, 'node')} = %s, {column(JobRun, 'node_instance')} = %s,"
-        f" {column(JobRun, 'started_at')} = STATEMENT_TIMESTAMP()"
-        " FROM unnest(%s::bigint[], %s::integer[]) AS t(id, attempt)"
-        f" WHERE r.{column(JobRun, 'id')} = t.id AND r.{column(JobRun, 'attempt')} = t.attempt"
-        f" AND r.{column(JobRun, 'status')} = %s AND r.{column(JobRun, 'job')} = ANY(%s::text[])"
-        f" AND (r.{column(JobRun, 'trigger')} = %s OR NOT EXISTS (SELECT 1 FROM {state_table} s"
-        f" WHERE {state_of_run} AND s.{column(JobState, 'paused')}))"
-        f" RETURNING r.*, (SELECT s.{column(JobState, 'next_due')} FROM {state_table} s"
+    job, trigger = quoting.column(JobRun, "job"), quoting.column(JobRun, "trigger")
+    state_of_run = f"s.{quoting.column(JobState, 'name')} = r.{job}"
+    where = (
+        f" AND r.{job} = ANY(%s::text[]) AND (r.{trigger} = %s OR NOT EXISTS"
+        f" (SELECT 1 FROM {state_table} s WHERE {state_of_run}"
+        f" AND s.{quoting.column(JobState, 'paused')}))"
+    )
+    returning = (
+        f", (SELECT s.{quoting.column(JobState, 'next_due')} FROM {state_table} s"
         f" WHERE {state_of_run}) AS next_due"
+    )
+    return _start_queued_pairs(
+        pairs,
+        node=node,
+        instance=instance,
+        where=where,
+        where_params=(list(jobs), JobRun.Trigger.MANUAL),
+        returning=returning,
+    )
+
+
+def _start_queued_pairs(
+    pairs: list[tuple[int, int]],
+    *,
+    node: str,
+    instance: str,
+    where: str = "",
+    where_params: tuple = (),
+    returning: str = "",
+) -> dict[int, JobRun]:
+    """Move the runs of ``pairs`` (id, attempt) still queued for that attempt, and meeting
+    ``where`` (more conditions on ``r``, the run), to running on this worker process, in one
+    PostgreSQL ``UPDATE ... FROM unnest(...) RETURNING r.*`` (and ``returning``'s columns);
+    return the rows moved by id. ``started_at`` is the statement's time, as ``Now()`` writes it.
+    """
+
+    def column(name: str) -> str:
+        return quoting.column(JobRun, name)
+
+    sql = (
+        f"UPDATE {quoting.table(JobRun)} AS r SET {column('status')} = %s,"
+        f" {column('node')} = %s, {column('node_instance')} = %s,"
+        f" {column('started_at')} = STATEMENT_TIMESTAMP()"
+        " FROM unnest(%s::bigint[], %s::integer[]) AS t(id, attempt)"
+        f" WHERE r.{column('id')} = t.id AND r.{column('attempt')} = t.attempt"
+        f" AND r.{column('status')} = %s{where} RETURNING r.*{returning}"
     )
     params = (
         JobRun.Status.RUNNING,
@@ -194,8 +204,7 @@ def take_startable_batch(
         [run_id for run_id, _ in pairs],
         [attempt for _, attempt in pairs],
         JobRun.Status.QUEUED,
-        list(jobs),
-        JobRun.Trigger.MANUAL,
+        *where_params,
     )
     return {run.pk: run for run in JobRun.objects.raw(sql, params)}
 
