@@ -15,7 +15,6 @@ coordination/maintenance.py's.
 import logging
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -43,7 +42,7 @@ from coordination.registry import Group, Job
 from coordination.runner import Worker
 from coordination.selectors import group_states, runs_awaiting_retry
 from coordination.supervision import Supervision
-from coordination.threads import JobThreads, between_runs
+from coordination.threads import JobThreads
 from coordination.waker import Waker
 from coordination.workers.queueing import queue_plans
 
@@ -121,8 +120,6 @@ class GroupLoop(threading.Thread):
         self.supervision = Supervision(self)
         self.workers: dict[str, Worker] = {}
         self.job_threads = JobThreads(f"jobs:{group.name}")
-        #: Workers started by a tick, waiting for a job thread (see ``_start_workers``).
-        self._starting: deque[Worker] = deque()
         self.holds = HoldOffs()
         self.wakeups = Wakeups()
         self.maintenance = Maintenance(self.group.name, instance=self.node.instance)
@@ -401,30 +398,17 @@ class GroupLoop(threading.Thread):
             )
 
     def _start_workers(self, plans: list[RunPlan]) -> None:
-        """Start a worker for each plan: queue them all at once, then ask for job threads.
+        """Start a worker for each plan, handed to the job threads in one step.
 
         Handing the pool a thousand runs one by one kept this thread competing for the GIL
-        with the job threads already running them; now the tick's workers are queued here
-        in one step and each job thread runs them one after another until none is left.
+        with the job threads already running them; as one batch (``JobThreads.submit_batch``)
+        each job thread runs them one after another until none is left.
         """
         workers = [Worker(self, plan) for plan in plans]
         for worker in workers:
             self.workers[worker.job.name] = worker
             worker.mark_started()
-        self._starting.extend(workers)
-        for _ in range(min(len(workers), self.job_threads.max_threads)):
-            self.job_threads.submit(self._run_started_workers)
-
-    def _run_started_workers(self) -> None:
-        """On a job thread: run queued workers until none is left (connections checked as
-        between any two runs)."""
-        while True:
-            try:
-                worker = self._starting.popleft()
-            except IndexError:
-                return
-            with between_runs():
-                worker.run()
+        self.job_threads.submit_batch([worker.run for worker in workers])
 
     def _refuse(self, plans: list[RunPlan]) -> None:
         """Ask the ``runs_starting`` receivers which of ``plans`` must not do their work.

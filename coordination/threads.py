@@ -9,6 +9,7 @@ import logging
 import queue
 import select
 import threading
+from collections import deque
 from collections.abc import Callable
 from contextlib import contextmanager
 
@@ -87,6 +88,8 @@ class JobThreads:
         self._count = 0
         self._closed = False
         self._threads: list[threading.Thread] = []
+        #: Runs handed on together (``submit_batch``), taken in turn by the threads asked.
+        self._batch: deque[Callable[[], None]] = deque()
 
     def submit(self, func: Callable[[], None]) -> threading.Event:
         """Run ``func`` on an idle thread (or a new one); return an event set when it is done.
@@ -111,6 +114,26 @@ class JobThreads:
         if spawn:
             self._start(threading.Thread(target=self._work, name=name, daemon=True))
         return done
+
+    def submit_batch(self, funcs: list[Callable[[], None]]) -> None:
+        """Run ``funcs`` on the pool's threads, every one of them queued before any begins.
+
+        Up to one thread per run is asked; each runs them one after another until none is
+        left, so what they submit meanwhile (their outcomes' writes) waits behind all of
+        them. Handed on one by one, a run could end and queue its outcome before the next was
+        handed on, however briefly its submitter was kept from the CPU.
+        """
+        self._batch.extend(funcs)
+        for _ in range(min(len(funcs), self.max_threads)):
+            self.submit(self._run_batch)
+
+    def _run_batch(self) -> None:
+        while True:
+            try:
+                func = self._batch.popleft()
+            except IndexError:
+                return
+            self._run(func)
 
     def start_all(self, prepare: Callable[[], None]) -> None:
         """Start every thread the pool may have now, each running ``prepare`` before its first

@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from django.db import connection, transaction
 
@@ -169,6 +170,8 @@ class WorkerProcess:
         self._in_flight = 0
         #: The tasks of the batch being dispatched whose runs have not started yet.
         self._undispatched: set[uuid.UUID] = set()
+        #: The runs of the batch being dispatched, handed to the threads together at its end.
+        self._dispatched: list[Callable[[], None]] = []
         self._ended: list[tuple[uuid.UUID, str]] = []
         self._failed: list[tuple[uuid.UUID, str, str]] = []
         #: Set whenever a run ends (the loop may take more work or write the tasks' ends),
@@ -285,6 +288,8 @@ class WorkerProcess:
         to running in one statement; tasks that end here (taken elsewhere, paused, refused)
         have their ends written before this returns. On PostgreSQL the runs that may start
         start first, unread (:meth:`_start_unread`), and only the rest are read and decided.
+        The runs started go to the threads together at the end (``submit_batch``), so that
+        no run's outcome is written before every job function of the batch has begun.
         """
         self._undispatched = {task.id for task in tasks}
         try:
@@ -297,7 +302,10 @@ class WorkerProcess:
                 self._ended.extend((task_id, Delivery.TAKEN) for task_id in self._undispatched)
             raise
         finally:
+            # Started runs go to the threads however the dispatch ended: their rows are running.
             self._undispatched = set()
+            runs, self._dispatched = self._dispatched, []
+            self.threads.submit_batch(runs)
 
     def _dispatch(self, tasks: list[TakenTask]) -> int:
         started = 0
@@ -380,7 +388,8 @@ class WorkerProcess:
     def _submit(
         self, task: TakenTask, queued: JobRun, claimed: JobRun | None, *, next_due=None
     ) -> None:
-        """Run one run of a batch on a thread; its task's end is kept for :meth:`flush`.
+        """Add one run to the batch handed to the threads when :meth:`dispatch` ends; its
+        task's end is kept for :meth:`flush`.
 
         The run's worker is made on its thread, as it starts: its max duration counts from
         there, not from the take (a run taken ahead waits for a thread first). A claim-first
@@ -435,7 +444,7 @@ class WorkerProcess:
                 # though its outcome may still wait for a thread.
                 self.watch.ended(queued)
 
-        self.threads.submit(run)
+        self._dispatched.append(run)
 
     def _run_ended(
         self,

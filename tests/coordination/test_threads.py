@@ -94,3 +94,24 @@ def test_threads_started_all_at_once_open_their_connections_before_the_first_run
         assert sessions[0] in {session for _, session in opened}, "a run uses its thread's session"
     finally:
         threads.shutdown()
+
+
+def test_a_batch_begins_every_run_before_anything_its_runs_submit():
+    # One thread: each run of the batch submits its follow-up (a run's outcome write) as it
+    # ends; the follow-ups wait behind the whole batch, not each behind its own run.
+    threads = JobThreads("test", max_threads=1)
+    order = []
+
+    def step(n):
+        def run():
+            order.append(f"run {n}")
+            threads.submit(lambda: order.append(f"outcome {n}"))
+
+        return run
+
+    try:
+        threads.submit_batch([step(n) for n in range(3)])
+        wait_until(lambda: len(order) == 6)
+        assert order == ["run 0", "run 1", "run 2", "outcome 0", "outcome 1", "outcome 2"]
+    finally:
+        threads.shutdown()

@@ -319,6 +319,24 @@ def test_every_job_function_of_a_batch_begins_before_the_threads_write_their_out
 
     reg, jobs = _queued_many(4, count_written)
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    # However late the claiming thread gets to the batch's second run (a busy machine), the
+    # first run's outcome must not be written before the second run begins. The claiming
+    # thread waits here, after handing on the first run, for that outcome; it must not come.
+    first_outcome = threading.Event()
+    run_ended, submit = process._run_ended, process._submit
+
+    def note_ended(**kwargs):
+        run_ended(**kwargs)
+        first_outcome.set()
+
+    def submit_then_linger(task, *args, **kwargs):
+        submit(task, *args, **kwargs)
+        if not handed_on:
+            first_outcome.wait(0.5)
+        handed_on.append(task)
+
+    handed_on = []
+    process._run_ended, process._submit = note_ended, submit_then_linger
 
     assert process.work()
     process.close()
