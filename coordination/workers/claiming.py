@@ -38,11 +38,16 @@ FOREIGN_TASK = "refused without importing it: {path!r} is not Instatic's run tas
 @dataclass(frozen=True)
 class TakenTask:
     """A task row this worker took: its id, the run it carries (``None`` if its arguments
-    are not a run's id and attempt) and its ``task_path``, as stored (never imported)."""
+    are not a run's id and attempt) and its ``task_path``, as stored (never imported).
+
+    ``started`` is its run when the take started it too, unread (``ledger.take_startable_batch``,
+    with its job's ``next_due``); ``None``: the run is read and decided on at dispatch.
+    """
 
     id: uuid.UUID
     run: tuple[int, int] | None
     task_path: str
+    started: JobRun | None = None
 
     @property
     def pk(self) -> uuid.UUID:

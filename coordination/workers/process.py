@@ -23,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 
 from django.db import connection, transaction
 
@@ -257,7 +258,10 @@ class WorkerProcess:
 
         The heartbeat is written in the same transaction as the take: a task row is never
         ``RUNNING`` under a worker whose heartbeat looks stale (the sweep would fence it).
-        A look that finds nothing costs one ``SELECT`` and no transaction.
+        On PostgreSQL the runs that may start start in that transaction too, unread
+        (:meth:`_start_unread`): a burst's runs start a commit sooner, and a task is never
+        taken without its startable run. A look that finds nothing costs one ``SELECT`` and
+        no transaction.
         """
         names = {"queue_name": QUEUE_NAME, "backend": BACKEND_ALIAS}
         if limit < 1:
@@ -274,7 +278,10 @@ class WorkerProcess:
         with transaction.atomic():
             if not self.beat_if_due():
                 return []  # fenced (or stopping): the tasks stay ready for a live worker
-            return take_ready_tasks(**names, limit=limit, worker_id=self.node.instance)
+            tasks = take_ready_tasks(**names, limit=limit, worker_id=self.node.instance)
+            if connection.vendor == "postgresql":
+                tasks = self._start_unread(tasks)
+            return tasks
 
     def take_task(self) -> TakenTask | None:
         """Take the next ready task, or ``None`` (a batch of one)."""
@@ -284,12 +291,12 @@ class WorkerProcess:
     def dispatch(self, tasks: list[TakenTask]) -> int:
         """Start the runs of ``tasks`` on this process's threads; return how many started.
 
-        What becomes of each task is :func:`claiming.decide_batch`; the claim-first runs move
-        to running in one statement; tasks that end here (taken elsewhere, paused, refused)
-        have their ends written before this returns. On PostgreSQL the runs that may start
-        start first, unread (:meth:`_start_unread`), and only the rest are read and decided.
-        The runs started go to the threads together at the end (``submit_batch``), so that
-        no run's outcome is written before every job function of the batch has begun.
+        The runs the take started (``TakenTask.started``) go first, before any statement; of
+        the rest, what becomes of each task is :func:`claiming.decide_batch`; the claim-first
+        runs move to running in one statement; tasks that end here (taken elsewhere, paused,
+        refused) have their ends written before this returns. The runs started go to the
+        threads together at the end (``submit_batch``), so that no run's outcome is written
+        before every job function of the batch has begun.
         """
         self._undispatched = {task.id for task in tasks}
         try:
@@ -309,8 +316,11 @@ class WorkerProcess:
 
     def _dispatch(self, tasks: list[TakenTask]) -> int:
         started = 0
-        if tasks and connection.vendor == "postgresql":
-            started, tasks = self._start_unread(tasks)
+        for task in tasks:
+            if task.started is not None:
+                self._submit(task, task.started, task.started, next_due=task.started.next_due)
+                started += 1
+        tasks = [task for task in tasks if task.started is None]
         if not tasks:
             return started
         runs, states = read_runs(tasks)
@@ -343,11 +353,12 @@ class WorkerProcess:
         fail_tasks([(task.id, "", reason) for task, reason in plan.refused])
         return started
 
-    def _start_unread(self, tasks: list[TakenTask]) -> tuple[int, list[TakenTask]]:
+    def _start_unread(self, tasks: list[TakenTask]) -> list[TakenTask]:
         """Start the claim-first runs of ``tasks`` that may start, in one statement without
-        reading them first (``ledger.take_startable_batch``); return how many started and
-        the tasks left to read and decide on (other jobs' runs, paused ones, runs taken
-        elsewhere, second deliveries, foreign tasks)."""
+        reading them first (``ledger.take_startable_batch``); return ``tasks``, in their
+        order, each of those with its run as ``started``. The others (other jobs' runs,
+        paused ones, runs taken elsewhere, second deliveries, foreign tasks) are read and
+        decided on at dispatch."""
         firsts = first_deliveries(tasks, expected_path=RUN_TASK_PATH)
         claim_first = [job.name for job in self.registry.all() if not job.transactional]
         moved = ledger.take_startable_batch(
@@ -356,11 +367,12 @@ class WorkerProcess:
             node=self.node.name,
             instance=self.node.instance,
         )
-        for run_id, run in moved.items():
-            self._submit(firsts[run_id], run, run, next_due=run.next_due)
-        rest = [task for task in tasks if task.run is None or firsts.get(task.run[0]) is not task]
-        rest += [firsts[run_id] for run_id in firsts if run_id not in moved]
-        return len(moved), rest
+        return [
+            replace(task, started=moved[task.run[0]])
+            if task.run is not None and firsts.get(task.run[0]) is task and task.run[0] in moved
+            else task
+            for task in tasks
+        ]
 
     def _transactional(self, job_name: str) -> bool | None:
         job = self.registry.get(job_name)

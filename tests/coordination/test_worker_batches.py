@@ -562,7 +562,8 @@ def test_tasks_taken_whose_runs_a_lost_session_kept_from_starting_are_ended_for_
     if connection.vendor != "postgresql":
         pytest.skip("ends the process's own session from another, as the leader's fence does")
     recorder = Recorder()
-    reg, jobs = _queued_many(1, recorder)
+    # A transactional run is taken inside its own transaction, after the dispatch reads it.
+    reg, jobs = _queued_many(1, recorder, transactional=True)
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
     tasks = process.take_tasks(1)
     _end_own_session()
@@ -578,4 +579,28 @@ def test_tasks_taken_whose_runs_a_lost_session_kept_from_starting_are_ended_for_
     assert JobRun.objects.get().status == JobRun.Status.QUEUED
     assert list(DBTaskResult.objects.values_list("status", "return_value")) == [
         ("SUCCESSFUL", Delivery.TAKEN)
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_first_run_starts_in_the_take_so_a_session_lost_after_it_holds_nothing_back():
+    if connection.vendor != "postgresql":
+        pytest.skip("ends the process's own session from another, as the leader's fence does")
+    recorder = Recorder()
+    reg, jobs = _queued_many(1, recorder)
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    tasks = process.take_tasks(1)
+    assert JobRun.objects.get().status == JobRun.Status.RUNNING  # committed with the take
+    _end_own_session()
+
+    assert process.dispatch(tasks) == 1  # no statement before its run is on a thread
+    assert process.wait_for_runs(10)
+    connection.close()
+    process.flush()
+    process.close()
+
+    assert len(recorder.slots) == 1
+    assert JobRun.objects.get().status == JobRun.Status.SUCCEEDED
+    assert list(DBTaskResult.objects.values_list("status", "return_value")) == [
+        ("SUCCESSFUL", Delivery.RAN)
     ]
