@@ -1,6 +1,6 @@
 """Worker processes take work in batches: many tasks in one claim, runs on threads.
 
-The deciding (:func:`claiming.decide_batch`, :func:`process.worker_threads`) is tested with
+The deciding (:func:`claiming.decide_batch`, :mod:`workers.sizing`) is tested with
 tables; the doing against the real database, in one process, as ``test_workers.py`` does.
 """
 
@@ -29,14 +29,8 @@ from coordination.workers.claiming import (
 )
 from coordination.workers.execution import Delivery
 from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, RUN_TASK_PATH
-from coordination.workers.process import (
-    MAX_HELD,
-    WorkerProcess,
-    first_share,
-    refill,
-    take_ahead,
-    worker_threads,
-)
+from coordination.workers.process import WorkerProcess
+from coordination.workers.sizing import MAX_HELD, first_share, refill, take_ahead, worker_threads
 from coordination.workers.tasks import run_queued
 from tests.coordination.enginekit import GROUP, Recorder, centered_every, make_due, tick
 
