@@ -1,7 +1,9 @@
 """Names of a model's table and columns as this database quotes them, for the few statements
-written as SQL (arrays and ``RETURNING`` that Django's ORM does not write)."""
+written as SQL (arrays and ``RETURNING`` that Django's ORM does not write), and a batch's
+values as one PostgreSQL array (:func:`among`)."""
 
 from django.db import connection
+from django.db.models.expressions import RawSQL
 from django.db.models.sql import UpdateQuery
 
 
@@ -22,3 +24,15 @@ def update_sql(queryset, values: dict) -> tuple[str, tuple]:
     query.add_update_values(values)
     query.annotations = {}
     return query.get_compiler(queryset.db).as_sql()
+
+
+def among(values: list, sql_type: str):
+    """Return the right-hand side of an ``__in`` filter on ``values`` (of PostgreSQL type
+    ``sql_type``): on PostgreSQL one array parameter, elsewhere the list itself.
+
+    A batch's hundreds of values as one placeholder each cost Django and psycopg milliseconds
+    per statement (a worker's next batch, a leader's burst waits for it); one array nothing.
+    """
+    if connection.vendor == "postgresql":
+        return RawSQL(f"SELECT unnest(%s::{sql_type}[])", (list(values),))
+    return list(values)

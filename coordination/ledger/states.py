@@ -11,6 +11,7 @@ from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, Value
 from django.db.models.functions import Now
 
 from coordination.models import JobState
+from coordination.quoting import among
 from coordination.reasons import UNPLANNABLE
 from coordination.registry import Job
 
@@ -249,9 +250,10 @@ def advance(job: Job, next_due: datetime | None) -> None:
 def advance_jobs(names: list[str], next_due: datetime | None) -> None:
     """Move the named jobs' next slot forward to ``next_due`` (never back), in one statement;
     ``None`` (no slot left in the calendar) leaves them without one."""
+    named = among(names, "text")
     if next_due is None:
-        JobState.objects.filter(name__in=names).update(next_due=None)
+        JobState.objects.filter(name__in=named).update(next_due=None)
         return
     JobState.objects.filter(
-        Q(next_due__isnull=True) | Q(next_due__lt=next_due), name__in=names
+        Q(next_due__isnull=True) | Q(next_due__lt=next_due), name__in=named
     ).update(next_due=next_due)

@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 
 from coordination import quoting
 from coordination.models import JobRun, JobState, Node
+from coordination.quoting import among
 from coordination.workers.execution import Delivery, skip_reason
 
 logger = logging.getLogger(__name__)
@@ -231,18 +231,6 @@ def lock_ready_tasks(*, queue_name: str, backend: str, limit: int) -> list[Taken
         .values_list("id", "args_kwargs", "task_path")[:limit]
     )
     return [TakenTask(id=i, run=parse_run(args), task_path=path) for i, args, path in rows]
-
-
-def among(values: list, sql_type: str):
-    """Return the right-hand side of an ``__in`` filter on ``values`` (of PostgreSQL type
-    ``sql_type``): on PostgreSQL one array parameter, elsewhere the list itself.
-
-    A batch's hundreds of ids as one placeholder each cost psycopg milliseconds to parse per
-    statement, on the process that takes the next batch; one array costs it nothing.
-    """
-    if connection.vendor == "postgresql":
-        return RawSQL(f"SELECT unnest(%s::{sql_type}[])", (list(values),))
-    return list(values)
 
 
 def mark_tasks_running(tasks: list[TakenTask], *, worker_id: str) -> None:
