@@ -286,10 +286,11 @@ class GroupLoop(threading.Thread):
                 )
                 self._keep_retries(runs)
                 return 0.5
-            if not self.lock.still_held():
+            started = self._start(plan, runs)
+            if started is None:
                 self._keep_retries(runs)
                 return 0.0
-            runs = self._start(plan, runs)
+            runs = started
         return plan.sleep_for(runs, elapsed=time.monotonic() - read_at)
 
     def _keep_retries(self, runs: list[RunPlan]) -> None:
@@ -299,13 +300,20 @@ class GroupLoop(threading.Thread):
         kept = [plan.retry_run for plan in runs if plan.retry_run is not None]
         self.last_tick.retries = [*self.last_tick.retries, *kept]
 
-    def _start(self, plan: TickPlan, runs: list[RunPlan]) -> list[RunPlan]:
+    def _start(self, plan: TickPlan, runs: list[RunPlan]) -> list[RunPlan] | None:
         """Start ``runs`` (the plan's runs that its writes left) as ``plan`` routes them once
         the ``runs_starting`` receivers have answered (``TickPlan.route``): queue the runs for
         workers, claim the slots to claim together, start the rest here; return the runs
-        started (a queued run's job moves on to its next slot as a started one's does)."""
+        started (a queued run's job moves on to its next slot as a started one's does), or
+        ``None`` when the lock turned out lost before any started.
+
+        The lock is confirmed once: by the queueing transaction's fence when every run goes
+        to workers (a round trip less before a burst's tasks are in), else here first.
+        """
         self._refuse(runs)
         routes = plan.route(runs)
+        if routes.here and not self.lock.still_held():
+            return None
         self._queue_for_workers(routes.queued)
         here = self._claim_together(routes.here, routes.together)
         self._start_workers(here)

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult, get_date_max
 
-from coordination import ledger
+from coordination import ledger, loop
 from coordination.models import JobRun, JobState
 from coordination.registry import JobRegistry, make_job
 from coordination.workers import queueing
@@ -598,3 +598,28 @@ def test_a_claim_first_run_starts_in_the_take_so_a_session_lost_after_it_holds_n
     assert list(DBTaskResult.objects.values_list("status", "return_value")) == [
         ("SUCCESSFUL", Delivery.RAN)
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tick_that_queues_every_run_for_workers_confirms_its_lock_once(monkeypatch):
+    # The queueing transaction's fence confirms the lock; a check before it too would cost a
+    # burst a round trip before its tasks are in.
+    checks = []
+    make_lock = loop.make_lock
+
+    def counting_lock(*args, **kwargs):
+        lock = make_lock(*args, **kwargs)
+        still_held = lock.still_held
+
+        def counted():
+            checks.append(True)
+            return still_held()
+
+        lock.still_held = counted
+        return lock
+
+    monkeypatch.setattr(loop, "make_lock", counting_lock)
+    _queued_many(3, Recorder())
+
+    assert JobRun.objects.filter(status=JobRun.Status.QUEUED).count() == 3
+    assert len(checks) == 1
