@@ -20,7 +20,6 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -29,6 +28,7 @@ from coordination.wording import local_time
 from publishing import actions
 from publishing.admin import bulk as admin_bulk
 from publishing.admin.bulk import remember_selection, selected_ids
+from publishing.admin.columns import badge
 from publishing.admin.site_at import site_at_link
 from publishing.exceptions import EditConflict, PublishingError
 from publishing.models import Post
@@ -225,14 +225,7 @@ class ReleaseAdmin(admin.ModelAdmin):
     @admin.display(description=_("State"), ordering="status")
     def state_badge(self, release: Release) -> str:
         key, label = _release_state(release)
-        return format_html(
-            '<span class="release-state release-state-{}" style="display:inline-block;'
-            'padding:1px 7px;border-radius:10px;color:#fff;background:{}" title="{}">{}</span>',
-            key,
-            BADGE_COLOURS[key],
-            release.problem,
-            label,
-        )
+        return badge("release-state", key, BADGE_COLOURS[key], label, title=release.problem)
 
     @admin.display(description=_("Goes out at"), ordering="release_at")
     def goes_out(self, release: Release) -> str:

@@ -14,10 +14,10 @@ from django.shortcuts import get_object_or_404
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from coordination.wording import local_time
+from publishing.admin.columns import badge
 from publishing.diffs import revision_diff
 from publishing.exceptions import PublishingError
 from publishing.models import Post
@@ -88,9 +88,8 @@ class ReviewAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("Status"), ordering="status")
     def status_badge(self, review: Review) -> str:
-        return format_html(
-            '<span class="review-status review-status-{}" style="display:inline-block;'
-            'padding:1px 7px;border-radius:10px;color:#fff;background:{}">{}</span>',
+        return badge(
+            "review-status",
             review.status,
             BADGE_COLOURS[review.status],
             review.get_status_display(),

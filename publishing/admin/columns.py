@@ -1,4 +1,5 @@
-"""Column headers and times in the editor's zone, shared by the publishing admin's pages.
+"""Column headers, times in the editor's zone and status badges, shared by the admin's pages
+(publishing's, and those of the apps that plug into it).
 
 Every time the admin shows is in the editor's time zone (Django's current time zone), and a
 column of times names that zone in its header.
@@ -32,3 +33,18 @@ def column_with_zone(text: str):
         return format_html("{} ({})", text, mark_safe(zone))
 
     return lazy(header, SafeString)()
+
+
+def badge(kind: str, key: str, colour: str, label, *, title="") -> str:
+    """Return a status badge: ``label`` in white on ``colour``, classed ``<kind>`` and
+    ``<kind>-<key>`` (for tests and styles), with ``title`` as its tooltip when given."""
+    return format_html(
+        '<span class="{} {}-{}" style="display:inline-block;padding:1px 7px;'
+        'border-radius:10px;color:#fff;background:{};white-space:nowrap"{}>{}</span>',
+        kind,
+        kind,
+        key,
+        colour,
+        format_html(' title="{}"', title) if title else "",
+        label,
+    )

@@ -18,7 +18,7 @@ from coordination.clock import database_now
 from coordination.wording import lateness_text
 from publishing import posts, selectors
 from publishing.admin import bulk as admin_bulk
-from publishing.admin.columns import column_with_zone, zone_name
+from publishing.admin.columns import badge, column_with_zone, zone_name
 from publishing.admin.panel import is_late
 from publishing.admin.sections import ListColumn, post_list_actions, post_list_columns
 from publishing.exceptions import PublishingError
@@ -160,16 +160,10 @@ class PostListMixin:
             key, label = "late", _("Late")
         else:
             key, label = post.status, post.get_status_display()
-        return format_html(
-            '<span class="post-status post-status-{}" style="display:inline-block;'
-            "padding:1px 7px;border-radius:10px;color:#fff;background:{};white-space:nowrap"
-            '" title="{}">{}</span>',
-            key,
-            BADGE_COLOURS[key],
-            post.last_error
-            or (_("Its time has passed; not published yet") if key == "late" else ""),
-            label,
+        title = post.last_error or (
+            _("Its time has passed; not published yet") if key == "late" else ""
         )
+        return badge("post-status", key, BADGE_COLOURS[key], label, title=title)
 
     @admin.display(description=column_with_zone("Scheduled for"), ordering="publish_at")
     def scheduled_for(self, post: Post) -> str:
