@@ -7,6 +7,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from devtools.chaos.pressure import cpu_stall_total
+
 
 @dataclass
 class Replica:
@@ -51,6 +53,9 @@ class Fault:
     note: str = ""
     problem: str = ""  # what went wrong, shown first in the table
     account: list[str] = field(default_factory=list)  # the nodes' log lines on a problem
+    # Linux's CPU stall total (microseconds) when the fault was made: its account says how
+    # starved of CPU the machine was over it (devtools/chaos/pressure.py)
+    cpu_stall: int | None = field(default_factory=cpu_stall_total)
     exit_code: int | None = None
     exit_seconds: float | None = None
     rate: float | None = None  # publish runs per second (rowlock)

@@ -17,6 +17,7 @@ from devtools.chaos.config import (
 )
 from devtools.chaos.evidence import log_lines_between
 from devtools.chaos.faults.targets import gap_after_kill, new_fault
+from devtools.chaos.pressure import cpu_stall_total, stalled_words
 from devtools.chaos.records import Fault, SlowRun
 from devtools.chaos.soak import Soak
 
@@ -166,6 +167,7 @@ def fault_killrun(soak: Soak) -> Fault:
     fault.takeover = soak.wait_until(
         lambda: soak.query(row_sql, (run.id,))[0][0] != "running", since=fault.at, timeout=15
     )
+    stall, stalled_for = cpu_stall_total(), time.monotonic() - fault.at
     status, error, finished_at, slot = soak.query(row_sql, (run.id,))[0]
     start = timed_from(killed_db, followers, soak.leader_since("plugins"))
     if status != "abandoned" and finished_at is not None and finished_at <= killed_db:
@@ -211,12 +213,15 @@ def fault_killrun(soak: Soak) -> Fault:
                     fault.problem = f"{SLOW_JOB}'s next run started {late:.2f} s late"
     if fault.problem:
         waited = fault.takeover if fault.takeover is not None else 15.0
-        fault.account = log_lines_between(
-            soak,
-            fault.wall - 0.5,
-            fault.wall + waited + 0.5,
-            mentioning=(run.node, "running plugin jobs", "abandoned", " WARNING ", " ERROR "),
-        )
+        fault.account = [
+            stalled_words(fault.cpu_stall, stall, stalled_for),
+            *log_lines_between(
+                soak,
+                fault.wall - 0.5,
+                fault.wall + waited + 0.5,
+                mentioning=(run.node, "running plugin jobs", "abandoned", " WARNING ", " ERROR "),
+            ),
+        ]
     soak.restart(replica)
     return fault
 
