@@ -114,24 +114,14 @@ def take_queued_batch(runs: list[JobRun], *, node: str, instance: str) -> dict[i
     if not runs:
         return {}
     if connection.vendor == "postgresql":
-        return _take_queued_returning(runs, node=node, instance=instance)
+        pairs = [(run.pk, run.attempt) for run in runs]
+        return _start_queued_pairs(pairs, node=node, instance=instance)
     condition = reduce(or_, (Q(pk=run.pk, attempt=run.attempt) for run in runs))
     JobRun.objects.filter(condition, status=JobRun.Status.QUEUED).update(
         status=JobRun.Status.RUNNING, node=node, node_instance=instance, started_at=Now()
     )
     taken = JobRun.objects.filter(condition, status=JobRun.Status.RUNNING, node_instance=instance)
     return {run.pk: run for run in taken}
-
-
-def _take_queued_returning(runs: list[JobRun], *, node: str, instance: str) -> dict[int, JobRun]:
-    """:func:`take_queued_batch` as one PostgreSQL statement (:func:`_start_queued_pairs`).
-
-    A condition of one ``Q(pk=..., attempt=...)`` per run costs Django milliseconds to build
-    and compile for a batch of a hundred runs, twice (the update and the read back), on the
-    thread that takes the next batch; two arrays cost it nothing.
-    """
-    pairs = [(run.pk, run.attempt) for run in runs]
-    return _start_queued_pairs(pairs, node=node, instance=instance)
 
 
 def take_startable_batch(
@@ -184,6 +174,10 @@ def _start_queued_pairs(
     ``where`` (more conditions on ``r``, the run), to running on this worker process, in one
     PostgreSQL ``UPDATE ... FROM unnest(...) RETURNING r.*`` (and ``returning``'s columns);
     return the rows moved by id. ``started_at`` is the statement's time, as ``Now()`` writes it.
+
+    A condition of one ``Q(pk=..., attempt=...)`` per run costs Django milliseconds to build
+    and compile for a batch of a hundred runs, twice (the update and the read back), on the
+    thread that takes the next batch; two arrays cost it nothing.
     """
 
     def column(name: str) -> str:

@@ -311,10 +311,9 @@ class WorkerProcess:
             node=self.node.name,
             instance=self.node.instance,
         )
+        started = {id(firsts[run_id]): run for run_id, run in moved.items()}
         return [
-            replace(task, started=moved[task.run[0]])
-            if task.run is not None and firsts.get(task.run[0]) is task and task.run[0] in moved
-            else task
+            replace(task, started=started[id(task)]) if id(task) in started else task
             for task in tasks
         ]
 

@@ -113,7 +113,8 @@ def assert_exactly_once(*, no_gaps: bool = False):
         assert steps <= {timedelta(seconds=1)}, f"slots missing from the ledger: {sorted(steps)}"
         unexplained = [r for r in recorded if r[1] == "missed" and not r[2]]
         assert not unexplained, f"missed slots without a reason: {unexplained}"
-    return [run for run in succeeded_runs() if run.slot in set(slots)]
+    seen = set(slots)
+    return [run for run in succeeded_runs() if run.slot in seen]
 
 
 def test_three_replicas_run_every_slot_exactly_once(replicas):

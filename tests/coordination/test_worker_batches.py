@@ -518,6 +518,13 @@ def test_a_worker_process_knows_its_pace_before_its_first_outcome_is_written(mon
     assert JobRun.objects.get().status == JobRun.Status.SUCCEEDED
 
 
+def _one_taken(recorder, **options) -> tuple[WorkerProcess, list]:
+    """Queue one run of a job (``options``) and take its task on a one-thread worker process."""
+    reg, _ = _queued_many(1, recorder, **options)
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    return process, process.take_tasks(1)
+
+
 def _end_own_session() -> None:
     """End this thread's database session from another, as the leader's fence does."""
     with connection.cursor() as cursor:
@@ -530,13 +537,11 @@ def _end_own_session() -> None:
         other.close()
 
 
+@pytest.mark.postgresql  # ends the process's own session from another, as the fence does
 @pytest.mark.django_db(transaction=True)
 def test_task_ends_a_lost_session_kept_from_being_written_are_written_at_the_next_flush():
-    if connection.vendor != "postgresql":
-        pytest.skip("ends the process's own session from another, as the leader's fence does")
-    reg, jobs = _queued_many(1, Recorder())
-    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
-    process.dispatch(process.take_tasks(1))
+    process, tasks = _one_taken(Recorder())
+    process.dispatch(tasks)
     assert process.wait_for_runs(10)
     _end_own_session()
 
@@ -551,15 +556,12 @@ def test_task_ends_a_lost_session_kept_from_being_written_are_written_at_the_nex
     ]
 
 
+@pytest.mark.postgresql  # ends the process's own session from another, as the fence does
 @pytest.mark.django_db(transaction=True)
 def test_tasks_taken_whose_runs_a_lost_session_kept_from_starting_are_ended_for_the_sweep():
-    if connection.vendor != "postgresql":
-        pytest.skip("ends the process's own session from another, as the leader's fence does")
     recorder = Recorder()
     # A transactional run is taken inside its own transaction, after the dispatch reads it.
-    reg, jobs = _queued_many(1, recorder, transactional=True)
-    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
-    tasks = process.take_tasks(1)
+    process, tasks = _one_taken(recorder, transactional=True)
     _end_own_session()
 
     with pytest.raises(OperationalError):
@@ -576,14 +578,11 @@ def test_tasks_taken_whose_runs_a_lost_session_kept_from_starting_are_ended_for_
     ]
 
 
+@pytest.mark.postgresql  # ends the process's own session from another, as the fence does
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_first_run_starts_in_the_take_so_a_session_lost_after_it_holds_nothing_back():
-    if connection.vendor != "postgresql":
-        pytest.skip("ends the process's own session from another, as the leader's fence does")
     recorder = Recorder()
-    reg, jobs = _queued_many(1, recorder)
-    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
-    tasks = process.take_tasks(1)
+    process, tasks = _one_taken(recorder)
     assert JobRun.objects.get().status == JobRun.Status.RUNNING  # committed with the take
     _end_own_session()
 
