@@ -9,6 +9,7 @@ from coordination.models import JobRun
 from coordination.schedules import every
 from plugins.sdk import JobDeclarationError, make_plugin_job
 from plugins.testing import make_due, run_tick
+from tests.coordination.enginekit import centered_every
 
 calls = []
 
@@ -44,12 +45,13 @@ def test_a_place_to_run_that_does_not_exist_is_a_declaration_error_saying_the_ch
 def test_run_tick_runs_a_workers_job_as_a_worker_process_would():
     calls.clear()
     job = make_plugin_job(
-        beat, schedule=every(timedelta(minutes=1)), plugin="demo", run_on="workers"
+        beat, schedule=centered_every(timedelta(minutes=1)), plugin="demo", run_on="workers"
     )
-    make_due(job)
+    make_due(job, ago=timedelta(seconds=1))
 
     run_tick(job)
 
     run = JobRun.objects.get(job=job.name)
-    assert (run.status, run.node) == (JobRun.Status.SUCCEEDED, "test-node/worker-1")
+    assert (run.status, run.slot) == (JobRun.Status.SUCCEEDED, job.schedule.slot(0))
+    assert run.node == "test-node/worker-1"
     assert calls == [(run.slot, "test-node/worker-1")]
