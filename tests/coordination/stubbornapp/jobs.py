@@ -5,7 +5,7 @@ import threading
 from datetime import timedelta
 
 from coordination.registry import job
-from coordination.schedules import every
+from tests.support.schedules import ON_REQUEST_ONLY
 
 GROUP = "hatest_stubborn"
 
@@ -13,7 +13,7 @@ GROUP = "hatest_stubborn"
 @job(
     name="stubborn.ignores_stop",
     group=GROUP,
-    schedule=every(timedelta(days=1)),
+    schedule=ON_REQUEST_ONLY,
     run_on="workers",
     max_duration=timedelta(seconds=1),
 )
