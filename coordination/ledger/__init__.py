@@ -46,6 +46,9 @@ from coordination.ledger.claims import (
     skip_queued as skip_queued,
 )
 from coordination.ledger.claims import (
+    startable_sql as startable_sql,
+)
+from coordination.ledger.claims import (
     take_queued as take_queued,
 )
 from coordination.ledger.claims import (
@@ -53,9 +56,6 @@ from coordination.ledger.claims import (
 )
 from coordination.ledger.claims import (
     take_retry as take_retry,
-)
-from coordination.ledger.claims import (
-    take_startable_batch as take_startable_batch,
 )
 from coordination.ledger.missed import (
     MISSED_BATCH as MISSED_BATCH,

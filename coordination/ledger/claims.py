@@ -124,61 +124,86 @@ def take_queued_batch(runs: list[JobRun], *, node: str, instance: str) -> dict[i
     return {run.pk: run for run in taken}
 
 
-def take_startable_batch(
-    pairs: list[tuple[int, int]], *, jobs: list[str], node: str, instance: str
-) -> dict[int, JobRun]:
-    """Start at once, in one PostgreSQL ``UPDATE ... RETURNING``, the runs of ``pairs`` (id,
-    attempt) that a worker's batch would start after reading them: queued for that attempt,
-    of one of ``jobs`` (the claim-first jobs this process declares), and not held back by a
-    pause (``workers.execution.skip_reason``: a paused job's runs wait, a run-now request
-    runs all the same). Return them by id, each with its job's ``next_due`` as the leader
-    queued it; the caller reads the runs not returned and decides on them as before.
+def startable_sql(
+    source: str,
+    source_params: tuple,
+    *,
+    jobs: list[str],
+    node: str,
+    instance: str,
+    returning: str = "",
+    where: str = "",
+) -> tuple[str, tuple]:
+    """Return the SQL and parameters of one PostgreSQL ``UPDATE ... RETURNING`` that starts, of
+    the runs ``source`` names, those a worker's batch would start after reading them: queued
+    for the attempt named, of one of ``jobs`` (the claim-first jobs the worker declares), and
+    not held back by a pause (``workers.execution.skip_reason``: a paused job's runs wait, a
+    run-now request runs all the same). Each run comes back with its columns, its job's
+    ``next_due`` as the leader queued it, and ``returning``'s; the caller reads the runs not
+    returned and decides on them as before.
 
-    A burst's runs start a read and a round trip sooner than by :func:`take_queued_batch`
-    after reading them; on a busy machine each round trip of a claim is a scheduling wait.
+    ``source`` is a ``FROM`` item ``t`` with columns ``id`` and ``attempt`` (and whatever
+    ``returning`` names): in a worker's take, the tasks the same statement takes, so that a
+    burst's runs start with no round trip, and no Python, between the take and their start.
+    ``where`` adds conditions on ``r``, the run (e.g. its ids, for the planner).
     """
-    if not pairs or not jobs:
-        return {}
     state_table = quoting.table(JobState)
     job, trigger = quoting.column(JobRun, "job"), quoting.column(JobRun, "trigger")
     state_of_run = f"s.{quoting.column(JobState, 'name')} = r.{job}"
-    where = (
-        f" AND r.{job} = ANY(%s::text[]) AND (r.{trigger} = %s OR NOT EXISTS"
+    startable = (
+        f"{where} AND r.{job} = ANY(%s::text[]) AND (r.{trigger} = %s OR NOT EXISTS"
         f" (SELECT 1 FROM {state_table} s WHERE {state_of_run}"
         f" AND s.{quoting.column(JobState, 'paused')}))"
     )
-    returning = (
+    next_due = (
         f", (SELECT s.{quoting.column(JobState, 'next_due')} FROM {state_table} s"
-        f" WHERE {state_of_run}) AS next_due"
+        f" WHERE {state_of_run}) AS next_due{returning}"
     )
-    return _start_queued_pairs(
-        pairs,
+    return _start_queued_sql(
+        source,
+        source_params,
         node=node,
         instance=instance,
-        where=where,
+        where=startable,
         where_params=(list(jobs), JobRun.Trigger.MANUAL),
-        returning=returning,
+        returning=next_due,
     )
+
+
+#: The runs :func:`take_queued_batch` starts on PostgreSQL: (id, attempt) pairs as two arrays.
+PAIRS = "unnest(%s::bigint[], %s::integer[]) AS t(id, attempt)"
 
 
 def _start_queued_pairs(
-    pairs: list[tuple[int, int]],
+    pairs: list[tuple[int, int]], *, node: str, instance: str
+) -> dict[int, JobRun]:
+    """Move the runs of ``pairs`` (id, attempt) still queued for that attempt to running on
+    this worker process, in one statement (:func:`_start_queued_sql`); return them by id.
+
+    A condition of one ``Q(pk=..., attempt=...)`` per run costs Django milliseconds to build
+    and compile for a batch of a hundred runs, twice (the update and the read back), on the
+    thread that takes the next batch; two arrays cost it nothing.
+    """
+    source_params = ([run_id for run_id, _ in pairs], [attempt for _, attempt in pairs])
+    sql, params = _start_queued_sql(PAIRS, source_params, node=node, instance=instance)
+    return {run.pk: run for run in JobRun.objects.raw(sql, params)}
+
+
+def _start_queued_sql(
+    source: str,
+    source_params: tuple,
     *,
     node: str,
     instance: str,
     where: str = "",
     where_params: tuple = (),
     returning: str = "",
-) -> dict[int, JobRun]:
-    """Move the runs of ``pairs`` (id, attempt) still queued for that attempt, and meeting
-    ``where`` (more conditions on ``r``, the run), to running on this worker process, in one
-    PostgreSQL ``UPDATE ... FROM unnest(...) RETURNING r.*`` (and ``returning``'s columns);
-    return the rows moved by id. ``started_at`` is the statement's time, as ``Now()`` writes it.
-
-    A condition of one ``Q(pk=..., attempt=...)`` per run costs Django milliseconds to build
-    and compile for a batch of a hundred runs, twice (the update and the read back), on the
-    thread that takes the next batch; two arrays cost it nothing.
-    """
+) -> tuple[str, tuple]:
+    """Return the SQL and parameters of the PostgreSQL ``UPDATE ... FROM source ...
+    RETURNING r.*`` (and ``returning``'s columns) that moves the runs ``source`` names (``t``:
+    ``id`` and ``attempt``) still queued for that attempt, and meeting ``where`` (more
+    conditions on ``r``, the run), to running on this worker process. ``started_at`` is the
+    statement's time, as ``Now()`` writes it."""
 
     def column(name: str) -> str:
         return quoting.column(JobRun, name)
@@ -187,7 +212,7 @@ def _start_queued_pairs(
         f"UPDATE {quoting.table(JobRun)} AS r SET {column('status')} = %s,"
         f" {column('node')} = %s, {column('node_instance')} = %s,"
         f" {column('started_at')} = STATEMENT_TIMESTAMP()"
-        " FROM unnest(%s::bigint[], %s::integer[]) AS t(id, attempt)"
+        f" FROM {source}"
         f" WHERE r.{column('id')} = t.id AND r.{column('attempt')} = t.attempt"
         f" AND r.{column('status')} = %s{where} RETURNING r.*{returning}"
     )
@@ -195,12 +220,11 @@ def _start_queued_pairs(
         JobRun.Status.RUNNING,
         node,
         instance,
-        [run_id for run_id, _ in pairs],
-        [attempt for _, attempt in pairs],
+        *source_params,
         JobRun.Status.QUEUED,
         *where_params,
     )
-    return {run.pk: run for run in JobRun.objects.raw(sql, params)}
+    return sql, params
 
 
 def skip_queued(run: JobRun, *, reason: str) -> bool:

@@ -4,8 +4,11 @@ A worker takes up to ``limit`` ready task rows of Instatic's queue in one ``SELE
 UPDATE SKIP LOCKED`` (highest priority first, as django-tasks-db orders them) and marks them
 running in one ``UPDATE``; it then reads their queued runs, and moves the claim-first ones
 from ``queued`` to ``running`` in one conditional ``UPDATE`` (``ledger.take_queued_batch``,
-as the leader's batch claim does). The ledger still decides: a run moves only if it is still
-queued for the task's attempt, so a task delivered twice, or a second worker, finds it taken.
+as the leader's batch claim does). On PostgreSQL the take, the worker's heartbeat and the
+start of the runs that may start unread are one statement (``workers.postgresql_take``); the
+rest of the batch is read and decided on as here. The ledger still decides: a run moves only
+if it is still queued for the task's attempt, so a task delivered twice, or a second worker,
+finds it taken.
 
 Only a task whose ``task_path`` is Instatic's own run task is ever executed, and the path is
 checked before anything is imported: a foreign row in the queue is failed with the reason,
@@ -24,7 +27,6 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.db.models.functions import Now
 
-from coordination import quoting
 from coordination.models import JobRun, JobState, Node
 from coordination.quoting import among
 from coordination.workers.execution import Delivery, skip_reason
@@ -40,7 +42,7 @@ class TakenTask:
     """A task row this worker took: its id, the run it carries (``None`` if its arguments
     are not a run's id and attempt) and its ``task_path``, as stored (never imported).
 
-    ``started`` is its run when the take started it too, unread (``ledger.take_startable_batch``,
+    ``started`` is its run when the take started it too, unread (``workers.postgresql_take``,
     with its job's ``next_due``); ``None``: the run is read and decided on at dispatch.
     """
 
@@ -79,18 +81,6 @@ def parse_run(args_kwargs: object) -> tuple[int, int] | None:
     if not isinstance(run_id, int) or not isinstance(attempt, int):
         return None
     return run_id, attempt
-
-
-def first_deliveries(tasks: Iterable[TakenTask], *, expected_path: str) -> dict[int, TakenTask]:
-    """Return, by run id, the first task of ``tasks`` that delivers each run: the tasks whose
-    run may start without reading it first (``ledger.take_startable_batch``). A foreign task
-    path or arguments that are not a run's are left to :func:`decide_batch`, as is a second
-    delivery of a run (it finds the run no longer queued)."""
-    firsts: dict[int, TakenTask] = {}
-    for task in tasks:
-        if task.task_path == expected_path and task.run is not None:
-            firsts.setdefault(task.run[0], task)
-    return firsts
 
 
 def decide_batch(
@@ -143,7 +133,8 @@ def decide_batch(
     return plan
 
 
-def _task_rows(queue_name: str, backend: str):
+def ready_task_rows(queue_name: str, backend: str):
+    """The queue's ready task rows, as django-tasks-db's own worker finds them."""
     from django_tasks_db.models import DBTaskResult
 
     return DBTaskResult.objects.ready().filter(queue_name=queue_name, backend_name=backend)
@@ -151,7 +142,7 @@ def _task_rows(queue_name: str, backend: str):
 
 def has_ready_tasks(*, queue_name: str, backend: str) -> bool:
     """Return whether any task of the queue is ready: one ``SELECT``, no transaction."""
-    return _task_rows(queue_name, backend).exists()
+    return ready_task_rows(queue_name, backend).exists()
 
 
 def count_outstanding(*, queue_name: str, backend: str, most: int) -> tuple[int, int, int]:
@@ -161,7 +152,7 @@ def count_outstanding(*, queue_name: str, backend: str, most: int) -> tuple[int,
     machine's claims a scheduling wait each)."""
     from django_tasks_db.models import DBTaskResult
 
-    ready = _task_rows(queue_name, backend).values("id")[:most]
+    ready = ready_task_rows(queue_name, backend).values("id")[:most]
     taken = DBTaskResult.objects.filter(
         queue_name=queue_name, backend_name=backend, status="RUNNING"
     ).values("id")[:most]
@@ -181,42 +172,17 @@ def take_ready_tasks(
     *, queue_name: str, backend: str, limit: int, worker_id: str
 ) -> list[TakenTask]:
     """Lock up to ``limit`` ready tasks for the caller's transaction, highest priority first,
-    skipping rows other workers hold, and mark them running for this worker: on PostgreSQL
-    one ``UPDATE ... RETURNING`` (a round trip less, which on a busy machine is a scheduling
-    wait less per claim), elsewhere :func:`lock_ready_tasks` and :func:`mark_tasks_running`.
-
-    ``worker_ids`` holds this worker alone: a task is taken once (a task the sweep finds lost
-    is failed and a new one made), and the sweep reads its last entry.
+    skipping rows other workers hold, and mark them running for this worker
+    (:func:`lock_ready_tasks`, :func:`mark_tasks_running`). On PostgreSQL a worker takes them
+    with its heartbeat and their runs' start in one statement instead
+    (``workers.postgresql_take``).
     """
-    from django_tasks_db.models import DBTaskResult
-
-    if connection.vendor != "postgresql":
-        tasks = lock_ready_tasks(queue_name=queue_name, backend=backend, limit=limit)
-        mark_tasks_running(tasks, worker_id=worker_id)
-        return tasks
-    locked = (
-        _task_rows(queue_name, backend).select_for_update(skip_locked=True).values("id")[:limit]
-    )
-    sql, params = quoting.update_sql(
-        DBTaskResult.objects.filter(id__in=locked),
-        {"status": "RUNNING", "started_at": Now(), "worker_ids": [worker_id]},
-    )
-    order = ("priority", "run_after", "enqueued_at")
-    returned = ", ".join(
-        quoting.column(DBTaskResult, name) for name in ("id", "args_kwargs", "task_path", *order)
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(f"{sql} RETURNING {returned}", params)
-        rows = cursor.fetchall()
-    # The order the tasks are started in: the queue's own (highest priority first).
-    rows.sort(key=lambda row: (-row[3], row[4], row[5]))
-    return [
-        TakenTask(id=task_id, run=parse_run(_json(args)), task_path=path)
-        for task_id, args, path, *_ in rows
-    ]
+    tasks = lock_ready_tasks(queue_name=queue_name, backend=backend, limit=limit)
+    mark_tasks_running(tasks, worker_id=worker_id)
+    return tasks
 
 
-def _json(value: object) -> object:
+def json_value(value: object) -> object:
     """A ``jsonb`` column's value as read outside the ORM (Django's psycopg loader leaves it
     text, for the field to parse)."""
     return json.loads(value) if isinstance(value, str | bytes) else value
@@ -226,7 +192,7 @@ def lock_ready_tasks(*, queue_name: str, backend: str, limit: int) -> list[Taken
     """Lock up to ``limit`` ready tasks for the caller's transaction, highest priority first,
     skipping rows other workers hold (one statement)."""
     rows = (
-        _task_rows(queue_name, backend)
+        ready_task_rows(queue_name, backend)
         .select_for_update(skip_locked=True)
         .values_list("id", "args_kwargs", "task_path")[:limit]
     )

@@ -16,7 +16,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models.functions import Now
 
-from coordination import outcomes
+from coordination import outcomes, quoting
 from coordination.clock import DatabaseClock
 from coordination.conf import settings
 from coordination.dberrors import DATABASE_ERRORS
@@ -229,14 +229,26 @@ class RunHeartbeat:
         fenced it after its heartbeat had stopped (``sweep``). Such a process must take no
         more work; it stops, and its pool starts a new one in its place."""
         started = time.monotonic()
-        written = Node.objects.filter(
-            name=self.node.name, instance=self.node.instance, stopped_at__isnull=True
-        ).update(last_heartbeat=Now())
+        return self.written(started, written=bool(self._row().update(last_heartbeat=Now())))
+
+    def beat_sql(self) -> tuple[str, tuple]:
+        """Return the SQL and parameters of the heartbeat's ``UPDATE``, for a statement that
+        writes it with more (the worker's take on PostgreSQL); :meth:`written` records it."""
+        return quoting.update_sql(self._row(), {"last_heartbeat": Now()})
+
+    def written(self, started: float, *, written: bool) -> bool:
+        """Record a heartbeat sent at ``started`` (``time.monotonic()``): written, or found
+        fenced (``fenced`` is called); return ``written``."""
         if not written:
             self._fenced()
             return False
         self.beaten_at = max(self.beaten_at, started)
         return True
+
+    def _row(self):
+        return Node.objects.filter(
+            name=self.node.name, instance=self.node.instance, stopped_at__isnull=True
+        )
 
     def busy(self) -> None:
         self._busy.set()

@@ -22,7 +22,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 
 from django.db import connection, transaction
 
@@ -42,7 +41,6 @@ from coordination.workers.claiming import (
     decide_batch,
     fail_tasks,
     finish_tasks,
-    first_deliveries,
     has_ready_tasks,
     read_runs,
     take_ready_tasks,
@@ -56,6 +54,7 @@ from coordination.workers.meeting import (
     RUN_TASK_PATH,
     worker_node_name,
 )
+from coordination.workers.postgresql_take import take_and_start
 from coordination.workers.sizing import (
     READY_COUNTED,
     first_share,
@@ -202,10 +201,10 @@ class WorkerProcess:
 
         The heartbeat is written in the same transaction as the take: a task row is never
         ``RUNNING`` under a worker whose heartbeat looks stale (the sweep would fence it).
-        On PostgreSQL the runs that may start start in that transaction too, unread
-        (:meth:`_start_unread`): a burst's runs start a commit sooner, and a task is never
-        taken without its startable run. A look that finds nothing costs one ``SELECT`` and
-        no transaction.
+        On PostgreSQL the two and the start of the runs that may start unread are one
+        statement (:meth:`_take_and_start`): a burst's runs start as it starts, and a task is
+        never taken without its startable run. A look that finds nothing costs one
+        ``SELECT`` and no transaction.
         """
         names = {"queue_name": QUEUE_NAME, "backend": BACKEND_ALIAS}
         if limit < 1:
@@ -219,13 +218,33 @@ class WorkerProcess:
             ready = has_ready_tasks(**names)
         if not ready:
             return []  # an idle look: one SELECT, no transaction
+        if connection.vendor == "postgresql":
+            return self._take_and_start(names, limit)
         with transaction.atomic():
             if not self.beat_if_due():
                 return []  # fenced (or stopping): the tasks stay ready for a live worker
-            tasks = take_ready_tasks(**names, limit=limit, worker_id=self.node.instance)
-            if connection.vendor == "postgresql":
-                tasks = self._start_unread(tasks)
-            return tasks
+            return take_ready_tasks(**names, limit=limit, worker_id=self.node.instance)
+
+    def _take_and_start(self, names: dict, limit: int) -> list[TakenTask]:
+        """Heartbeat, take up to ``limit`` tasks and start the runs that may start unread, in
+        one statement (``postgresql_take.take_and_start``); nothing if this process stops or
+        was fenced (the tasks stay ready for a live worker)."""
+        if self.stop.is_set():
+            return []
+        started = time.monotonic()
+        live, tasks = take_and_start(
+            **names,
+            limit=limit,
+            worker_id=self.node.instance,
+            beat=self.heartbeat.beat_sql(),
+            jobs=[job.name for job in self.registry.all() if not job.transactional],
+            node=self.node.name,
+            instance=self.node.instance,
+            expected_path=RUN_TASK_PATH,
+        )
+        if not self.heartbeat.written(started, written=live):
+            return []
+        return tasks
 
     def take_task(self) -> TakenTask | None:
         """Take the next ready task, or ``None`` (a batch of one)."""
@@ -296,26 +315,6 @@ class WorkerProcess:
         finish_tasks(ended)
         fail_tasks([(task.id, "", reason) for task, reason in plan.refused])
         return started
-
-    def _start_unread(self, tasks: list[TakenTask]) -> list[TakenTask]:
-        """Start the claim-first runs of ``tasks`` that may start, in one statement without
-        reading them first (``ledger.take_startable_batch``); return ``tasks``, in their
-        order, each of those with its run as ``started``. The others (other jobs' runs,
-        paused ones, runs taken elsewhere, second deliveries, foreign tasks) are read and
-        decided on at dispatch."""
-        firsts = first_deliveries(tasks, expected_path=RUN_TASK_PATH)
-        claim_first = [job.name for job in self.registry.all() if not job.transactional]
-        moved = ledger.take_startable_batch(
-            [task.run for task in firsts.values()],
-            jobs=claim_first,
-            node=self.node.name,
-            instance=self.node.instance,
-        )
-        started = {id(firsts[run_id]): run for run_id, run in moved.items()}
-        return [
-            replace(task, started=started[id(task)]) if id(task) in started else task
-            for task in tasks
-        ]
 
     def _transactional(self, job_name: str) -> bool | None:
         job = self.registry.get(job_name)

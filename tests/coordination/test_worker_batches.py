@@ -11,24 +11,25 @@ from datetime import timedelta
 
 import pytest
 from django.db import OperationalError, connection
+from django.db.models.functions import Now
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult, get_date_max
 
-from coordination import ledger, loop
-from coordination.models import JobRun, JobState
+from coordination import ledger, loop, quoting
+from coordination.models import JobRun, JobState, Node
 from coordination.registry import JobRegistry, make_job
 from coordination.workers import queueing
 from coordination.workers.claiming import (
     FOREIGN_TASK,
     TakenTask,
     decide_batch,
-    first_deliveries,
     parse_run,
     read_runs,
 )
 from coordination.workers.execution import Delivery
 from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, RUN_TASK_PATH
+from coordination.workers.postgresql_take import take_and_start
 from coordination.workers.process import WorkerProcess
 from coordination.workers.sizing import MAX_HELD, first_share, refill, take_ahead, worker_threads
 from coordination.workers.tasks import run_queued
@@ -188,22 +189,6 @@ def _queued_many(count: int, func, **options) -> tuple[JobRegistry, list]:
     return reg, jobs
 
 
-@pytest.mark.parametrize(
-    ("tasks", "firsts"),
-    [
-        ([_task(run=(1, 1))], {1: 0}),
-        ([_task(run=(1, 1)), _task(run=(1, 1))], {1: 0}),  # the second finds it taken
-        ([_task(run=(1, 1)), _task(run=(2, 1))], {1: 0, 2: 1}),
-        ([_task(run=(1, 1), path="os.system")], {}),
-        ([_task(run=None)], {}),
-    ],
-    ids=["one", "twice", "two", "foreign-path", "bad-args"],
-)
-def test_the_first_delivery_of_each_run_may_start_unread(tasks, firsts):
-    found = first_deliveries(tasks, expected_path=PATH)
-    assert {run_id: tasks.index(task) for run_id, task in found.items()} == firsts
-
-
 #: A run as a batch finds it: (job, status, trigger, its job paused, the task's attempt).
 STARTABLE_CASES = {
     "queued": ("a", JobRun.Status.QUEUED, "schedule", False, 1),
@@ -218,33 +203,141 @@ STARTABLE_CASES = {
 }
 
 
+def _task_row(args_kwargs, path: str = PATH) -> DBTaskResult:
+    """A ready task row of Instatic's queue carrying ``args_kwargs`` (as stored)."""
+    return DBTaskResult.objects.create(
+        args_kwargs=args_kwargs,
+        task_path=path,
+        queue_name=QUEUE_NAME,
+        backend_name=BACKEND_ALIAS,
+        run_after=get_date_max(),
+    )
+
+
+def _take_in_one_statement(jobs: list[str]) -> list[TakenTask]:
+    """Take every ready task as worker process b/worker-1 (instance i1) does on PostgreSQL,
+    declaring the claim-first ``jobs``: its heartbeat, the take and the start in one
+    statement."""
+    now = timezone.now()
+    node, _ = Node.objects.get_or_create(
+        name="b/worker-1",
+        defaults={
+            "role": Node.Role.WORKER,
+            "instance": "i1",
+            "host": "test",
+            "pid": 1,
+            "started_at": now,
+            "last_heartbeat": now,
+        },
+    )
+    live, tasks = take_and_start(
+        queue_name=QUEUE_NAME,
+        backend=BACKEND_ALIAS,
+        limit=100,
+        worker_id="i1",
+        beat=quoting.update_sql(Node.objects.filter(pk=node.pk), {"last_heartbeat": Now()}),
+        jobs=jobs,
+        node="b/worker-1",
+        instance="i1",
+        expected_path=PATH,
+    )
+    assert live
+    return tasks
+
+
+@pytest.mark.postgresql  # elsewhere every batch is read before its runs start
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("case", list(STARTABLE_CASES))
 def test_the_runs_started_unread_are_those_a_read_batch_would_start(case):
-    if connection.vendor != "postgresql":
-        pytest.skip("elsewhere every batch is read before its runs start")
     job, status, trigger, paused, attempt = STARTABLE_CASES[case]
     now = timezone.now()
     if paused is not None:
         JobState.objects.create(name=f"startable.{job}", group=GROUP, paused=paused, next_due=now)
     run = JobRun.objects.create(job=f"startable.{job}", slot=now, status=status, trigger=trigger)
-    task = _task(run=(run.pk, attempt))
+    _task_row({"args": [run.pk, attempt], "kwargs": {}})
     declared = {"startable.a": False, "startable.nostate": False, "startable.t": True}
+    # What a batch reads of the run before its take moves it.
+    runs, states = read_runs([_task(run=(run.pk, attempt))])
 
-    runs, states = read_runs([task])
-    plan = decide_batch([task], runs, states, expected_path=PATH, transactional=declared.get)
-    moved = ledger.take_startable_batch(
-        [task.run],
-        jobs=[name for name, transactional in declared.items() if not transactional],
-        node="b/worker-1",
-        instance="i1",
+    [task] = _take_in_one_statement(
+        [name for name, transactional in declared.items() if not transactional]
     )
 
-    assert set(moved) == {r.pk for _, r in plan.start}
-    if moved:
-        started = moved[run.pk]
-        assert (started.status, started.node_instance) == (JobRun.Status.RUNNING, "i1")
+    plan = decide_batch([task], runs, states, expected_path=PATH, transactional=declared.get)
+    assert (task.started is not None) == bool(plan.start)
+    if task.started is not None:
+        started = task.started
+        assert (started.pk, started.status, started.node_instance) == (
+            run.pk,
+            JobRun.Status.RUNNING,
+            "i1",
+        )
         assert started.next_due == (now if paused is not None else None)
+
+
+#: A task's stored arguments, and whether its run starts in the take (the rest are read and
+#: decided on at dispatch, where any but a run's id and attempt are refused).
+ARGUMENTS = {
+    "a-run": (lambda run: {"args": [run.pk, run.attempt], "kwargs": {}}, PATH, True),
+    "more-arguments": (lambda run: {"args": [run.pk, run.attempt, 7], "kwargs": {}}, PATH, True),
+    "id-as-text": (lambda run: {"args": [str(run.pk), run.attempt], "kwargs": {}}, PATH, False),
+    "fraction": (lambda run: {"args": [run.pk + 0.5, run.attempt], "kwargs": {}}, PATH, False),
+    "negative": (lambda run: {"args": [-run.pk, run.attempt], "kwargs": {}}, PATH, False),
+    "past-bigint": (lambda run: {"args": [10**30, run.attempt], "kwargs": {}}, PATH, False),
+    "past-integer": (lambda run: {"args": [run.pk, 10**12], "kwargs": {}}, PATH, False),
+    "one-argument": (lambda run: {"args": [run.pk], "kwargs": {}}, PATH, False),
+    "args-not-a-list": (lambda run: {"args": "run", "kwargs": {}}, PATH, False),
+    "not-an-object": (lambda run: [run.pk, run.attempt], PATH, False),
+    "a-number": (lambda run: run.pk, PATH, False),
+    "foreign-path": (lambda run: {"args": [run.pk, run.attempt], "kwargs": {}}, "os.system", False),
+}
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("case", list(ARGUMENTS))
+def test_a_take_starts_only_runs_its_tasks_name_as_two_whole_numbers_and_fails_on_none(case):
+    arguments, path, starts = ARGUMENTS[case]
+    run = JobRun.objects.create(job="startable.a", slot=timezone.now(), status="queued")
+    _task_row(arguments(run), path)
+
+    [task] = _take_in_one_statement(["startable.a"])
+
+    assert (task.started is not None) is starts
+    assert JobRun.objects.get().status == ("running" if starts else "queued")
+    assert DBTaskResult.objects.get().status == "RUNNING", "taken, to be decided at dispatch"
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_run_delivered_twice_in_one_take_starts_once():
+    run = JobRun.objects.create(job="startable.a", slot=timezone.now(), status="queued")
+    for _ in range(2):
+        _task_row({"args": [run.pk, run.attempt], "kwargs": {}})
+
+    tasks = _take_in_one_statement(["startable.a"])
+
+    assert len(tasks) == 2
+    assert [task.started.pk for task in tasks if task.started is not None] == [run.pk]
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_a_take_heartbeats_takes_and_starts_its_runs_in_one_statement():
+    reg, _ = _queued_many(3, Recorder())
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=3)
+    process.heartbeat.beaten_at -= 3600  # a beat is due: it goes with the take
+
+    with CaptureQueriesContext(connection) as statements:
+        tasks = process.take_tasks(3)
+    process.close()
+
+    # The look, then one statement: no transaction of several round trips.
+    assert [q["sql"].split()[0] for q in statements.captured_queries] == ["SELECT", "WITH"]
+    assert all(task.started is not None for task in tasks) and len(tasks) == 3
+    assert set(JobRun.objects.values_list("status", flat=True)) == {JobRun.Status.RUNNING}
+    beaten = Node.objects.get(name="b/worker-1").last_heartbeat
+    assert beaten >= max(JobRun.objects.values_list("started_at", flat=True))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -382,7 +475,6 @@ def test_a_scheduled_run_that_ends_as_planned_wakes_no_leader(monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_retention_deletes_the_task_rows_of_the_runs_it_deletes():
-    from coordination import ledger
 
     reg, jobs = _queued_many(2, Recorder())
     WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg).work()
