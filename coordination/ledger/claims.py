@@ -132,7 +132,7 @@ def startable_sql(
     node: str,
     instance: str,
     returning: str = "",
-    where: str = "",
+    keys: str,
 ) -> tuple[str, tuple]:
     """Return the SQL and parameters of one PostgreSQL ``UPDATE ... RETURNING`` that starts, of
     the runs ``source`` names, those a worker's batch would start after reading them: queued
@@ -145,13 +145,18 @@ def startable_sql(
     ``source`` is a ``FROM`` item ``t`` with columns ``id`` and ``attempt`` (and whatever
     ``returning`` names): in a worker's take, the tasks the same statement takes, so that a
     burst's runs start with no round trip, and no Python, between the take and their start.
-    ``where`` adds conditions on ``r``, the run (e.g. its ids, for the planner).
+
+    The runs are found by their primary keys alone, ``keys`` (SQL of an array of them), never
+    through the index on the status: the planner can count neither the rows of ``source``
+    nor, until the ledger is analyzed again, the runs a burst has just queued, and would
+    otherwise scan every queued run for each one to start.
     """
     state_table = quoting.table(JobState)
     job, trigger = quoting.column(JobRun, "job"), quoting.column(JobRun, "trigger")
     state_of_run = f"s.{quoting.column(JobState, 'name')} = r.{job}"
     startable = (
-        f"{where} AND r.{job} = ANY(%s::text[]) AND (r.{trigger} = %s OR NOT EXISTS"
+        f" AND r.{quoting.column(JobRun, 'id')} = ANY({keys})"
+        f" AND r.{job} = ANY(%s::text[]) AND (r.{trigger} = %s OR NOT EXISTS"
         f" (SELECT 1 FROM {state_table} s WHERE {state_of_run}"
         f" AND s.{quoting.column(JobState, 'paused')}))"
     )
@@ -167,6 +172,7 @@ def startable_sql(
         where=startable,
         where_params=(list(jobs), JobRun.Trigger.MANUAL),
         returning=next_due,
+        status_indexed=False,
     )
 
 
@@ -198,15 +204,19 @@ def _start_queued_sql(
     where: str = "",
     where_params: tuple = (),
     returning: str = "",
+    status_indexed: bool = True,
 ) -> tuple[str, tuple]:
     """Return the SQL and parameters of the PostgreSQL ``UPDATE ... FROM source ...
     RETURNING r.*`` (and ``returning``'s columns) that moves the runs ``source`` names (``t``:
     ``id`` and ``attempt``) still queued for that attempt, and meeting ``where`` (more
     conditions on ``r``, the run), to running on this worker process. ``started_at`` is the
-    statement's time, as ``Now()`` writes it."""
+    statement's time, as ``Now()`` writes it. Without ``status_indexed`` the status is
+    compared as an expression that no index answers (the runs are found by other means)."""
 
     def column(name: str) -> str:
         return quoting.column(JobRun, name)
+
+    status = f"r.{column('status')}" if status_indexed else f"(r.{column('status')} || '')"
 
     sql = (
         f"UPDATE {quoting.table(JobRun)} AS r SET {column('status')} = %s,"
@@ -214,7 +224,7 @@ def _start_queued_sql(
         f" {column('started_at')} = STATEMENT_TIMESTAMP()"
         f" FROM {source}"
         f" WHERE r.{column('id')} = t.id AND r.{column('attempt')} = t.attempt"
-        f" AND r.{column('status')} = %s{where} RETURNING r.*{returning}"
+        f" AND {status} = %s{where} RETURNING r.*{returning}"
     )
     params = (
         JobRun.Status.RUNNING,

@@ -53,7 +53,7 @@ TASK_COLUMNS = {
 }
 
 
-def take_and_start(
+def take_statement(
     *,
     queue_name: str,
     backend: str,
@@ -64,14 +64,11 @@ def take_and_start(
     node: str,
     instance: str,
     expected_path: str,
-) -> tuple[bool, list[TakenTask]]:
-    """Write this worker's heartbeat (``beat``: its ``UPDATE``), take up to ``limit`` ready
-    tasks and start those of their runs that may start unread (of one of ``jobs``, the
-    claim-first jobs it declares; each rides on its task as ``started``), in one statement.
-
-    Return whether the heartbeat was written (False: the worker was fenced, and took
-    nothing) and the tasks taken, highest priority first, as the queue orders them.
-    """
+) -> tuple[str, tuple]:
+    """Return the SQL and parameters of the one statement that writes this worker's
+    heartbeat (``beat``: its ``UPDATE``), takes up to ``limit`` ready tasks for it and
+    starts those of their runs that may start unread (of one of ``jobs``, the claim-first
+    jobs it declares), as :func:`take_and_start` runs it."""
     from django_tasks_db.models import DBTaskResult
 
     beat_sql, beat_params = beat
@@ -93,9 +90,7 @@ def take_and_start(
         node=node,
         instance=instance,
         returning=", t.task_id AS instatic_started_by",
-        # The runs by their primary key: the planner cannot count a CTE's rows, and would
-        # otherwise scan every queued run of the ledger, for each task.
-        where=f" AND r.{quoting.column(JobRun, 'id')} = ANY(ARRAY(SELECT id FROM pairs))",
+        keys="ARRAY(SELECT id FROM pairs)",
     )
     returned = ", ".join(f"k.{column} AS {alias}" for column, alias in columns.items())
     sql = (
@@ -108,8 +103,18 @@ def take_and_start(
         " LEFT JOIN taken AS k ON true"
         " LEFT JOIN started AS s ON s.instatic_started_by = k.id"
     )
-    params = (*beat_params, *take_params, expected_path, *start_params)
-    rows = list(JobRun.objects.raw(sql, params))
+    return sql, (*beat_params, *take_params, expected_path, *start_params)
+
+
+def take_and_start(**options) -> tuple[bool, list[TakenTask]]:
+    """Write this worker's heartbeat, take ready tasks and start the runs that may start
+    unread, each riding on its task as ``started``, in one statement (:func:`take_statement`,
+    whose ``options`` these are).
+
+    Return whether the heartbeat was written (False: the worker was fenced, and took
+    nothing) and the tasks taken, highest priority first, as the queue orders them.
+    """
+    rows = list(JobRun.objects.raw(*take_statement(**options)))
     live = bool(rows[0].instatic_live)
     taken = [row for row in rows if row.instatic_task_id is not None]
     # The order the tasks are started in: the queue's own (highest priority first).
