@@ -123,6 +123,11 @@ class WorkerProcess:
         #: (``WorkWaiter``): what the loop waits on.
         self.changed = threading.Event()
         self.host.paced = self._ran_for
+        #: Tasks the leader announced (``WorkWaiter``) since the last look, and how many
+        #: worker processes were live at the last count: a look after an announcement takes
+        #: at once, with no ``SELECT`` to find whether (or how much) work is ready.
+        self._announced = 0
+        self._workers_counted = 0
 
     def _fenced(self) -> None:
         if not self.stop.is_set():
@@ -204,18 +209,25 @@ class WorkerProcess:
         On PostgreSQL the two and the start of the runs that may start unread are one
         statement (:meth:`_take_and_start`): a burst's runs start as it starts, and a task is
         never taken without its startable run. A look that finds nothing costs one
-        ``SELECT`` and no transaction.
+        ``SELECT`` and no transaction; a look after the leader announced tasks
+        (:meth:`announce`) takes at once, its share counted from the announcement.
         """
         names = {"queue_name": QUEUE_NAME, "backend": BACKEND_ALIAS}
         if limit < 1:
             return []
+        with self._lock:
+            announced, self._announced = self._announced, 0
         if share and self.run_seconds is None:
-            ready, taken, workers = count_outstanding(**names, most=READY_COUNTED)
+            if announced and self._workers_counted:
+                ready, taken, workers = announced, 0, self._workers_counted
+            else:
+                ready, taken, workers = count_outstanding(**names, most=READY_COUNTED)
+                self._workers_counted = workers
             if ready > limit:
                 share = first_share(self.thread_count, ready + taken, workers)
                 limit = max(limit, share - self.in_flight)
         else:
-            ready = has_ready_tasks(**names)
+            ready = announced or has_ready_tasks(**names)
         if not ready:
             return []  # an idle look: one SELECT, no transaction
         if connection.vendor == "postgresql":
@@ -245,6 +257,11 @@ class WorkerProcess:
         if not self.heartbeat.written(started, written=live):
             return []
         return tasks
+
+    def announce(self, tasks: int) -> None:
+        """Count ``tasks`` the leader announced as queued (its ``NOTIFY``), for the next look."""
+        with self._lock:
+            self._announced += tasks
 
     def take_task(self) -> TakenTask | None:
         """Take the next ready task, or ``None`` (a batch of one)."""

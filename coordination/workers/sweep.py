@@ -215,7 +215,7 @@ def _requeue_stranded(job_names: list[str], tasks: list[Task], lost: set) -> Non
         if not runs:
             return
         enqueue(runs)
-        wake_workers()
+        wake_workers(len(runs))
     logger.warning(
         "queued %d run(s) again whose task was lost: %s",
         len(runs),

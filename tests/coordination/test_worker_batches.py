@@ -28,12 +28,20 @@ from coordination.workers.claiming import (
     read_runs,
 )
 from coordination.workers.execution import Delivery
-from coordination.workers.meeting import BACKEND_ALIAS, QUEUE_NAME, RUN_TASK_PATH
+from coordination.workers.meeting import (
+    BACKEND_ALIAS,
+    QUEUE_NAME,
+    RUN_TASK_PATH,
+    announced,
+    announcement,
+)
 from coordination.workers.postgresql_take import take_and_start, take_statement
 from coordination.workers.process import WorkerProcess
 from coordination.workers.sizing import MAX_HELD, first_share, refill, take_ahead, worker_threads
 from coordination.workers.tasks import run_queued
+from coordination.workers.waiting import WorkWaiter
 from tests.coordination.enginekit import GROUP, Recorder, centered_every, make_due, tick
+from tests.support.polling import wait_until
 
 PATH = "coordination.workers.tasks.run_queued"
 
@@ -343,6 +351,64 @@ def test_a_take_finds_its_runs_by_primary_key_however_many_runs_are_queued():
         if n.get("Relation Name") == "coordination_jobrun"
     ]
     assert sorted(on_runs) == [("Index Scan", "coordination_jobrun_pkey"), ("ModifyTable", None)]
+
+
+@pytest.mark.parametrize(
+    ("payload", "tasks"),
+    [
+        (announcement(1000), 1000),
+        (announcement(0), 0),
+        ("", 0),
+        ("-3", 0),
+        ("1e3", 0),
+        (" 5", 0),
+        ("x", 0),
+        ("9" * 12, 0),
+    ],
+)
+def test_a_notify_announces_how_many_tasks_were_queued_or_nothing(payload, tasks):
+    assert announced(payload) == tasks
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("paced", [False, True], ids=["first-burst", "paced"])
+def test_a_look_after_the_leaders_announcement_takes_without_looking_first(paced):
+    reg, jobs = _declare_many(3, Recorder())
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    assert process.take_tasks(8) == []  # an idle look: it counts the worker processes
+    if paced:
+        process.run_seconds = 0.001
+    for job in jobs:
+        make_due(job, ago=timedelta(0))
+    tick(reg)  # queues three runs, and announces them
+    process.announce(3)  # as its wait hears the announcement
+
+    with CaptureQueriesContext(connection) as statements:
+        tasks = process.take_tasks(2)
+    process.close()
+
+    assert [q["sql"].split()[0] for q in statements.captured_queries] == ["WITH"]
+    # Before it knows its pace, its share of the three announced (one worker process).
+    assert len(tasks) == (2 if paced else 3)
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_waiting_worker_hears_how_many_runs_the_leader_queued():
+    reg, jobs = _declare_many(3, Recorder())
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    waiter = WorkWaiter(process)
+    try:
+        wait_until(lambda: waiter.listening, timeout=10)
+        for job in jobs:
+            make_due(job, ago=timedelta(0))
+        tick(reg)
+        wait_until(lambda: process._announced == 3, timeout=10)
+        assert process.changed.is_set()
+    finally:
+        waiter.close()
+        process.close()
 
 
 @pytest.mark.postgresql
