@@ -229,14 +229,14 @@ class RunHeartbeat:
         fenced it after its heartbeat had stopped (``sweep``). Such a process must take no
         more work; it stops, and its pool starts a new one in its place."""
         started = time.monotonic()
-        return self.written(started, written=bool(self._row().update(last_heartbeat=Now())))
+        return self.record(started, written=bool(self._row().update(last_heartbeat=Now())))
 
     def beat_sql(self) -> tuple[str, tuple]:
         """Return the SQL and parameters of the heartbeat's ``UPDATE``, for a statement that
-        writes it with more (the worker's take on PostgreSQL); :meth:`written` records it."""
+        writes it with more (the worker's take on PostgreSQL); :meth:`record` records it."""
         return quoting.update_sql(self._row(), {"last_heartbeat": Now()})
 
-    def written(self, started: float, *, written: bool) -> bool:
+    def record(self, started: float, *, written: bool) -> bool:
         """Record a heartbeat sent at ``started`` (``time.monotonic()``): written, or found
         fenced (``fenced`` is called); return ``written``."""
         if not written:

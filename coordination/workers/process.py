@@ -254,7 +254,7 @@ class WorkerProcess:
             instance=self.node.instance,
             expected_path=RUN_TASK_PATH,
         )
-        if not self.heartbeat.written(started, written=live):
+        if not self.heartbeat.record(started, written=live):
             return []
         return tasks
 
