@@ -18,7 +18,6 @@ never imported (importing runs a module's code).
 and write the task rows (the ledger's rows are written by ``coordination.ledger`` only).
 """
 
-import json
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -78,9 +77,19 @@ def parse_run(args_kwargs: object) -> tuple[int, int] | None:
         run_id, attempt = args_kwargs["args"][:2]  # type: ignore[index]
     except (TypeError, KeyError, ValueError):
         return None
-    if not isinstance(run_id, int) or not isinstance(attempt, int):
+    if not _whole(run_id, BIGINT_LIMIT) or not _whole(attempt, INTEGER_LIMIT):
         return None
     return run_id, attempt
+
+
+#: The first whole numbers past what a run's id (``bigint``) and attempt (``integer``) hold.
+BIGINT_LIMIT, INTEGER_LIMIT = 2**63, 2**31
+
+
+def _whole(value: object, limit: int) -> bool:
+    """Whether ``value`` is a whole number from 1 to below ``limit`` (not a bool, which
+    Python counts as one)."""
+    return type(value) is int and 0 < value < limit
 
 
 def decide_batch(
@@ -180,12 +189,6 @@ def take_ready_tasks(
     tasks = lock_ready_tasks(queue_name=queue_name, backend=backend, limit=limit)
     mark_tasks_running(tasks, worker_id=worker_id)
     return tasks
-
-
-def json_value(value: object) -> object:
-    """A ``jsonb`` column's value as read outside the ORM (Django's psycopg loader leaves it
-    text, for the field to parse)."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def lock_ready_tasks(*, queue_name: str, backend: str, limit: int) -> list[TakenTask]:

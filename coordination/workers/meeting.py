@@ -30,7 +30,7 @@ def announcement(tasks: int) -> str:
 def announced(payload: str) -> int:
     """Return how many tasks a ``NOTIFY`` on :data:`WORKERS_CHANNEL` announced (0 when its
     payload says nothing a worker can count on)."""
-    return int(payload) if payload.isdigit() and len(payload) < 10 else 0
+    return int(payload) if payload.isascii() and payload.isdigit() and len(payload) < 10 else 0
 
 
 def worker_node_name(node_name: str, index: int) -> str:

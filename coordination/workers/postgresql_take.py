@@ -8,7 +8,9 @@ when the statement does (``started_at`` is its ``STATEMENT_TIMESTAMP()``).
 
 The statement's parts, each a ``WITH`` of the one statement (so one snapshot, one commit):
 
-- ``beat``: the worker's heartbeat, written only while its node's row is live (not fenced);
+- ``ready``: whether any task is ready at all; a look that finds none writes nothing;
+- ``beat``: the worker's heartbeat, written only if a task is ready and while its node's row
+  is live (not fenced);
 - ``taken``: up to ``limit`` ready tasks, locked with ``SKIP LOCKED`` and marked running for
   this worker, as ``claiming.take_ready_tasks`` does elsewhere; none unless ``beat`` wrote;
 - ``started``: the runs of the taken tasks that may start unread (``ledger.startable_sql``).
@@ -16,15 +18,18 @@ The statement's parts, each a ``WITH`` of the one statement (so one snapshot, on
 A task whose stored arguments are not two whole numbers, or whose path is not Instatic's
 run task, starts nothing here: it is read and decided on at dispatch, never imported
 (``claiming.decide_batch``). The arguments are only compared as text before they are cast,
-so no row of the queue can make the statement fail.
+so no row of the queue can make the statement fail, and they are parsed there once: the
+statement returns each task's run as it read it.
 """
+
+from typing import NamedTuple
 
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 
 from coordination import ledger, quoting
 from coordination.models import JobRun
-from coordination.workers.claiming import TakenTask, json_value, parse_run, ready_task_rows
+from coordination.workers.claiming import TakenTask, ready_task_rows
 
 #: The runs a take may start, from the tasks it takes (``taken``): each task's id, and its
 #: run's id and attempt, each a JSON number written as at most 18 (9) digits, else NULL (the
@@ -72,6 +77,9 @@ def take_statement(
     from django_tasks_db.models import DBTaskResult
 
     beat_sql, beat_params = beat
+    any_sql, any_params = (
+        ready_task_rows(queue_name, backend).values("id")[:1].query.sql_with_params()
+    )
     # The ready rows' ids, locked past those other workers hold (``select_for_update`` as
     # Django compiles it only inside a transaction, which this statement is on its own).
     ready_sql, ready_params = (
@@ -94,28 +102,43 @@ def take_statement(
     )
     returned = ", ".join(f"k.{column} AS {alias}" for column, alias in columns.items())
     sql = (
-        f"WITH beat AS ({beat_sql} RETURNING 1),"
+        f"WITH ready AS (SELECT EXISTS ({any_sql}) AS seen),"
+        f" beat AS ({beat_sql} AND (SELECT seen FROM ready) RETURNING 1),"
         f" taken AS ({take_sql} AND EXISTS (SELECT 1 FROM beat) RETURNING {', '.join(columns)}),"
         f" pairs AS MATERIALIZED ({TAKEN_RUNS}),"
         f" started AS ({start_sql})"
-        f" SELECT b.live AS instatic_live, {returned}, s.*"
+        " SELECT (SELECT seen FROM ready) AS instatic_ready, b.live AS instatic_live,"
+        f" {returned}, p.id AS instatic_run_id, p.attempt AS instatic_run_attempt, s.*"
         " FROM (SELECT count(*) AS live FROM beat) AS b"
         " LEFT JOIN taken AS k ON true"
+        " LEFT JOIN pairs AS p ON p.task_id = k.id"
         " LEFT JOIN started AS s ON s.instatic_started_by = k.id"
     )
-    return sql, (*beat_params, *take_params, expected_path, *start_params)
+    return sql, (*any_params, *beat_params, *take_params, expected_path, *start_params)
 
 
-def take_and_start(**options) -> tuple[bool, list[TakenTask]]:
+def _run_of(row) -> tuple[int, int] | None:
+    """The (run id, attempt) the statement read from a task's arguments, or ``None``."""
+    if row.instatic_run_id is None or row.instatic_run_attempt is None:
+        return None
+    return row.instatic_run_id, row.instatic_run_attempt
+
+
+class Take(NamedTuple):
+    """What a take found: whether a task was ready, whether its heartbeat was written (a
+    task was ready and the worker is live: not ``written`` while ``ready`` means fenced), and
+    the tasks it took, highest priority first."""
+
+    ready: bool
+    written: bool
+    tasks: list[TakenTask]
+
+
+def take_and_start(**options) -> Take:
     """Write this worker's heartbeat, take ready tasks and start the runs that may start
     unread, each riding on its task as ``started``, in one statement (:func:`take_statement`,
-    whose ``options`` these are).
-
-    Return whether the heartbeat was written (False: the worker was fenced, and took
-    nothing) and the tasks taken, highest priority first, as the queue orders them.
-    """
+    whose ``options`` these are); when no task is ready, write nothing."""
     rows = list(JobRun.objects.raw(*take_statement(**options)))
-    live = bool(rows[0].instatic_live)
     taken = [row for row in rows if row.instatic_task_id is not None]
     # The order the tasks are started in: the queue's own (highest priority first).
     taken.sort(
@@ -125,12 +148,15 @@ def take_and_start(**options) -> tuple[bool, list[TakenTask]]:
             row.instatic_task_enqueued_at,
         )
     )
-    return live, [
+    tasks = [
         TakenTask(
             id=row.instatic_task_id,
-            run=parse_run(json_value(row.instatic_task_args)),
+            run=_run_of(row),
             task_path=row.instatic_task_path,
             started=row if row.pk is not None else None,
         )
         for row in taken
     ]
+    return Take(
+        ready=bool(rows[0].instatic_ready), written=bool(rows[0].instatic_live), tasks=tasks
+    )

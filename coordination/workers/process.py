@@ -123,11 +123,9 @@ class WorkerProcess:
         #: (``WorkWaiter``): what the loop waits on.
         self.changed = threading.Event()
         self.host.paced = self._ran_for
-        #: Tasks the leader announced (``WorkWaiter``) since the last look, and how many
-        #: worker processes were live at the last count: a look after an announcement takes
-        #: at once, with no ``SELECT`` to find whether (or how much) work is ready.
+        #: Tasks the leader announced (``WorkWaiter``) since the last look: a look after an
+        #: announcement takes at once, with no ``SELECT`` to find whether work is ready.
         self._announced = 0
-        self._workers_counted = 0
 
     def _fenced(self) -> None:
         if not self.stop.is_set():
@@ -210,7 +208,8 @@ class WorkerProcess:
         statement (:meth:`_take_and_start`): a burst's runs start as it starts, and a task is
         never taken without its startable run. A look that finds nothing costs one
         ``SELECT`` and no transaction; a look after the leader announced tasks
-        (:meth:`announce`) takes at once, its share counted from the announcement.
+        (:meth:`announce`), once this process knows its pace, is the take alone (on
+        PostgreSQL it writes nothing if the tasks were taken meanwhile).
         """
         names = {"queue_name": QUEUE_NAME, "backend": BACKEND_ALIAS}
         if limit < 1:
@@ -218,11 +217,7 @@ class WorkerProcess:
         with self._lock:
             announced, self._announced = self._announced, 0
         if share and self.run_seconds is None:
-            if announced and self._workers_counted:
-                ready, taken, workers = announced, 0, self._workers_counted
-            else:
-                ready, taken, workers = count_outstanding(**names, most=READY_COUNTED)
-                self._workers_counted = workers
+            ready, taken, workers = count_outstanding(**names, most=READY_COUNTED)
             if ready > limit:
                 share = first_share(self.thread_count, ready + taken, workers)
                 limit = max(limit, share - self.in_flight)
@@ -244,7 +239,7 @@ class WorkerProcess:
         if self.stop.is_set():
             return []
         started = time.monotonic()
-        live, tasks = take_and_start(
+        take = take_and_start(
             **names,
             limit=limit,
             worker_id=self.node.instance,
@@ -254,9 +249,9 @@ class WorkerProcess:
             instance=self.node.instance,
             expected_path=RUN_TASK_PATH,
         )
-        if not self.heartbeat.record(started, written=live):
+        if take.ready and not self.heartbeat.record(started, written=take.written):
             return []
-        return tasks
+        return take.tasks
 
     def announce(self, tasks: int) -> None:
         """Count ``tasks`` the leader announced as queued (its ``NOTIFY``), for the next look."""

@@ -131,6 +131,12 @@ def test_a_foreign_task_path_is_refused_with_both_paths_in_words():
         ({}, None),
         (None, None),
         ([1, 2], None),
+        ({"args": [True, 2]}, None),
+        ({"args": [-7, 2]}, None),
+        ({"args": [0, 2]}, None),
+        ({"args": [2**63, 2]}, None),
+        ({"args": [7, 2**31]}, None),
+        ({"args": [7.0, 2]}, None),
     ],
 )
 def test_parse_run_reads_a_run_id_and_attempt_or_nothing(stored, run):
@@ -253,9 +259,9 @@ def _take_options(jobs: list[str]) -> dict:
 def _take_in_one_statement(jobs: list[str]) -> list[TakenTask]:
     """Take every ready task as worker process b/worker-1 does on PostgreSQL: its heartbeat,
     the take and the start in one statement."""
-    live, tasks = take_and_start(**_take_options(jobs))
-    assert live
-    return tasks
+    take = take_and_start(**_take_options(jobs))
+    assert take.ready and take.written
+    return take.tasks
 
 
 @pytest.mark.postgresql  # elsewhere every batch is read before its runs start
@@ -317,6 +323,9 @@ def test_a_take_starts_only_runs_its_tasks_name_as_two_whole_numbers_and_fails_o
     [task] = _take_in_one_statement(["startable.a"])
 
     assert (task.started is not None) is starts
+    # The run as the statement read it: a task whose run it could not read is refused at
+    # dispatch without reading anything (``decide_batch``).
+    assert (task.run is not None) is starts
     assert JobRun.objects.get().status == ("running" if starts else "queued")
     assert DBTaskResult.objects.get().status == "RUNNING", "taken, to be decided at dispatch"
 
@@ -362,6 +371,7 @@ def test_a_take_finds_its_runs_by_primary_key_however_many_runs_are_queued():
         ("-3", 0),
         ("1e3", 0),
         (" 5", 0),
+        ("\u00b2", 0),
         ("x", 0),
         ("9" * 12, 0),
     ],
@@ -372,25 +382,44 @@ def test_a_notify_announces_how_many_tasks_were_queued_or_nothing(payload, tasks
 
 @pytest.mark.postgresql
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("paced", [False, True], ids=["first-burst", "paced"])
-def test_a_look_after_the_leaders_announcement_takes_without_looking_first(paced):
-    reg, jobs = _declare_many(3, Recorder())
+@pytest.mark.parametrize(
+    ("paced", "statements", "taken"),
+    [
+        # Before it knows its pace it counts, for its share of the three (one worker process).
+        (False, ["SELECT", "WITH"], 3),
+        (True, ["WITH"], 2),
+    ],
+    ids=["first-burst", "paced"],
+)
+def test_a_look_after_the_leaders_announcement_takes_without_looking_first(
+    paced, statements, taken
+):
+    reg, jobs = _queued_many(3, Recorder())
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
-    assert process.take_tasks(8) == []  # an idle look: it counts the worker processes
     if paced:
         process.run_seconds = 0.001
-    for job in jobs:
-        make_due(job, ago=timedelta(0))
-    tick(reg)  # queues three runs, and announces them
-    process.announce(3)  # as its wait hears the announcement
+    process.announce(3)  # as its wait hears the leader's announcement
 
-    with CaptureQueriesContext(connection) as statements:
+    with CaptureQueriesContext(connection) as captured:
         tasks = process.take_tasks(2)
     process.close()
 
-    assert [q["sql"].split()[0] for q in statements.captured_queries] == ["WITH"]
-    # Before it knows its pace, its share of the three announced (one worker process).
-    assert len(tasks) == (2 if paced else 3)
+    assert [q["sql"].split()[0] for q in captured.captured_queries] == statements
+    assert len(tasks) == taken
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_an_announced_look_that_finds_the_tasks_taken_writes_nothing():
+    reg, _ = _declare_many(1, Recorder())
+    process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
+    process.run_seconds = 0.001
+    beaten = Node.objects.get(name="b/worker-1").last_heartbeat
+    process.announce(1)  # the task it announced went to another worker meanwhile
+
+    assert process.take_tasks(2) == []
+    assert Node.objects.get(name="b/worker-1").last_heartbeat == beaten
+    process.close()
 
 
 @pytest.mark.postgresql
