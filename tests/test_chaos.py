@@ -74,7 +74,8 @@ def test_short_chaos_soak_holds_every_invariant():
     # Every invariant was checked (and printed), the liveness ones included.
     unchecked = [name for name, _ in INVARIANTS if name not in result.stdout]
     assert not unchecked, f"invariants not checked: {unchecked}"
-    assert result.returncode == 0, "an invariant broke: see the table above"
+    broken = [line.strip() for line in result.stdout.splitlines() if re.search(r"\sNO\s{4}", line)]
+    assert result.returncode == 0, f"an invariant broke (the table above): {broken}"
     assert "ALL INVARIANTS HELD" in result.stdout
     if partitions:
         assert "skipped: no network namespaces" not in result.stdout

@@ -42,6 +42,9 @@ WORKER_LOST = "its worker process stopped heartbeating while it ran this task"
 #: Why a run is abandoned whose worker process is no node any more (its pool started another
 #: process under its name).
 WORKER_REPLACED = "its worker process is gone (another took its place)"
+#: Why a run is abandoned whose worker process is marked stopped: found gone, or fenced, by
+#: the watch or sweep of another group's leader, or stopped past its grace.
+WORKER_STOPPED = "its worker process is gone (marked stopped with the run in hand)"
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,18 @@ def workers_to_fence(stale: dict[str, str], tasks: list[Task], running: set[str]
     taken or a run in progress. An idle worker is stale by design (it writes nothing)."""
     busy = {t.worker for t in tasks if t.status == "RUNNING"} | running
     return {instance: name for instance, name in stale.items() if instance in busy}
+
+
+def departed(others: set[str], rows: dict[str, bool]) -> dict[str, set[str]]:
+    """Sort the processes ``others`` (not live, with runs in progress) by why their runs can
+    be released at once, given ``rows`` (instance: whether its node row is marked stopped, for
+    those that have a row): ``replaced`` (no row: its pool started another under its name)
+    and ``stopped`` (found gone or fenced by another group's leader, or stopped). A process
+    whose heartbeat merely ran out is in neither: the sweep fences it first."""
+    return {
+        "replaced": {instance for instance in others if instance not in rows},
+        "stopped": {instance for instance in others if rows.get(instance)},
+    }
 
 
 def _open_tasks() -> list[Task]:
@@ -158,10 +173,12 @@ def watch(jobs: list[Job]) -> Watched:
 
     A worker the server shows none of the sessions of (``liveness.gone_now``) is marked
     stopped, so it no longer counts as live, and its claim-first runs are abandoned at once
-    (``ledger.VANISHED_REASON``); a claim-first run whose process is no node any more (its pool
-    started another under its name) is abandoned too. Two reads, a third while a worker
-    process is live, a fourth while one is stale with runs; nothing is written unless
-    something is found.
+    (``ledger.VANISHED_REASON``). A claim-first run whose process is not live is abandoned too
+    when that process is no node any more (its pool started another under its name) or is
+    marked stopped: each group's leader watches only its own runs, and the first to find a
+    worker gone marks it stopped, so the others no longer ask the server about it. Two reads,
+    a third while a worker process is live, a fourth while one that is not has runs; nothing
+    is written unless something is found.
     """
     job_names = [job.name for job in jobs]
     if not job_names:
@@ -189,16 +206,33 @@ def watch(jobs: list[Job]) -> Watched:
             released,
         )
     others = running - set(live)
-    replaced = (
-        others - set(Node.objects.filter(instance__in=others).values_list("instance", flat=True))
+    rows = (
+        {
+            instance: stopped_at is not None
+            for instance, stopped_at in Node.objects.filter(instance__in=others).values_list(
+                "instance", "stopped_at"
+            )
+        }
         if others
-        else set()
+        else {}
     )
-    if replaced:
-        count = ledger.abandon_gone(jobs, replaced, reason=WORKER_REPLACED)
-        logger.warning("released %d run(s) of worker processes another took the place of", count)
-        released += count
-    return Watched(released=bool(gone or released), running=bool(running - gone - replaced))
+    found = departed(others, rows)
+    for why, instances in found.items():
+        reason, words = RELEASES[why]
+        count = ledger.abandon_gone(jobs, instances, reason=reason)
+        if count:
+            logger.warning("released %d run(s) of worker processes %s", count, words)
+            released += count
+    left = running - gone - found["replaced"] - found["stopped"]
+    return Watched(released=bool(gone or released), running=bool(left))
+
+
+#: Why a watch releases the runs of a process that is not live (:func:`departed`): the
+#: run's error, and the words of the log line.
+RELEASES = {
+    "replaced": (WORKER_REPLACED, "another took the place of"),
+    "stopped": (WORKER_STOPPED, "marked stopped (found gone or fenced by another leader)"),
+}
 
 
 def _requeue_stranded(job_names: list[str], tasks: list[Task], lost: set) -> None:

@@ -46,6 +46,7 @@ from devtools.chaos.evidence import (
     lone_commits_near_probe_start,
     slot_gaps,
 )
+from devtools.chaos.faults.workers import SETTLE_BOUND
 from devtools.chaos.image_checks import no_unreleased_image_served as image_not_early
 from devtools.chaos.outbox_checks import (
     deliveries_without_fallback,
@@ -72,6 +73,7 @@ from devtools.chaos.worker_checks import (
     no_task_left_running,
     queue_wait_bounded,
     worker_attempts_once,
+    worker_faults_settled,
     worker_pools_running,
     worker_slots_settled,
     worker_tx_effects_once,
@@ -465,6 +467,10 @@ INVARIANTS: list[tuple[str, Callable[[Soak, object], tuple[bool, str]]]] = [
     ("workers: no task row left RUNNING", no_task_left_running),
     (f"workers: queue wait <= {QUEUE_WAIT_BOUND:.0f} s unless behind a fault", queue_wait_bounded),
     ("workers: every pool has its worker processes running", worker_pools_running),
+    (
+        f"workers: a faulted worker's run settled <= {SETTLE_BOUND:.0f} s, its process back",
+        worker_faults_settled,
+    ),
     (
         f"workers: a when-due job runs again <= {CHAIN_BOUND:.0f} s after its run said"
         f" ({CHAIN_FAULT_BOUND:.0f} s near a fault)",

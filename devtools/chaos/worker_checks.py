@@ -1,6 +1,7 @@
 """The soak's invariants of runs on worker processes: every queued slot settled, no effect or
 attempt twice, abandoned runs retried, no task left running, the queue's wait bounded, every
-pool at strength. ``invariants.INVARIANTS`` lists them."""
+pool at strength, every faulted worker's run settled in time. ``invariants.INVARIANTS`` lists
+them."""
 
 from collections import Counter
 
@@ -181,3 +182,17 @@ def worker_pools_running(soak: Soak, end_db) -> tuple[bool, str]:
         if r.workers and r.alive() and targets[r.name] < r.workers
     ]
     return not short, "short: " + ", ".join(short) if short else f"{sum(targets.values())} live"
+
+
+#: The faults aimed at a worker process (``faults.workers``).
+WORKER_FAULTS = ("workerkill", "workerfreeze", "workersession")
+
+
+def worker_faults_settled(soak: Soak, end_db) -> tuple[bool, str]:
+    """Each fault aimed at a worker process saw the run it held leave ``running`` within
+    ``SETTLE_BOUND`` (abandoned and retried, rolled back and run again, or finished), and its
+    pool start it again: the account each fault gave of itself (``faults.workers``). A killed
+    worker holding runs of several groups has each released by its own group's leader."""
+    faults = [f for f in soak.faults if f.kind in WORKER_FAULTS and not f.skipped]
+    problems = [f"{f.kind} {f.target}: {f.problem}" for f in faults if f.problem]
+    return not problems, "; ".join(problems[:2]) or f"{len(faults)} faults, each settled"

@@ -11,13 +11,15 @@ until its process stops.
 
 import os
 import signal
+from datetime import timedelta
 
 import pytest
 
 from coordination.clock import database_now
 from coordination.ledger import VANISHED_REASON
+from coordination.maintenance import WATCH_INTERVAL
 from coordination.models import JobRun, JobState
-from coordination.workers.sweep import WORKER_REPLACED
+from coordination.workers.sweep import WORKER_REPLACED, WORKER_STOPPED
 from tests.coordination.test_worker_pool import children
 from tests.support.polling import wait_until
 
@@ -25,6 +27,8 @@ pytestmark = [pytest.mark.multiprocess, pytest.mark.django_db(transaction=True),
 
 GROUP = "hatest_killed_workers"
 BUSY = "killed.on_worker"  # every second, claim first, on workers, runs until stopped
+OTHER_GROUP = "hatest_killed_workers_other"
+OTHER_BUSY = "killed.on_worker_other"  # the same, in OTHER_GROUP
 ENV = {"INSTATIC_TEST_EXTRA_APPS": "tests.coordination.killedrunapp"}
 #: The target: the killed run is released within this long of the kill (database clock).
 RELEASED = 1.0
@@ -81,3 +85,47 @@ def test_a_killed_workers_run_is_released_within_a_second_and_its_job_goes_on(
     assert after <= RELEASED, f"the killed run was released {after:.2f}s after the kill"
     started = (next_run.started_at - killed_at).total_seconds()
     assert started <= NEXT_SLOT, f"the job's next run started {started:.2f}s after the kill"
+
+
+def test_a_killed_worker_holding_runs_of_two_groups_has_both_released_within_a_second(
+    schedulers, workers
+):
+    """Each group's leader watches its own runs: the first to find the worker gone marks it
+    stopped, so the other no longer asks the server about it, and releases its runs because
+    their process is marked stopped (not at its next sweep, half a lease later)."""
+    # A long lease: a sweep (every half lease) falls within a second of the kill rarely.
+    env = {**ENV, "INSTATIC_LEASE": "20"}
+    schedulers("kw2-lead", GROUP, OTHER_GROUP, env=env, extra_args=["--workers", "0"])
+    victim = workers("kw2-v", env=env)
+    runs = wait_until(
+        lambda: (
+            (found := list(JobRun.objects.filter(job__in=[BUSY, OTHER_BUSY], status="running")))
+            and len({run.job for run in found}) == 2
+            and found
+        ),
+        timeout=60,
+        message=victim.log()[-3000:],
+    )
+    assert {run.node for run in runs} == {"kw2-v/worker-1"}
+    # Each leader watches its runs on workers every WATCH_INTERVAL: let it look a few times,
+    # with the worker's sessions there to see, before the kill (only a process once seen
+    # with sessions can be proven gone by their absence).
+    watched_from = max(run.started_at for run in runs) + timedelta(seconds=4 * WATCH_INTERVAL)
+    wait_until(lambda: database_now() >= watched_from, timeout=10)
+
+    killed_at = database_now()
+    victim.signal(signal.SIGKILL)  # its worker process dies with it; no pool starts another
+    assert victim.wait(timeout=10) == -signal.SIGKILL
+
+    def released() -> list[JobRun]:
+        rows = list(JobRun.objects.filter(pk__in=[run.pk for run in runs]))
+        return rows if all(row.finished_at for row in rows) else []
+
+    rows = wait_until(released, timeout=60, message=str(list(JobRun.objects.values())))
+    for row in rows:
+        after = (row.finished_at - killed_at).total_seconds()
+        print(f"{row.job}: {row.status} {after:.2f}s after the kill: {row.error}")
+        assert row.status == JobRun.Status.ABANDONED, row.status
+        # Released by a watch: the server showed the worker gone, or it is marked so.
+        assert row.error in {VANISHED_REASON, WORKER_STOPPED}, row.error
+        assert after <= RELEASED, f"{row.job}'s run was released {after:.2f}s after the kill"

@@ -18,7 +18,13 @@ from coordination import ledger, liveness
 from coordination.models import JobRun, Node
 from coordination.workers import sweep
 from coordination.workers.process import WorkerProcess
-from coordination.workers.sweep import Task, lost_tasks, stranded_runs, workers_to_fence
+from coordination.workers.sweep import (
+    Task,
+    departed,
+    lost_tasks,
+    stranded_runs,
+    workers_to_fence,
+)
 from tests.coordination.enginekit import Recorder, declare, make_due, tick
 from tests.support.polling import wait_until
 
@@ -67,6 +73,23 @@ def test_stranded_runs_are_the_queued_ones_no_live_task_executes(queued, tasks, 
 )
 def test_a_stale_worker_is_fenced_only_with_work_in_hand(stale, tasks, running, fenced):
     assert workers_to_fence(stale, tasks, running) == fenced
+
+
+@pytest.mark.parametrize(
+    ("others", "rows", "replaced", "stopped"),
+    [
+        (set(), {}, set(), set()),
+        ({"w1"}, {}, {"w1"}, set()),  # its pool started another under its name
+        ({"w1"}, {"w1": True}, set(), {"w1"}),  # found gone or fenced by another leader
+        ({"w1"}, {"w1": False}, set(), set()),  # its heartbeat ran out: the sweep fences it
+        ({"w1", "w2", "w3"}, {"w2": True, "w3": False}, {"w1"}, {"w2"}),
+    ],
+    ids=["none", "replaced", "stopped", "stale", "mixed"],
+)
+def test_a_watch_releases_the_runs_of_processes_replaced_or_marked_stopped(
+    others, rows, replaced, stopped
+):
+    assert departed(others, rows) == {"replaced": replaced, "stopped": stopped}
 
 
 def _die(process: WorkerProcess) -> None:

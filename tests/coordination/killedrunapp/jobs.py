@@ -1,5 +1,6 @@
 """Claim-first jobs that run until their node stops: in the leader's threads (``hatest_killed``)
-and on worker processes (``hatest_killed_workers``).
+and on worker processes (``hatest_killed_workers``, and ``hatest_killed_workers_other`` beside
+it).
 
 Each run is reliably in flight when a test kills its node, and a SIGTERM (``should_stop()``)
 ends it at once, so stopping the processes after the test takes no grace period.
@@ -53,4 +54,19 @@ WORKERS_GROUP = "hatest_killed_workers"
 def on_worker(ctx):
     """Every second, claim first, on a worker process; runs until its process stops (its
     later slots come due meanwhile)."""
+    _until_stopped(ctx)
+
+
+#: A second group on the same worker processes: a worker killed mid-run holds runs of both.
+OTHER_WORKERS_GROUP = "hatest_killed_workers_other"
+
+
+@job(
+    name="killed.on_worker_other",
+    group=OTHER_WORKERS_GROUP,
+    schedule=every(timedelta(seconds=1)),
+    run_on="workers",
+)
+def on_worker_other(ctx):
+    """As ``killed.on_worker``, in a group of its own with its own leader."""
     _until_stopped(ctx)
