@@ -291,7 +291,11 @@ class GroupLoop(threading.Thread):
                 self._keep_retries(runs)
                 return 0.0
             runs = started
-        return plan.sleep_for(runs, elapsed=time.monotonic() - read_at)
+        sleep = plan.sleep_for(runs, elapsed=time.monotonic() - read_at)
+        # Runs queued for workers just now are to be watched (``Maintenance.runs_queued``),
+        # which the plan, made before they went out, could not know.
+        recheck_at = self.maintenance.recheck_at
+        return sleep if recheck_at is None else min(sleep, max(0.0, recheck_at - time.monotonic()))
 
     def _keep_retries(self, runs: list[RunPlan]) -> None:
         """Keep the retries among ``runs``, which this tick planned but does not start, waiting

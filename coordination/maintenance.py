@@ -8,8 +8,9 @@ dead passes its lease: ``recheck_instant``), every ``MAINTENANCE_INTERVAL`` seco
 a tick's read finds the states and the declarations apart. The runs out on worker processes
 are swept every half lease while any is out (``workers.sweep``), and watched more often: a
 worker process the server shows gone has its runs released at the next tick's read, and while
-claim-first runs are in progress on workers the loop wakes for such a read at least every
-``WATCH_INTERVAL`` seconds (``recheck_at``).
+runs are queued for workers or claim-first runs in progress there the loop wakes for such a
+read at least every ``WATCH_INTERVAL`` seconds, and for each sweep (``recheck_at``), however
+long it would sleep otherwise.
 The loop (coordination/loop.py) asks ``due``/``sweep_due`` before it reads, and reads again
 after.
 """
@@ -78,16 +79,18 @@ class Maintenance:
     #: When maintenance is due again (monotonic; the previous leader's lease run out).
     maintenance_at: float | None = None
     sweep_at: float | None = None
-    #: When the runs on workers were last watched (monotonic), and whether claim-first runs
-    #: were in progress on workers then (the loop wakes to watch them).
+    #: When the runs on workers were last watched (monotonic), and whether runs were queued
+    #: for workers or claim-first runs in progress there then (the loop wakes to watch them).
     watched_at: float = 0.0
     watching: bool = False
 
     @property
     def recheck_at(self) -> float | None:
-        """Return when the loop must read again (monotonic): for maintenance, or, while
-        claim-first runs are in progress on workers, to watch them (``WATCH_INTERVAL``)."""
-        instants = [self.maintenance_at]
+        """Return when the loop must read again (monotonic): for maintenance, to sweep the
+        runs out on workers, and, while runs are queued for workers or in progress there, to
+        watch them (``WATCH_INTERVAL``). A leader with nothing else due sleeps up to
+        ``INSTATIC_NOTIFY_MAX_TICK``, and a worker killed mid-run wakes nobody."""
+        instants = [self.maintenance_at, self.sweep_at]
         if self.sweep_at is not None and self.watching:
             instants.append(self.watched_at + WATCH_INTERVAL)
         return min((at for at in instants if at is not None), default=None)
@@ -155,9 +158,11 @@ class Maintenance:
         self.sweep_at = time.monotonic()  # a new leader looks after the runs on workers at once
 
     def runs_queued(self) -> None:
-        """Note that runs went out to workers: sweep them within half a lease."""
+        """Note that runs went out to workers: sweep them within half a lease, and watch them
+        from the next ``WATCH_INTERVAL`` on, however long the loop would sleep otherwise."""
         if self.sweep_at is None:
             self.sweep_at = time.monotonic() + sweep_interval()
+        self.watching = True
 
     def sweep_due(self) -> bool:
         """Return whether the runs on workers are to be swept, or watched, at this read."""

@@ -17,20 +17,9 @@ BACKEND_ALIAS = "default"
 #: row with another ``task_path`` is refused without importing it.
 RUN_TASK_PATH = "coordination.workers.tasks.run_queued"
 
-#: The PostgreSQL channel idle worker processes listen on. A ``NOTIFY`` on it carries how many
-#: tasks were queued (:func:`announcement`), or nothing.
+#: The PostgreSQL channel idle worker processes listen on: a ``NOTIFY`` on it says that runs
+#: were queued.
 WORKERS_CHANNEL = "instatic_workers"
-
-
-def announcement(tasks: int) -> str:
-    """Return the payload of the ``NOTIFY`` that announces ``tasks`` newly queued tasks."""
-    return str(tasks) if tasks > 0 else ""
-
-
-def announced(payload: str) -> int:
-    """Return how many tasks a ``NOTIFY`` on :data:`WORKERS_CHANNEL` announced (0 when its
-    payload says nothing a worker can count on)."""
-    return int(payload) if payload.isascii() and payload.isdigit() and len(payload) < 10 else 0
 
 
 def worker_node_name(node_name: str, index: int) -> str:

@@ -119,13 +119,10 @@ class WorkerProcess:
         self._ended: list[tuple[uuid.UUID, str]] = []
         self._failed: list[tuple[uuid.UUID, str, str]] = []
         #: Set whenever a run ends (the loop may take more work or write the tasks' ends),
-        #: a run's job function returns (the pace changed) and work is announced
+        #: a run's job function returns (the pace changed) and the leader queues work
         #: (``WorkWaiter``): what the loop waits on.
         self.changed = threading.Event()
         self.host.paced = self._ran_for
-        #: Tasks the leader announced (``WorkWaiter``) since the last look: a look after an
-        #: announcement takes at once, with no ``SELECT`` to find whether work is ready.
-        self._announced = 0
 
     def _fenced(self) -> None:
         if not self.stop.is_set():
@@ -206,23 +203,20 @@ class WorkerProcess:
         ``RUNNING`` under a worker whose heartbeat looks stale (the sweep would fence it).
         On PostgreSQL the two and the start of the runs that may start unread are one
         statement (:meth:`_take_and_start`): a burst's runs start as it starts, and a task is
-        never taken without its startable run. A look that finds nothing costs one
-        ``SELECT`` and no transaction; a look after the leader announced tasks
-        (:meth:`announce`), once this process knows its pace, is the take alone (on
-        PostgreSQL it writes nothing if the tasks were taken meanwhile).
+        never taken without its startable run. Elsewhere a look that finds nothing costs one
+        ``SELECT`` and no transaction; on PostgreSQL, once this process knows its pace, the
+        look is that statement alone, which writes nothing when no task is ready.
         """
         names = {"queue_name": QUEUE_NAME, "backend": BACKEND_ALIAS}
         if limit < 1:
             return []
-        with self._lock:
-            announced, self._announced = self._announced, 0
         if share and self.run_seconds is None:
             ready, taken, workers = count_outstanding(**names, most=READY_COUNTED)
             if ready > limit:
                 share = first_share(self.thread_count, ready + taken, workers)
                 limit = max(limit, share - self.in_flight)
         else:
-            ready = announced or has_ready_tasks(**names)
+            ready = connection.vendor == "postgresql" or has_ready_tasks(**names)
         if not ready:
             return []  # an idle look: one SELECT, no transaction
         if connection.vendor == "postgresql":
@@ -252,11 +246,6 @@ class WorkerProcess:
         if take.ready and not self.heartbeat.record(started, written=take.written):
             return []
         return take.tasks
-
-    def announce(self, tasks: int) -> None:
-        """Count ``tasks`` the leader announced as queued (its ``NOTIFY``), for the next look."""
-        with self._lock:
-            self._announced += tasks
 
     def take_task(self) -> TakenTask | None:
         """Take the next ready task, or ``None`` (a batch of one)."""

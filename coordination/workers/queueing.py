@@ -20,7 +20,7 @@ from coordination.models import JobRun
 from coordination.planner import RunPlan, plan_queueable_together
 from coordination.priorities import TASK_PRIORITIES, Priority, task_priority
 from coordination.registry import registry
-from coordination.workers.meeting import WORKERS_CHANNEL, announcement
+from coordination.workers.meeting import WORKERS_CHANNEL
 from coordination.workers.tasks import run_queued
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def queue_plans(plans: list[RunPlan], *, node, fence) -> list[JobRun]:
         runs = _claim(plans, node=node)
         enqueue(runs)
         if runs:
-            wake_workers(len(runs))
+            wake_workers()
     return runs
 
 
@@ -189,10 +189,9 @@ def _insert_tasks_from_arrays(runs: list[JobRun]) -> None:
         cursor.execute(sql, params)
 
 
-def wake_workers(tasks: int) -> None:
+def wake_workers() -> None:
     """Wake idle worker processes when the surrounding transaction commits (PostgreSQL's
-    ``NOTIFY``, announcing the ``tasks`` queued, so that a worker takes its share without
-    counting them first); elsewhere they poll every ``INSTATIC_WORKER_POLL`` seconds."""
+    ``NOTIFY``); elsewhere they poll every ``INSTATIC_WORKER_POLL`` seconds."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [WORKERS_CHANNEL, announcement(tasks)])
+            cursor.execute("SELECT pg_notify(%s, '')", [WORKERS_CHANNEL])

@@ -163,7 +163,8 @@ class Watched:
     #: Runs were released (the caller sweeps at once: the tasks a gone worker held fail,
     #: and its transactional runs are queued again).
     released: bool
-    #: Claim-first runs are in progress on workers (the caller looks again soon).
+    #: Runs are queued for workers, or claim-first runs in progress there (the caller looks
+    #: again soon: a queued run may be taken, and its worker killed, at any moment).
     running: bool
 
 
@@ -183,11 +184,13 @@ def watch(jobs: list[Job]) -> Watched:
     job_names = [job.name for job in jobs]
     if not job_names:
         return Watched(released=False, running=False)
-    running = set(
-        JobRun.objects.filter(JobRun.in_progress(), job__in=job_names)
-        .values_list("node_instance", flat=True)
+    out = set(
+        JobRun.objects.filter(JobRun.outstanding(), job__in=job_names)
+        .values_list("node_instance", "status")
         .distinct()
     )
+    running = {instance for instance, status in out if status != JobRun.Status.QUEUED}
+    queued = any(status == JobRun.Status.QUEUED for _, status in out)
     live = {
         instance: (name, last_heartbeat)
         for instance, name, last_heartbeat in Node.objects.filter(
@@ -224,7 +227,7 @@ def watch(jobs: list[Job]) -> Watched:
             logger.warning("released %d run(s) of worker processes %s", count, words)
             released += count
     left = running - gone - found["replaced"] - found["stopped"]
-    return Watched(released=bool(gone or released), running=bool(left))
+    return Watched(released=bool(gone or released), running=bool(left) or queued)
 
 
 #: Why a watch releases the runs of a process that is not live (:func:`departed`): the
@@ -249,7 +252,7 @@ def _requeue_stranded(job_names: list[str], tasks: list[Task], lost: set) -> Non
         if not runs:
             return
         enqueue(runs)
-        wake_workers(len(runs))
+        wake_workers()
     logger.warning(
         "queued %d run(s) again whose task was lost: %s",
         len(runs),

@@ -10,7 +10,7 @@ from django.db import connection
 from coordination.conf import settings
 from coordination.dberrors import Backoff
 from coordination.liveness.sessions import listen_application_name
-from coordination.workers.meeting import WORKERS_CHANNEL, announced
+from coordination.workers.meeting import WORKERS_CHANNEL
 
 logger = logging.getLogger(__name__)
 
@@ -20,10 +20,8 @@ class WorkWaiter:
     first (both ring its bell, ``WorkerProcess.changed``).
 
     On PostgreSQL a thread of its own listens for work (``LISTEN``) and rings the bell on
-    each ``NOTIFY``, after telling the process how many tasks it announced (so its next look
-    takes them without looking first), so a worker with runs in flight hears of new work at
-    once, and a run that ends is seen at once too, not at the next turn of a poll; a
-    safety-net look every
+    each ``NOTIFY``, so a worker with runs in flight hears of new work at once, and a run that
+    ends is seen at once too, not at the next turn of a poll; a safety-net look every
     ``INSTATIC_NOTIFY_MAX_TICK`` seconds covers a notification lost with its connection.
     Elsewhere, or while the listening connection is down, the worker looks every
     ``INSTATIC_WORKER_POLL`` seconds. ``stop`` ends a wait within half a second either way.
@@ -63,11 +61,10 @@ class WorkWaiter:
                 conn = self._connect()
                 self.listening = True
                 backoff.reset()
-                # Work announced while this was not listening is looked for now.
+                # Work queued while this was not listening is looked for now.
                 self.bell.set()
                 while not self._closed.is_set() and not self.stop.is_set():
-                    for notify in conn.notifies(timeout=0.5):
-                        self.process.announce(announced(notify.payload))
+                    for _ in conn.notifies(timeout=0.5):
                         self.bell.set()
             except Exception as exc:  # noqa: BLE001 - the connection died: poll, listen again
                 logger.warning("[%s] lost the wait for work: %s", self.process.host.log_prefix, exc)

@@ -32,8 +32,6 @@ from coordination.workers.meeting import (
     BACKEND_ALIAS,
     QUEUE_NAME,
     RUN_TASK_PATH,
-    announced,
-    announcement,
 )
 from coordination.workers.postgresql_take import take_and_start, take_statement
 from coordination.workers.process import WorkerProcess
@@ -362,24 +360,6 @@ def test_a_take_finds_its_runs_by_primary_key_however_many_runs_are_queued():
     assert sorted(on_runs) == [("Index Scan", "coordination_jobrun_pkey"), ("ModifyTable", None)]
 
 
-@pytest.mark.parametrize(
-    ("payload", "tasks"),
-    [
-        (announcement(1000), 1000),
-        (announcement(0), 0),
-        ("", 0),
-        ("-3", 0),
-        ("1e3", 0),
-        (" 5", 0),
-        ("\u00b2", 0),
-        ("x", 0),
-        ("9" * 12, 0),
-    ],
-)
-def test_a_notify_announces_how_many_tasks_were_queued_or_nothing(payload, tasks):
-    assert announced(payload) == tasks
-
-
 @pytest.mark.postgresql
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
@@ -391,14 +371,11 @@ def test_a_notify_announces_how_many_tasks_were_queued_or_nothing(payload, tasks
     ],
     ids=["first-burst", "paced"],
 )
-def test_a_look_after_the_leaders_announcement_takes_without_looking_first(
-    paced, statements, taken
-):
+def test_on_postgresql_a_paced_look_is_the_take_alone(paced, statements, taken):
     reg, jobs = _queued_many(3, Recorder())
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
     if paced:
         process.run_seconds = 0.001
-    process.announce(3)  # as its wait hears the leader's announcement
 
     with CaptureQueriesContext(connection) as captured:
         tasks = process.take_tasks(2)
@@ -410,31 +387,32 @@ def test_a_look_after_the_leaders_announcement_takes_without_looking_first(
 
 @pytest.mark.postgresql
 @pytest.mark.django_db(transaction=True)
-def test_an_announced_look_that_finds_the_tasks_taken_writes_nothing():
+def test_on_postgresql_a_paced_look_that_finds_no_task_writes_nothing():
     reg, _ = _declare_many(1, Recorder())
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
     process.run_seconds = 0.001
     beaten = Node.objects.get(name="b/worker-1").last_heartbeat
-    process.announce(1)  # the task it announced went to another worker meanwhile
 
-    assert process.take_tasks(2) == []
+    with CaptureQueriesContext(connection) as captured:
+        assert process.take_tasks(2) == []
+    assert [q["sql"].split()[0] for q in captured.captured_queries] == ["WITH"]
     assert Node.objects.get(name="b/worker-1").last_heartbeat == beaten
     process.close()
 
 
 @pytest.mark.postgresql
 @pytest.mark.django_db(transaction=True)
-def test_a_waiting_worker_hears_how_many_runs_the_leader_queued():
+def test_a_waiting_worker_hears_that_the_leader_queued_runs():
     reg, jobs = _declare_many(3, Recorder())
     process = WorkerProcess("b/worker-1", stop=threading.Event(), registry=reg, threads=1)
     waiter = WorkWaiter(process)
     try:
-        wait_until(lambda: waiter.listening, timeout=10)
+        wait_until(lambda: waiter.listening and process.changed.is_set(), timeout=10)
+        process.changed.clear()  # rung as the LISTEN began, for work queued before it
         for job in jobs:
             make_due(job, ago=timedelta(0))
         tick(reg)
-        wait_until(lambda: process._announced == 3, timeout=10)
-        assert process.changed.is_set()
+        wait_until(process.changed.is_set, timeout=10)
     finally:
         waiter.close()
         process.close()

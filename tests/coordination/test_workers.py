@@ -23,6 +23,7 @@ from coordination.clock import database_now
 from coordination.cluster_metrics import queue_families
 from coordination.joblist import listed_jobs
 from coordination.liveness import NodeNameInUse
+from coordination.maintenance import WATCH_INTERVAL
 from coordination.models import JobRun, JobState, Node, WakeUp
 from coordination.runhost import RunHost
 from coordination.scheduler import Scheduler
@@ -43,6 +44,7 @@ from tests.coordination.enginekit import (
 )
 from tests.support import twice_backend
 from tests.support.polling import wait_until
+from tests.support.schedules import ON_REQUEST_ONLY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -296,6 +298,33 @@ def test_a_leader_that_queued_a_run_wakes_for_the_jobs_next_slot_not_after_its_l
     assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
     until_next = (job.schedule.next_after(slot) - database_now()).total_seconds()
     assert slept <= until_next + 1, (slept, until_next)
+
+
+@override_settings(INSTATIC_MAX_TICK=7200, INSTATIC_NOTIFY_MAX_TICK=7200)
+def test_a_leader_that_queued_a_run_wakes_to_watch_it_however_far_its_next_slot_is():
+    """A worker killed mid-run wakes nobody, and another group's leader that found it gone
+    first leaves the job looking idle: the leader that queued the run looks at it again
+    within the watch interval (``maintenance.WATCH_INTERVAL``), not at the job's next slot."""
+    reg, job = declare(Recorder(), run_on="workers", schedule=ON_REQUEST_ONLY)
+    JobState.objects.create(
+        name=job.name,
+        group=GROUP,
+        schedule=job.schedule.describe(),
+        fingerprint=job.fingerprint,
+        next_due=job.schedule.next_after(database_now()),  # a century away
+        run_requested_at=database_now(),
+        run_requested_by="editor",
+    )
+    scheduler = Scheduler(groups=[GROUP], node_name="engine-node", registry=reg)
+    scheduler.register()
+    [loop] = scheduler.loops
+    try:
+        assert loop.supervision.try_lead(wait=0)
+        slept = loop.step()
+    finally:
+        loop.lock.close()
+    assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
+    assert slept <= WATCH_INTERVAL, slept
 
 
 @pytest.mark.parametrize("transactional", [False, True], ids=["claim-first", "transactional"])

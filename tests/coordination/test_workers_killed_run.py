@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import pytest
 
+from coordination import services
 from coordination.clock import database_now
 from coordination.ledger import VANISHED_REASON
 from coordination.maintenance import WATCH_INTERVAL
@@ -29,6 +30,8 @@ GROUP = "hatest_killed_workers"
 BUSY = "killed.on_worker"  # every second, claim first, on workers, runs until stopped
 OTHER_GROUP = "hatest_killed_workers_other"
 OTHER_BUSY = "killed.on_worker_other"  # the same, in OTHER_GROUP
+ON_REQUEST_GROUP = "hatest_killed_workers_on_request"
+ON_REQUEST = "killed.on_worker_on_request"  # its group's only job, run when asked
 ENV = {"INSTATIC_TEST_EXTRA_APPS": "tests.coordination.killedrunapp"}
 #: The target: the killed run is released within this long of the kill (database clock).
 RELEASED = 1.0
@@ -129,3 +132,37 @@ def test_a_killed_worker_holding_runs_of_two_groups_has_both_released_within_a_s
         # Released by a watch: the server showed the worker gone, or it is marked so.
         assert row.error in {VANISHED_REASON, WORKER_STOPPED}, row.error
         assert after <= RELEASED, f"{row.job}'s run was released {after:.2f}s after the kill"
+
+
+def test_a_killed_workers_run_is_released_within_a_second_while_its_leader_has_nothing_due(
+    schedulers, workers
+):
+    """A leader whose group has nothing due sleeps long (here up to 30 s, as a leader does
+    whose job's run was on a worker another group's leader just found gone), and a worker
+    killed mid-run wakes nobody: the leader wakes on its own to watch the runs it sent out,
+    and to sweep them."""
+    env = {**ENV, "INSTATIC_MAX_TICK": "30"}
+    schedulers("kw3-lead", ON_REQUEST_GROUP, env=env, extra_args=["--workers", "0"])
+    victim = workers("kw3-v", env=env)
+    victim.wait_for_log(r"\[worker kw3-v/worker-1\] waiting for runs", timeout=60)
+    wait_until(lambda: JobState.objects.filter(name=ON_REQUEST).exists(), timeout=30)
+    assert services.request_run(ON_REQUEST, requested_by="editor")
+    run = wait_until(
+        lambda: JobRun.objects.filter(job=ON_REQUEST, status="running").first(), timeout=30
+    )
+    # Let the leader look a few times, with the worker's sessions there to see.
+    watched_from = run.started_at + timedelta(seconds=4 * WATCH_INTERVAL)
+    wait_until(lambda: database_now() >= watched_from, timeout=10)
+
+    killed_at = database_now()
+    victim.signal(signal.SIGKILL)
+    assert victim.wait(timeout=10) == -signal.SIGKILL
+
+    released = wait_until(
+        lambda: JobRun.objects.filter(pk=run.pk, finished_at__isnull=False).first(), timeout=60
+    )
+    after = (released.finished_at - killed_at).total_seconds()
+    print(f"released {after:.2f}s after the kill: {released.error}")
+    assert released.status == JobRun.Status.ABANDONED, released.status
+    assert released.error == VANISHED_REASON, released.error
+    assert after <= RELEASED, f"the killed run was released {after:.2f}s after the kill"

@@ -70,3 +70,19 @@ OTHER_WORKERS_GROUP = "hatest_killed_workers_other"
 def on_worker_other(ctx):
     """As ``killed.on_worker``, in a group of its own with its own leader."""
     _until_stopped(ctx)
+
+
+#: A group whose only job runs on request, on worker processes: its leader has nothing due,
+#: and sleeps as long as it may, while the run is in flight.
+ON_REQUEST_WORKERS_GROUP = "hatest_killed_workers_on_request"
+
+
+@job(
+    name="killed.on_worker_on_request",
+    group=ON_REQUEST_WORKERS_GROUP,
+    schedule=ON_REQUEST_ONLY,
+    run_on="workers",
+)
+def on_worker_on_request(ctx):
+    """Run when asked, claim first, on a worker process; runs until its process stops."""
+    _until_stopped(ctx)
