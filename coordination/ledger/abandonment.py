@@ -7,6 +7,7 @@ run to take up, not for the job's fallback a minute later.
 """
 
 from collections.abc import Collection
+from datetime import datetime
 
 from django.db.models import Q
 from django.db.models.functions import Now
@@ -56,15 +57,16 @@ def _abandon(jobs: Collection[Job], runs, error: str) -> int:
     return abandoned
 
 
-def abandon_orphans(jobs: Collection[Job], *, reason: str = "") -> int:
-    """Mark running rows of ``jobs`` whose nodes are no longer alive as abandoned."""
+def abandon_orphans(jobs: Collection[Job], *, reason: str = "", now: datetime | None = None) -> int:
+    """Mark running rows of ``jobs`` whose nodes are no longer alive (at ``now``, the
+    database's time; by default the statement's) as abandoned."""
     job_names = [job.name for job in jobs]
     if not job_names:
         return 0
     return _abandon(
         jobs,
         JobRun.objects.filter(JobRun.in_progress(), job__in=job_names).exclude(
-            node_instance__in=live_instances()
+            node_instance__in=live_instances(now)
         ),
         reason or "its node stopped heartbeating during the run",
     )

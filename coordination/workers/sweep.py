@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from coordination import ledger, liveness
+from coordination.clock import database_now
 from coordination.models import JobRun, Node
 from coordination.registry import Job
 from coordination.selectors import live_instances, live_nodes_q
@@ -119,7 +120,9 @@ def sweep(jobs: list[Job]) -> int:
 
     Stale workers are fenced first, from plain reads: on MariaDB an ``UPDATE`` of the ledger
     (abandoning runs) would wait on the row lock a frozen worker's open transaction holds,
-    and so would never get to fencing it.
+    and so would never get to fencing it. Which workers are live is judged at one instant
+    of the database's clock for both: a worker whose lease runs out between the two reads
+    is not left unfenced with its runs abandoned.
     """
     job_names = [job.name for job in jobs]
     if not job_names:
@@ -130,9 +133,10 @@ def sweep(jobs: list[Job]) -> int:
     running = set(
         outstanding.filter(status=JobRun.Status.RUNNING).values_list("node_instance", flat=True)
     )
+    now = database_now()
     stale = dict(
         Node.objects.filter(role=Node.Role.WORKER, stopped_at__isnull=True)
-        .exclude(live_nodes_q())
+        .exclude(live_nodes_q(now))
         .values_list("instance", "name")
     )
     for instance, name in workers_to_fence(stale, tasks, running).items():
@@ -143,7 +147,9 @@ def sweep(jobs: list[Job]) -> int:
             name,
             ended,
         )
-    abandoned = ledger.abandon_orphans(jobs, reason="its worker process stopped heartbeating")
+    abandoned = ledger.abandon_orphans(
+        jobs, reason="its worker process stopped heartbeating", now=now
+    )
     if abandoned:
         logger.warning("marked %d run(s) of dead worker processes abandoned", abandoned)
     if database_queue:
