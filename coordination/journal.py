@@ -46,13 +46,15 @@ RESTORED_NOTE = (
 
 @dataclass(frozen=True)
 class Entry:
-    """One run this node committed."""
+    """One run this node committed (``queued``: queued for a worker process, which takes its
+    ledger row under its own instance)."""
 
     job: str
     slot: datetime
     transactional: bool
     trigger: str
     status: str = JobRun.Status.RUNNING
+    queued: bool = False
 
 
 class ClaimJournal:
@@ -116,11 +118,13 @@ class ClaimJournal:
                 continue
             instance, trigger = found[key]
             # A retry (of a failed run, or of one abandoned while this node was frozen)
-            # rightly moves the run to the node that retried it.
+            # rightly moves the run to the node that retried it, and a worker process takes a
+            # queued run under its own instance.
             if (
                 instance != self.instance
                 and trigger != JobRun.Trigger.RETRY
                 and not entry.transactional
+                and not entry.queued
             ):
                 logger.error(
                     "[%s] job %s slot %s ran twice: this node ran it, the database lost that "

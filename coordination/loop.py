@@ -468,6 +468,7 @@ class GroupLoop(threading.Thread):
                     transactional=False,
                     trigger=run.trigger,
                     status=JobRun.Status.ABANDONED,
+                    queued=True,
                 )
             )
 

@@ -131,6 +131,23 @@ def test_a_run_retried_by_another_node_is_not_a_double_run(journal, caplog):
     assert "ran twice" not in caplog.text
 
 
+def test_a_queued_run_a_worker_took_is_not_a_double_run(journal, caplog):
+    ledger_row(1, instance="worker-instance")
+    journal.record(
+        Entry(
+            job=JOB,
+            slot=slot(1),
+            transactional=False,
+            trigger=JobRun.Trigger.SCHEDULE,
+            status=JobRun.Status.ABANDONED,
+            queued=True,
+        )
+    )
+    journal.doubt()
+    assert journal.check() == 0
+    assert "ran twice" not in caplog.text
+
+
 def test_a_transactional_slot_run_again_elsewhere_is_not_a_double_run(journal, caplog):
     ledger_row(1, instance="other")
     remember(journal, 1, transactional=True)
