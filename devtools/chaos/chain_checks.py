@@ -24,7 +24,7 @@ def chain_runs_again_when_due(soak: Soak, end_db) -> tuple[bool, str]:
     if CHAIN_GROUP not in soak.session_groups:
         return True, f"not run on {soak.db.vendor}: its leaders poll every second"
     runs = soak.query(
-        "SELECT status, queued_at, finished_at FROM coordination_jobrun WHERE job = %s"
+        "SELECT status, queued_at, finished_at, id, node FROM coordination_jobrun WHERE job = %s"
         " AND queued_at IS NOT NULL ORDER BY queued_at",
         (CHAIN_JOB,),
     )
@@ -32,7 +32,7 @@ def chain_runs_again_when_due(soak: Soak, end_db) -> tuple[bool, str]:
     end = soak.local_time(end_db)
     checked, near_fault, failed, over = 0, 0, 0, []
     worst = {False: 0.0, True: 0.0}  # with no fault near, with one
-    for (status, _, finished), following in zip(runs, [*runs[1:], None], strict=True):
+    for (status, _, finished, run_id, node), following in zip(runs, [*runs[1:], None], strict=True):
         if finished is None or status not in ("succeeded", "abandoned"):
             failed += finished is not None
             continue
@@ -47,14 +47,14 @@ def chain_runs_again_when_due(soak: Soak, end_db) -> tuple[bool, str]:
         wait = queued - due
         worst[behind] = max(worst[behind], wait)
         if wait > bound:
-            over.append((wait, due, behind))
+            over.append((wait, due, behind, f"run {run_id} {status} on {node or '-'}"))
     if not checked:
         return False, f"no run of {CHAIN_JOB} to check"
     if over:
-        wait, due, behind = max(over)
+        wait, due, behind, which = max(over)
         return False, (
             f"{len(over)} of {checked} runs followed late; worst {wait:.1f} s after"
-            f" {clock_text(due)} ({'a fault near' if behind else 'no fault near'})"
+            f" {clock_text(due)} ({which}; {'a fault near' if behind else 'no fault near'})"
         )
     return True, (
         f"{checked} runs, the next at most {worst[False]:.2f} s after it was due;"
