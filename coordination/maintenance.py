@@ -86,13 +86,13 @@ class Maintenance:
 
     @property
     def recheck_at(self) -> float | None:
-        """Return when the loop must read again (monotonic): for maintenance, to sweep the
-        runs out on workers, and, while runs are queued for workers or in progress there, to
-        watch them (``WATCH_INTERVAL``). A leader with nothing else due sleeps up to
+        """Return when the loop must read again (monotonic): for maintenance, and, while runs
+        are queued for workers or in progress there, to watch them (``WATCH_INTERVAL``) and
+        to sweep them. A leader with nothing else due sleeps up to
         ``INSTATIC_NOTIFY_MAX_TICK``, and a worker killed mid-run wakes nobody."""
-        instants = [self.maintenance_at, self.sweep_at]
+        instants = [self.maintenance_at]
         if self.sweep_at is not None and self.watching:
-            instants.append(self.watched_at + WATCH_INTERVAL)
+            instants += [self.sweep_at, self.watched_at + WATCH_INTERVAL]
         return min((at for at in instants if at is not None), default=None)
 
     @recheck_at.setter
