@@ -283,18 +283,23 @@ def test_a_backend_that_delivers_every_task_twice_still_runs_each_slot_once(tran
     assert not DBTaskResult.objects.exists()  # the enqueue went to the other backend
 
 
-@override_settings(INSTATIC_MAX_TICK=7200, INSTATIC_NOTIFY_MAX_TICK=7200)
-def test_a_leader_that_queued_a_run_wakes_for_the_jobs_next_slot_not_after_its_longest_sleep():
-    reg, job = declare(Recorder(), run_on="workers", schedule=centered_every(timedelta(seconds=4)))
-    slot = make_due(job, ago=timedelta(0))
+def _lead_and_step(reg) -> float:
+    """Take the lead of the group once and make one step; return the sleep it chose."""
     scheduler = Scheduler(groups=[GROUP], node_name="engine-node", registry=reg)
     scheduler.register()
     [loop] = scheduler.loops
     try:
         assert loop.supervision.try_lead(wait=0)
-        slept = loop.step()
+        return loop.step()
     finally:
         loop.lock.close()
+
+
+@override_settings(INSTATIC_MAX_TICK=7200, INSTATIC_NOTIFY_MAX_TICK=7200)
+def test_a_leader_that_queued_a_run_wakes_for_the_jobs_next_slot_not_after_its_longest_sleep():
+    reg, job = declare(Recorder(), run_on="workers", schedule=centered_every(timedelta(seconds=4)))
+    slot = make_due(job, ago=timedelta(0))
+    slept = _lead_and_step(reg)
     assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
     until_next = (job.schedule.next_after(slot) - database_now()).total_seconds()
     assert slept <= until_next + 1, (slept, until_next)
@@ -315,14 +320,7 @@ def test_a_leader_that_queued_a_run_wakes_to_watch_it_however_far_its_next_slot_
         run_requested_at=database_now(),
         run_requested_by="editor",
     )
-    scheduler = Scheduler(groups=[GROUP], node_name="engine-node", registry=reg)
-    scheduler.register()
-    [loop] = scheduler.loops
-    try:
-        assert loop.supervision.try_lead(wait=0)
-        slept = loop.step()
-    finally:
-        loop.lock.close()
+    slept = _lead_and_step(reg)
     assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
     assert slept <= WATCH_INTERVAL, slept
 
