@@ -126,7 +126,8 @@ class Maintenance:
     ) -> None:
         """Bring the states in line with ``declared`` (``paused(job, error)`` for each job
         paused because its state could not be planned), retire undeclared jobs and abandon
-        the runs of dead nodes. The runs on workers are swept at the next read."""
+        the runs of dead nodes. The runs on workers are swept at the next read, at once
+        while any is out (``recheck_at``)."""
         logger.debug(
             "[%s] maintenance (requested %s, states %s, declared %s)",
             log_prefix,
@@ -156,6 +157,7 @@ class Maintenance:
             self.maintenance_at, lease_end, now, monotonic=time.monotonic()
         )
         self.sweep_at = time.monotonic()  # a new leader looks after the runs on workers at once
+        self.watching = workers_sweep.runs_out(jobs)  # and watches those it inherits
 
     def runs_queued(self) -> None:
         """Note that runs went out to workers: sweep them within half a lease, and watch them

@@ -162,6 +162,13 @@ def sweep(jobs: list[Job]) -> int:
     return outstanding.count()
 
 
+def runs_out(jobs: list[Job]) -> bool:
+    """Return whether runs of ``jobs`` are queued for workers or in progress there: what a
+    new leader inherits, and watches from its first tick on."""
+    names = [job.name for job in jobs if job.on_workers]
+    return bool(names) and JobRun.objects.filter(JobRun.outstanding(), job__in=names).exists()
+
+
 @dataclass(frozen=True)
 class Watched:
     """What a look at the runs on workers found."""

@@ -325,6 +325,23 @@ def test_a_leader_that_queued_a_run_wakes_to_watch_it_however_far_its_next_slot_
     assert slept <= WATCH_INTERVAL, slept
 
 
+@override_settings(INSTATIC_MAX_TICK=7200, INSTATIC_NOTIFY_MAX_TICK=7200)
+def test_a_new_leader_watches_the_runs_on_workers_it_inherits_at_once():
+    """A run the previous leader queued is out on workers: the new leader's first sleep ends
+    at its first look at it (a worker may take it, and be killed, at any moment), not at the
+    job's next slot."""
+    reg, job = declare(Recorder(), run_on="workers", schedule=ON_REQUEST_ONLY)
+    JobState.objects.create(
+        name=job.name,
+        group=GROUP,
+        schedule=job.schedule.describe(),
+        fingerprint=job.fingerprint,
+        next_due=job.schedule.next_after(database_now()),  # a century away
+    )
+    JobRun.objects.create(job=job.name, slot=database_now(), status=JobRun.Status.QUEUED)
+    assert _lead_and_step(reg) <= WATCH_INTERVAL
+
+
 @pytest.mark.parametrize("transactional", [False, True], ids=["claim-first", "transactional"])
 def test_a_queued_claim_lost_by_a_failover_is_written_back_as_abandoned_not_run_again(
     transactional,
