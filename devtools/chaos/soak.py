@@ -46,6 +46,7 @@ from devtools.chaos.records import (
     replica_name,
 )
 from devtools.pgbouncer import PgBouncer
+from devtools.proctable import processes
 
 
 @dataclass
@@ -442,13 +443,4 @@ def child_pids(pid: int) -> set[int]:
             return {int(child) for path in lists for child in path.read_text().split()}
     except OSError:
         return set()  # it exited meanwhile
-    children = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            # The command name (field 2) is in parentheses and may hold spaces.
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if int(fields[1]) == pid:
-            children.add(int(stat.parent.name))
-    return children
+    return {row.pid for row in processes() if row.ppid == pid}

@@ -18,6 +18,7 @@ from django.core.management import CommandError, call_command
 from coordination.registry import registry
 from coordination.workers.pool import RESTART_INTERVAL, Restart, describe_exit, plan_restart
 from devtools.freezing import freeze
+from devtools.proctable import live_children
 from tests.support.polling import wait_until
 from tests.support.processes import ManagedProcess, logged_at, process_env
 
@@ -132,15 +133,7 @@ def test_runscheduler_refuses_negative_workers():
 # --- doing: real processes --------------------------------------------------------------------
 def children(parent: int) -> list[int]:
     """Return the live (not zombie) processes whose parent is ``parent``."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[1]) == parent:
-            found.append(int(stat.parent.name))
-    return found
+    return live_children(parent)
 
 
 def cmdline(pid: int) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from devtools import run_local
+from devtools.proctable import live_children
 from devtools.servers import free_port
 from tests.instatic.test_run_local import STOP_WITHIN, launch, login_page_status
 from tests.support.polling import wait_until
@@ -40,15 +41,13 @@ def test_exits_are_described_in_words(returncode, words):
 def children(parent: int, command: bytes) -> list[int]:
     """Pids of live processes whose parent is ``parent`` and whose command line has ``command``."""
     pids = []
-    for entry in Path("/proc").iterdir():
+    for pid in live_children(parent):
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError):
-            continue
-        state, ppid = fields[0], int(fields[1])
-        if ppid == parent and state != "Z" and command in cmdline:
-            pids.append(int(entry.name))
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue  # gone meanwhile
+        if command in cmdline:
+            pids.append(pid)
     return pids
 
 
