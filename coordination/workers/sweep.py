@@ -176,8 +176,9 @@ class Watched:
     #: Runs were released (the caller sweeps at once: the tasks a gone worker held fail,
     #: and its transactional runs are queued again).
     released: bool
-    #: Runs are queued for workers, or claim-first runs in progress there (the caller looks
-    #: again soon: a queued run may be taken, and its worker killed, at any moment).
+    #: Runs are queued for live workers, or claim-first runs in progress on workers (the
+    #: caller looks again soon: a queued run may be taken, and its worker killed, at any
+    #: moment).
     running: bool
 
 
@@ -240,7 +241,9 @@ def watch(jobs: list[Job]) -> Watched:
             logger.warning("released %d run(s) of worker processes %s", count, words)
             released += count
     left = running - gone - found["replaced"] - found["stopped"]
-    return Watched(released=bool(gone or released), running=bool(left) or queued)
+    # Queued runs are watched only while a worker is live to take them: with none, a site
+    # whose workers are down is not read twice a second until one starts.
+    return Watched(released=bool(gone or released), running=bool(left) or (queued and bool(live)))
 
 
 #: Why a watch releases the runs of a process that is not live (:func:`departed`): the

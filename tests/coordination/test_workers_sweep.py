@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.db.models import F
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from coordination import ledger, liveness
@@ -151,6 +152,21 @@ def test_a_claim_first_run_whose_worker_died_is_abandoned_and_retried_by_policy(
     else:
         assert run.status == JobRun.Status.ABANDONED
         assert recorder.slots == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("worker_live", [False, True], ids=["no-worker", "a-live-worker"])
+def test_a_queued_run_is_watched_only_while_a_worker_is_live_to_take_it(worker_live):
+    reg, job = declare(Recorder(), run_on="workers")
+    JobRun.objects.create(job=job.name, slot=timezone.now(), status=JobRun.Status.QUEUED)
+    process = None
+    if worker_live:
+        process = WorkerProcess("a/worker-1", stop=threading.Event(), registry=reg)
+    try:
+        assert sweep.watch([job]).running is worker_live
+    finally:
+        if process is not None:
+            process.close()
 
 
 @pytest.mark.django_db(transaction=True)
