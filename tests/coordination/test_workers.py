@@ -283,6 +283,21 @@ def test_a_backend_that_delivers_every_task_twice_still_runs_each_slot_once(tran
     assert not DBTaskResult.objects.exists()  # the enqueue went to the other backend
 
 
+def _job_on_request(**state):
+    """Declare a job on workers run on request only, its state (with ``state``) a century
+    from its next slot."""
+    reg, job = declare(Recorder(), run_on="workers", schedule=ON_REQUEST_ONLY)
+    JobState.objects.create(
+        name=job.name,
+        group=GROUP,
+        schedule=job.schedule.describe(),
+        fingerprint=job.fingerprint,
+        next_due=job.schedule.next_after(database_now()),
+        **state,
+    )
+    return reg, job
+
+
 def _lead_and_step(reg) -> float:
     """Take the lead of the group once and make one step; return the sleep it chose."""
     scheduler = Scheduler(groups=[GROUP], node_name="engine-node", registry=reg)
@@ -310,16 +325,7 @@ def test_a_leader_that_queued_a_run_wakes_to_watch_it_however_far_its_next_slot_
     """A worker killed mid-run wakes nobody, and another group's leader that found it gone
     first leaves the job looking idle: the leader that queued the run looks at it again
     within the watch interval (``maintenance.WATCH_INTERVAL``), not at the job's next slot."""
-    reg, job = declare(Recorder(), run_on="workers", schedule=ON_REQUEST_ONLY)
-    JobState.objects.create(
-        name=job.name,
-        group=GROUP,
-        schedule=job.schedule.describe(),
-        fingerprint=job.fingerprint,
-        next_due=job.schedule.next_after(database_now()),  # a century away
-        run_requested_at=database_now(),
-        run_requested_by="editor",
-    )
+    reg, job = _job_on_request(run_requested_at=database_now(), run_requested_by="editor")
     slept = _lead_and_step(reg)
     assert JobRun.objects.get(job=job.name).status == JobRun.Status.QUEUED
     assert slept <= WATCH_INTERVAL, slept
@@ -330,14 +336,7 @@ def test_a_new_leader_watches_the_runs_on_workers_it_inherits_at_once():
     """A run the previous leader queued is out on workers: the new leader's first sleep ends
     at its first look at it (a worker may take it, and be killed, at any moment), not at the
     job's next slot."""
-    reg, job = declare(Recorder(), run_on="workers", schedule=ON_REQUEST_ONLY)
-    JobState.objects.create(
-        name=job.name,
-        group=GROUP,
-        schedule=job.schedule.describe(),
-        fingerprint=job.fingerprint,
-        next_due=job.schedule.next_after(database_now()),  # a century away
-    )
+    reg, job = _job_on_request()
     JobRun.objects.create(job=job.name, slot=database_now(), status=JobRun.Status.QUEUED)
     assert _lead_and_step(reg) <= WATCH_INTERVAL
 
