@@ -6,7 +6,7 @@ them."""
 from collections import Counter
 
 from devtools.chaos.config import QUEUE_WAIT_BOUND, RETRIED_JOBS, TRANSACTIONAL_JOBS, WORKER_JOBS
-from devtools.chaos.evidence import waited_behind, worker_disturbances
+from devtools.chaos.evidence import kind_problems, waited_behind, worker_disturbances
 from devtools.chaos.queries import placeholders
 from devtools.chaos.soak import Soak
 
@@ -193,6 +193,7 @@ def worker_faults_settled(soak: Soak, end_db) -> tuple[bool, str]:
     ``SETTLE_BOUND`` (abandoned and retried, rolled back and run again, or finished), and its
     pool start it again: the account each fault gave of itself (``faults.workers``). A killed
     worker holding runs of several groups has each released by its own group's leader."""
-    faults = [f for f in soak.faults if f.kind in WORKER_FAULTS and not f.skipped]
-    problems = [f"{f.kind} {f.target}: {f.problem}" for f in faults if f.problem]
-    return not problems, "; ".join(problems[:2]) or f"{len(faults)} faults, each settled"
+    results = [(kind, *kind_problems(soak, kind, "faults")) for kind in WORKER_FAULTS]
+    return all(held for _, held, _ in results), "; ".join(
+        f"{kind} {detail}" for kind, _, detail in results
+    )
